@@ -1,0 +1,196 @@
+import { randomUUID } from "node:crypto";
+import {
+  type Correlation,
+  type CorrelationInput,
+  type EventEnvelope,
+  correlation as fillCorrelation,
+  type Names,
+  type RuntimeEvent,
+  sanitizePayload,
+  sha256,
+  type TimelineKind,
+  type TimelineRecord,
+} from "@geode/contracts";
+import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { encodeJson } from "./codec.js";
+import { type Logger, silentLogger } from "./logger.js";
+import { ensureEventStreams, type StreamOptions } from "./provision.js";
+
+export type EventObserver = (event: EventEnvelope) => void | Promise<void>;
+export type TimelineObserver = (record: TimelineRecord) => void | Promise<void>;
+
+export interface RuntimeEventBusOptions {
+  nc: NatsConnection;
+  names: Names;
+  /** Who publishes (`hook-dispatcher`, `runtime`, …); stored in every envelope. */
+  source: string;
+  log?: Logger;
+  /** Provision the streams on create (default true). */
+  provision?: boolean;
+  streams?: StreamOptions;
+  /** Publish attempts per message (same `Nats-Msg-Id`, so retries are stored once). Default 3. */
+  publishAttempts?: number;
+}
+
+/**
+ * Observation surface: publishes each RuntimeEvent as one JetStream message and each timeline
+ * record likewise, and fans them out to in-process observers as isolated deep copies. Nothing it
+ * does can throw into the caller's control flow: failures are logged.
+ */
+export class RuntimeEventBus {
+  readonly names: Names;
+  readonly source: string;
+  private readonly nc: NatsConnection;
+  private readonly js: JetStreamClient;
+  private readonly log: Logger;
+  private readonly attempts: number;
+  private readonly eventObservers = new Set<EventObserver>();
+  private readonly timelineObservers = new Set<TimelineObserver>();
+  private readonly pending = new Set<Promise<unknown>>();
+  private failures = 0;
+
+  private constructor(options: RuntimeEventBusOptions) {
+    this.nc = options.nc;
+    this.names = options.names;
+    this.source = options.source;
+    this.log = options.log ?? silentLogger();
+    this.attempts = Math.max(1, options.publishAttempts ?? 3);
+    this.js = jetstream(options.nc);
+  }
+
+  /** Creates the bus and (by default) provisions `{NS}_EVENTS` and `{NS}_TIMELINE`. */
+  static async create(options: RuntimeEventBusOptions): Promise<RuntimeEventBus> {
+    if (options.provision !== false) await ensureEventStreams(options.nc, options.names, options.streams);
+    return new RuntimeEventBus(options);
+  }
+
+  /** Publish failures since start (for health and tests). */
+  get publishFailures(): number {
+    return this.failures;
+  }
+
+  /** Builds the envelope of an event (sanitized payload, fresh id). */
+  envelope(
+    event: RuntimeEvent,
+    payload: unknown,
+    correlation: CorrelationInput | Correlation = {},
+    id?: string,
+  ): EventEnvelope {
+    return {
+      id: id ?? randomUUID(),
+      event,
+      ts: Date.now(),
+      source: this.source,
+      correlation: fillCorrelation(correlation),
+      payload: sanitizePayload(payload),
+    };
+  }
+
+  /**
+   * Publishes one event and resolves with its envelope once JetStream stored it, or null if it
+   * could not be stored (logged). Never rejects.
+   */
+  emit(
+    event: RuntimeEvent,
+    payload: unknown,
+    correlation: CorrelationInput | Correlation = {},
+    options: { id?: string } = {},
+  ): Promise<EventEnvelope | null> {
+    let env: EventEnvelope;
+    try {
+      env = this.envelope(event, payload, correlation, options.id);
+    } catch (err) {
+      this.failures++;
+      this.log.warn({ err, event }, "event not published: bad envelope");
+      return Promise.resolve(null);
+    }
+    this.notify(this.eventObservers, env);
+    return this.track(this.publish(this.names.event(event), env.id, env).then((ok) => (ok ? env : null)));
+  }
+
+  /** Publishes one session timeline record; never rejects. */
+  timeline(
+    kind: TimelineKind,
+    payload: unknown,
+    correlation: CorrelationInput | Correlation = {},
+  ): Promise<TimelineRecord | null> {
+    let rec: TimelineRecord;
+    try {
+      const clean = sanitizePayload(payload);
+      rec = {
+        id: randomUUID(),
+        kind,
+        ts: Date.now(),
+        source: this.source,
+        correlation: fillCorrelation(correlation),
+        payload: clean,
+        payload_sha256: sha256(clean),
+      };
+    } catch (err) {
+      this.failures++;
+      this.log.warn({ err, kind }, "timeline record not published: bad envelope");
+      return Promise.resolve(null);
+    }
+    this.notify(this.timelineObservers, rec);
+    return this.track(this.publish(this.names.timeline(kind), rec.id, rec).then((ok) => (ok ? rec : null)));
+  }
+
+  /** Adds an in-process observer of events; returns the unsubscribe function. */
+  subscribe(observer: EventObserver): () => void {
+    this.eventObservers.add(observer);
+    return () => this.eventObservers.delete(observer);
+  }
+
+  /** Adds an in-process observer of timeline records; returns the unsubscribe function. */
+  subscribeTimeline(observer: TimelineObserver): () => void {
+    this.timelineObservers.add(observer);
+    return () => this.timelineObservers.delete(observer);
+  }
+
+  /** Waits until every publish started so far has settled. */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
+    return p;
+  }
+
+  private notify<T>(observers: Set<(v: T) => void | Promise<void>>, value: T): void {
+    for (const observer of observers) {
+      try {
+        // Each observer gets its own deep copy: it can change neither the published message nor
+        // what the next observer sees.
+        const result = observer(structuredClone(value));
+        if (result instanceof Promise)
+          result.catch((err: unknown) => this.log.warn({ err }, "observer failed"));
+      } catch (err) {
+        this.log.warn({ err }, "observer failed");
+      }
+    }
+  }
+
+  private async publish(subject: string, id: string, body: unknown): Promise<boolean> {
+    const data = encodeJson(body);
+    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+      try {
+        await this.js.publish(subject, data, { msgID: id, timeout: 5_000 });
+        return true;
+      } catch (err) {
+        if (attempt === this.attempts || this.nc.isClosed()) {
+          this.failures++;
+          this.log.warn({ err, subject, id }, "publish failed");
+          return false;
+        }
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+    return false;
+  }
+}
+
+/** Older integrations' name for the bus. */
+export { RuntimeEventBus as HookSystem };

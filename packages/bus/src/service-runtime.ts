@@ -1,0 +1,82 @@
+import { names as buildNames, type HealthReply, type Names } from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ConfigError, type GeodeConfig, loadConfig } from "./config.js";
+import { connectBus } from "./connection.js";
+import { createLogger, type Logger } from "./logger.js";
+import { type Responder, serveRequests } from "./responder.js";
+
+export const GEODE_VERSION = "0.1.0";
+
+/** Answers `{ns}.health.{service}` with `{service, status, version, started_at}`. */
+export function serveHealth(
+  nc: NatsConnection,
+  n: Names,
+  service: string,
+  status: () => HealthReply["status"] = () => "ok",
+): Responder {
+  const startedAt = Date.now();
+  return serveRequests(nc, n.health(service), {}, () => ({
+    service,
+    status: status(),
+    version: GEODE_VERSION,
+    started_at: startedAt,
+  }));
+}
+
+export interface ServiceContext {
+  config: GeodeConfig;
+  nc: NatsConnection;
+  names: Names;
+  log: Logger;
+}
+
+export interface RunningService {
+  /** Stops taking work, finishes what is in flight. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole life of a service process: validate config (a bad value exits 2 with a clear
+ * message), connect, start, answer health, and drain on SIGTERM/SIGINT.
+ */
+export async function runService(
+  service: string,
+  start: (ctx: ServiceContext) => Promise<RunningService>,
+): Promise<void> {
+  let config: GeodeConfig;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    process.stderr.write(`${service}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(service, config.logLevel);
+  let nc: NatsConnection;
+  try {
+    nc = await connectBus(config, service);
+  } catch (err) {
+    log.fatal({ err, nats_url: config.natsUrl }, "cannot connect to NATS");
+    process.exit(1);
+  }
+  const n = buildNames(config.namespace);
+  const running = await start({ config, nc, names: n, log });
+  const health = serveHealth(nc, n, service);
+  log.info({ namespace: config.namespace, version: GEODE_VERSION }, `${service} started`);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, `${service} draining`);
+    try {
+      await health.drain();
+      await running.stop();
+      await nc.drain();
+    } catch (err) {
+      log.error({ err }, "error while draining");
+    }
+    log.info(`${service} stopped`);
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}

@@ -1,0 +1,5 @@
+import type { Command } from "../command.js";
+import { schemaCommand } from "./schema.js";
+
+/** Every `geode` sub-command. Add a command by adding its module here. */
+export const COMMANDS: Command[] = [schemaCommand];

@@ -1,0 +1,95 @@
+import { z } from "zod";
+import {
+  type Correlation,
+  CorrelationInputSchema,
+  CorrelationV1Schema,
+  CorrelationV2Schema,
+} from "./correlation.js";
+import {
+  ALLOWED_ACTIONS,
+  HOOK_ACTIONS,
+  type HookAction,
+  type HookName,
+  HookNameSchema,
+  SchemaVersionSchema,
+} from "./hook-name.js";
+import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
+
+/** The decision fields a handler may return (the action is checked per hook). */
+export const DECISION_FIELDS = [
+  "action",
+  "reason",
+  "updates",
+  "instruction",
+  "additional_misses",
+  "evidence_refs",
+] as const;
+
+/** Decision schema for one hook (action enum = that hook's allowed actions). */
+export function decisionSchemaFor(hook: HookName) {
+  const actions = ALLOWED_ACTIONS[hook] as readonly string[] as [string, ...string[]];
+  return z.strictObject({
+    action: z.enum(actions),
+    reason: z.string().optional(),
+    updates: FreeObjectSchema.optional(),
+    instruction: z.string().optional(),
+    additional_misses: z.array(z.string()).optional(),
+    evidence_refs: z.array(EvidenceRefSchema).optional(),
+  });
+}
+
+/** Any hook's decision, action from the whole action set. */
+export const HookDecisionSchema = z.strictObject({
+  action: z.enum(HOOK_ACTIONS),
+  reason: z.string().optional(),
+  updates: FreeObjectSchema.optional(),
+  instruction: z.string().optional(),
+  additional_misses: z.array(z.string()).optional(),
+  evidence_refs: z.array(EvidenceRefSchema).optional(),
+});
+export type HookDecision = z.infer<typeof HookDecisionSchema>;
+
+/** What a handler replies: `{"decision": null}` or `{"decision": {...}}`. */
+export const HandlerReplySchema = z.object({ decision: z.unknown() });
+export type HandlerReply = { decision: HookDecision | null };
+
+/** What a handler receives. */
+export const HookEnvelopeSchema = z.strictObject({
+  schema_version: SchemaVersionSchema,
+  name: HookNameSchema,
+  correlation: z.union([CorrelationV2Schema, CorrelationV1Schema]),
+  payload: z.record(z.string(), z.unknown()),
+});
+export type HookEnvelope = {
+  schema_version: z.infer<typeof SchemaVersionSchema>;
+  name: HookName;
+  correlation: Correlation | z.infer<typeof CorrelationV1Schema>;
+  payload: Record<string, unknown>;
+};
+
+/** `{hook}.invoke` request body. */
+export const HookInvokeRequestSchema = z.strictObject({
+  correlation: CorrelationInputSchema.default(CorrelationInputSchema.parse({})),
+  payload: z.record(z.string(), z.unknown()),
+  timeout_ms: z.number().int().positive().optional(),
+});
+export type HookInvokeRequest = z.input<typeof HookInvokeRequestSchema>;
+
+/** A decision in the outcome, attributed to its handler. */
+export const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });
+export type AttributedDecision = z.infer<typeof AttributedDecisionSchema>;
+
+/** The reply to an invocation: the composed outcome of the handler chain. */
+export const DispatchOutcomeSchema = z.strictObject({
+  schema_version: SchemaVersionSchema,
+  name: HookNameSchema,
+  correlation: CorrelationV2Schema,
+  payload: z.record(z.string(), z.unknown()),
+  decisions: z.array(AttributedDecisionSchema),
+  decision_sources: z.array(z.string()),
+  handler_errors: z.array(z.string()),
+  blocked: z.boolean(),
+});
+export type DispatchOutcome = z.infer<typeof DispatchOutcomeSchema>;
+
+export type { HookAction };

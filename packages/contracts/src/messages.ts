@@ -1,0 +1,235 @@
+import { z } from "zod";
+import { CorrelationInputSchema } from "./correlation.js";
+import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
+import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
+import { HANDLER_NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+
+const correlationIn = CorrelationInputSchema.default(CorrelationInputSchema.parse({}));
+
+// ---- handler registration (KV {ns}_hook_handlers, key {HookName}.{handler}) ----
+
+export const FailureModeSchema = z.enum(["open", "closed"]);
+export type FailureMode = z.infer<typeof FailureModeSchema>;
+export const HandlerNameSchema = z
+  .string()
+  .regex(HANDLER_NAME_PATTERN, "handler names match [A-Za-z0-9_-]{1,64}");
+/** Tool-name globs, e.g. `{"tool_name": ["fs.*", "shell"]}`. */
+export const HandlerMatchSchema = z.strictObject({ tool_name: z.array(z.string().min(1)).min(1).max(64) });
+export type HandlerMatch = z.infer<typeof HandlerMatchSchema>;
+
+export const HandlerRegistrationSchema = z.strictObject({
+  hook: HookNameSchema,
+  name: HandlerNameSchema,
+  priority: z.number().int(),
+  timeout_ms: z.number().int().min(0),
+  schema_version: SchemaVersionSchema,
+  failure_mode: FailureModeSchema,
+  match: HandlerMatchSchema.nullable().optional(),
+  heartbeat_at: z.number().int(),
+  lease_ms: z.number().int().positive(),
+});
+export type HandlerRegistration = z.infer<typeof HandlerRegistrationSchema>;
+
+// ---- tools ----
+
+export const ToolEffectSchema = z.enum(["read", "mutation", "communication", "admin"]);
+export type ToolEffect = z.infer<typeof ToolEffectSchema>;
+export const ToolNameSchema = z.string().regex(TOOL_NAME_PATTERN, "tool names match [A-Za-z0-9_.-]{1,64}");
+
+/** A tool definition (built-in, or remote in KV `{ns}_tools`). */
+export const ToolDefinitionSchema = z.strictObject({
+  name: ToolNameSchema,
+  description: z.string(),
+  input_schema: FreeObjectSchema,
+  effect: ToolEffectSchema,
+  requires_approval: z.boolean(),
+  timeout_ms: z.number().int().min(0).optional(),
+});
+export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
+
+export const ToolExecuteRequestSchema = z.strictObject({
+  tool_name: z.string().min(1),
+  arguments: FreeObjectSchema,
+  correlation: correlationIn,
+  operation_key: z.string().min(1).max(256).optional(),
+  timeout_ms: z.number().int().positive().optional(),
+});
+export type ToolExecuteRequest = z.input<typeof ToolExecuteRequestSchema>;
+
+export const ReceiptStateSchema = z.enum(["admitted", "completed", "failed"]);
+export type ReceiptState = z.infer<typeof ReceiptStateSchema>;
+export const ReceiptRefSchema = z.strictObject({
+  key: z.string(),
+  state: ReceiptStateSchema,
+  revision: z.number().int(),
+});
+export type ReceiptRef = z.infer<typeof ReceiptRefSchema>;
+
+export const ToolCallStatusSchema = z.enum([
+  "completed",
+  "blocked",
+  "denied",
+  "replayed",
+  "indeterminate",
+  "failed",
+]);
+export type ToolCallStatus = z.infer<typeof ToolCallStatusSchema>;
+
+export const ToolExecuteReplySchema = z.strictObject({
+  status: ToolCallStatusSchema,
+  result: FreeObjectSchema,
+  has_error: z.boolean(),
+  executed: z.boolean(),
+  additional_context: z.array(z.string()),
+  reason: z.string(),
+  receipt: ReceiptRefSchema.nullable(),
+});
+export type ToolExecuteReply = z.infer<typeof ToolExecuteReplySchema>;
+
+/** Stored receipt (KV `{ns}_tool_receipts`). */
+export const ReceiptSchema = z.strictObject({
+  key: z.string(),
+  state: ReceiptStateSchema,
+  tool_name: z.string(),
+  arguments_sha256: z.string(),
+  correlation: z.record(z.string(), z.unknown()),
+  admitted_at: z.number().int(),
+  completed_at: z.number().int().nullable(),
+  result: FreeObjectSchema.nullable(),
+  has_error: z.boolean().nullable(),
+  status: z.string().nullable(),
+  additional_context: z.array(z.string()).optional(),
+  resolution: z
+    .strictObject({ by: z.string(), reason: z.string(), at: z.number().int() })
+    .nullable()
+    .optional(),
+});
+export type Receipt = z.infer<typeof ReceiptSchema>;
+
+/** What a remote tool terminal receives on `{ns}.tool.terminal.{tool}` and replies. */
+export const ToolTerminalRequestSchema = z.strictObject({
+  tool_name: z.string(),
+  arguments: FreeObjectSchema,
+  correlation: z.record(z.string(), z.unknown()),
+});
+export type ToolTerminalRequest = z.infer<typeof ToolTerminalRequestSchema>;
+export const ToolTerminalReplySchema = z.object({ result: FreeObjectSchema, has_error: z.boolean() });
+export type ToolTerminalReply = z.infer<typeof ToolTerminalReplySchema>;
+
+// ---- approvals ----
+
+export const ApprovalRequestSchema = z.strictObject({
+  approval_id: z.string().min(1),
+  tool_name: z.string(),
+  safety_level: z.string(),
+  detail: z.string(),
+  correlation: correlationIn,
+});
+export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
+export const ApprovalReplySchema = z.strictObject({
+  decision: z.enum(["allow", "deny"]),
+  approver: z.string().min(1),
+  reason: z.string().optional(),
+});
+export type ApprovalReply = z.infer<typeof ApprovalReplySchema>;
+
+// ---- verification ----
+
+export const UsageSchema = z.strictObject({
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+export const RubricSchema = z.strictObject({
+  required: z.array(z.string()).max(64).default([]),
+  forbidden: z.array(z.string()).max(64).default([]),
+});
+export type Rubric = z.input<typeof RubricSchema>;
+export const VerifyModeSchema = z.enum(["rule_based", "off"]);
+export type VerifyMode = z.infer<typeof VerifyModeSchema>;
+
+export const VerifyFinalizeRequestSchema = z.strictObject({
+  correlation: correlationIn,
+  candidate: z.strictObject({
+    text: z.string(),
+    termination_reason: z.string(),
+    rounds: z.number().int().min(0),
+    tool_call_count: z.number().int().min(0),
+    usage: UsageSchema.optional(),
+  }),
+  mode: VerifyModeSchema.optional(),
+  rubric: RubricSchema.optional(),
+});
+export type VerifyFinalizeRequest = z.input<typeof VerifyFinalizeRequestSchema>;
+
+export const VerifyResolveRequestSchema = z.strictObject({
+  correlation: correlationIn,
+  action: z.enum(["deliver", "revise"]),
+  instruction: z.string().optional(),
+});
+export type VerifyResolveRequest = z.input<typeof VerifyResolveRequestSchema>;
+
+export const POLICY_ACTIONS = [
+  "accept",
+  "revise",
+  "continue",
+  "escalate",
+  "escalate_budget_exhausted",
+  "built_in_fail",
+] as const;
+export const PolicyActionSchema = z.enum(POLICY_ACTIONS);
+export type PolicyAction = z.infer<typeof PolicyActionSchema>;
+
+export const BuiltInResultSchema = z.strictObject({
+  passed: z.boolean(),
+  mode: z.string(),
+  score: z.number(),
+  rubric_misses: z.array(z.string()),
+  should_retry: z.boolean(),
+});
+export type BuiltInResult = z.infer<typeof BuiltInResultSchema>;
+
+export const VerifyReplySchema = z.strictObject({
+  policy_action: PolicyActionSchema,
+  deliver: z.boolean(),
+  verify_attempt: z.number().int().min(0),
+  built_in: BuiltInResultSchema,
+  follow_up_instruction: z.string().optional(),
+  pending_text: z.string().optional(),
+  totals: z.strictObject({ rounds: z.number().int(), tool_call_count: z.number().int(), usage: UsageSchema }),
+  candidate_sha256: z.string(),
+  evidence_refs: z.array(EvidenceRefSchema),
+});
+export type VerifyReply = z.infer<typeof VerifyReplySchema>;
+
+// ---- sessions and runs ----
+
+export const SessionStatusSchema = z.enum(["active", "paused", "completed", "error"]);
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+export const SessionRecordSchema = z.strictObject({
+  status: SessionStatusSchema,
+  reason: z.string(),
+  generation: z.number().int().min(0),
+  model: z.string(),
+  provider: z.string(),
+  updated_at: z.number().int(),
+});
+export type SessionRecord = z.infer<typeof SessionRecordSchema>;
+
+export const RunRecordSchema = z.strictObject({
+  run_id: z.string().min(1),
+  status: z.enum(["active", "closed"]),
+  opened_at: z.number().int(),
+  closed_at: z.number().int().nullable(),
+});
+export type RunRecord = z.infer<typeof RunRecordSchema>;
+
+// ---- health ----
+
+export const HealthReplySchema = z.strictObject({
+  service: z.string(),
+  status: z.enum(["ok", "degraded"]),
+  version: z.string(),
+  started_at: z.number().int(),
+});
+export type HealthReply = z.infer<typeof HealthReplySchema>;

@@ -1,0 +1,92 @@
+import { z } from "zod";
+import type { HookName } from "./hook-name.js";
+import type { RuntimeEvent, TimelineKind } from "./runtime-event.js";
+
+export const NAMESPACE_PATTERN = /^[a-z][a-z0-9_]{0,31}$/;
+export const NamespaceSchema = z
+  .string()
+  .regex(NAMESPACE_PATTERN, "namespace must match [a-z][a-z0-9_]{0,31}");
+export const DEFAULT_NAMESPACE = "geode";
+export const HANDLER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export const SERVICE_NAMES = ["hook-dispatcher", "tool-executor", "verifier", "activity-recorder"] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+/** Queue groups of DESIGN section 2. */
+export const QueueGroup = {
+  HookDispatcher: "hook-dispatcher",
+  ToolExecutor: "tool-executor",
+  Approvers: "approvers",
+  Verifier: "verifier",
+} as const;
+
+/** Every wire name of one deployment, derived from its namespace. */
+export interface Names {
+  readonly ns: string;
+  readonly NS: string;
+  hookInvoke(hook: HookName | string): string;
+  readonly hookInvokeAll: string;
+  hookHandler(hook: HookName, handler: string): string;
+  readonly hookHandlerAll: string;
+  readonly toolExecute: string;
+  toolTerminal(tool: string): string;
+  readonly approvalRequest: string;
+  readonly verifyFinalize: string;
+  readonly verifyResolve: string;
+  health(service: string): string;
+  event(value: RuntimeEvent): string;
+  readonly eventsAll: string;
+  timeline(kind: TimelineKind): string;
+  readonly timelineAll: string;
+  readonly eventsStream: string;
+  readonly timelineStream: string;
+  readonly buckets: {
+    readonly hookHandlers: string;
+    readonly toolReceipts: string;
+    readonly verify: string;
+    readonly sessions: string;
+    readonly runs: string;
+    readonly tools: string;
+  };
+  /** Postgres schema of the projection. */
+  readonly pgSchema: string;
+  /** KV key of a handler registration. */
+  handlerKey(hook: HookName, handler: string): string;
+}
+
+/** Builds every subject, stream, bucket and schema name for namespace `ns`. */
+export function names(ns: string = DEFAULT_NAMESPACE): Names {
+  NamespaceSchema.parse(ns);
+  const NS = ns.toUpperCase();
+  return {
+    ns,
+    NS,
+    hookInvoke: (hook) => `${ns}.hook.invoke.${hook}`,
+    hookInvokeAll: `${ns}.hook.invoke.>`,
+    hookHandler: (hook, handler) => `${ns}.hook.handler.${hook}.${handler}`,
+    hookHandlerAll: `${ns}.hook.handler.>`,
+    toolExecute: `${ns}.tool.execute`,
+    toolTerminal: (tool) => `${ns}.tool.terminal.${tool}`,
+    approvalRequest: `${ns}.approval.request`,
+    verifyFinalize: `${ns}.verify.finalize`,
+    verifyResolve: `${ns}.verify.resolve`,
+    health: (service) => `${ns}.health.${service}`,
+    event: (value) => `${ns}.events.${value}`,
+    eventsAll: `${ns}.events.>`,
+    timeline: (kind) => `${ns}.timeline.${kind}`,
+    timelineAll: `${ns}.timeline.>`,
+    eventsStream: `${NS}_EVENTS`,
+    timelineStream: `${NS}_TIMELINE`,
+    buckets: {
+      hookHandlers: `${ns}_hook_handlers`,
+      toolReceipts: `${ns}_tool_receipts`,
+      verify: `${ns}_verify`,
+      sessions: `${ns}_sessions`,
+      runs: `${ns}_runs`,
+      tools: `${ns}_tools`,
+    },
+    pgSchema: ns,
+    handlerKey: (hook, handler) => `${hook}.${handler}`,
+  };
+}

@@ -1,0 +1,95 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(import.meta.url);
+
+/** Absolute path of the repository root. */
+export const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
+const TSX_CLI = require.resolve("tsx/cli");
+
+export interface SpawnedProcess {
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resolves when a line matching `pattern` appears in the output. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Sends a signal and waits for exit; resolves with the exit code (or null if killed). */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+/**
+ * Runs a TypeScript entry point (path relative to the repo root) as a real child process under
+ * tsx, with `env` added to the parent's environment.
+ */
+export function spawnService(
+  entry: string,
+  env: Record<string, string>,
+  args: string[] = [],
+): SpawnedProcess {
+  const child = spawn(process.execPath, [TSX_CLI, path.resolve(REPO_ROOT, entry), ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const waiters = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    out += chunk.toString("utf8");
+    for (const w of waiters) w();
+  };
+  child.stdout?.on("data", onData);
+  child.stderr?.on("data", onData);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    waitForOutput(pattern, timeoutMs = 20_000) {
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (pattern.test(out)) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out waiting for ${pattern} in output:\n${out.slice(-4000)}`));
+        }, timeoutMs);
+        waiters.add(check);
+        void exited.then((code) => {
+          if (waiters.has(check)) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            reject(new Error(`process exited (${code}) before ${pattern}:\n${out.slice(-4000)}`));
+          }
+        });
+        check();
+      });
+    },
+    async stop(signal = "SIGTERM", timeoutMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or the time runs out. */
+export async function waitFor<T>(
+  check: () => Promise<T> | T,
+  timeoutMs = 10_000,
+  intervalMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("waitFor: condition not met in time");
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * `pnpm bench [name…]` runs the benchmarks under bench/<name>/main.ts one after another (all when
+ * no name is given), each in its own process, and prints their tables.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const here = import.meta.dirname;
+const all = readdirSync(here, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(path.join(here, d.name, "main.ts")))
+  .map((d) => d.name)
+  .sort();
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !all.includes(w));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown benchmark: ${unknown.join(", ")} (have: ${all.join(", ")})\n`);
+  process.exit(2);
+}
+const tsx = createRequire(import.meta.url).resolve("tsx/cli");
+let failed = 0;
+for (const name of wanted.length > 0 ? wanted : all) {
+  process.stdout.write(`\n## bench/${name}\n\n`);
+  const r = spawnSync(process.execPath, [tsx, path.join(here, name, "main.ts")], {
+    stdio: "inherit",
+    env: process.env,
+  });
+  if (r.status !== 0) failed++;
+}
+process.exit(failed > 0 ? 1 : 0);

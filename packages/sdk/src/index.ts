@@ -1,0 +1,6 @@
+export {
+  createHookClient,
+  DEFAULT_INVOKE_TIMEOUT_MS,
+  type HookClient,
+  type InvokeOptions,
+} from "./hook-client.js";

@@ -1,3 +1,4 @@
+export { type ConnectOptions, connectGeode, type GeodeConnection } from "./connection.js";
 export {
   createHookClient,
   DEFAULT_INVOKE_TIMEOUT_MS,

@@ -8,6 +8,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    reporters: ["default"],
+    // The JSON report feeds the one-line summary that .ci/run prints after the run.
+    reporters: ["default", "json"],
+    outputFile: { json: ".geode/test-report.json" },
   },
 });

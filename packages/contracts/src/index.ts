@@ -124,3 +124,4 @@ export {
   truncateString,
 } from "./sanitize.js";
 export { type HookValidation, validateHookPayload } from "./validate-payload.js";
+export { matchesToolGlob, type ToolGlob, toolGlob } from "./tool-glob.js";

@@ -1,0 +1,28 @@
+export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
+export { dropProjection, migrateProjection, PROJECTION_MIGRATIONS } from "./migrations.js";
+export {
+  DEFAULT_PGLITE_DIR,
+  openProjectionDb,
+  type ProjectionDb,
+  type ProjectionDbOptions,
+} from "./projection-db.js";
+export {
+  type ActivityEventRow,
+  type DecodedMessage,
+  decodeStreamMessage,
+  type ExtensionInvocationRow,
+  type SessionEventRow,
+  type StreamKind,
+  storedPayload,
+  timelineRetentionOf,
+} from "./projection-rows.js";
+export {
+  type ActivityEventsTable,
+  type ExtensionInvocationsTable,
+  PROJECTION_TABLES,
+  type ProjectionDatabase,
+  type ProjectionOffsetsTable,
+  type ProjectionTable,
+  type SessionEventsTable,
+} from "./projection-schema.js";
+export { countRows, normalizeRow, type PruneCounts, pruneExpired, readOffsets } from "./queries.js";

@@ -1,0 +1,161 @@
+import type { Kysely } from "kysely";
+import { sql } from "kysely";
+import { type Migration, Migrator } from "kysely/migration";
+
+const CORRELATION_TEXT = ["session_id", "turn_id", "step_id", "run_id"] as const;
+const CORRELATION_TEXT_TAIL = ["tool_call_id", "llm_call_id", "llm_attempt_id"] as const;
+
+// biome-ignore lint/suspicious/noExplicitAny: migrations are written against the untyped builder.
+type CreateTable = ReturnType<Kysely<any>["schema"]["createTable"]>;
+
+function withCorrelation(t: CreateTable): CreateTable {
+  let b = t;
+  for (const c of CORRELATION_TEXT) b = b.addColumn(c, "text", (col) => col.notNull().defaultTo(""));
+  b = b.addColumn("session_generation", "integer", (col) => col.notNull().defaultTo(0));
+  b = b.addColumn("verify_attempt", "integer", (col) => col.notNull().defaultTo(0));
+  for (const c of CORRELATION_TEXT_TAIL) b = b.addColumn(c, "text", (col) => col.notNull().defaultTo(""));
+  return b;
+}
+
+/**
+ * Every row is keyed by its stream sequence (primary key) and, where the message has one, its
+ * id (unique): inserts use ON CONFLICT DO NOTHING, so redelivery, replica races and replay never
+ * duplicate a row. Indexes serve the operator queries (by session, run, event) and prune
+ * (retention bucket + ts).
+ */
+const initial: Migration = {
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
+  async up(db: Kysely<any>) {
+    await withCorrelation(
+      db.schema
+        .createTable("activity_events")
+        .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
+        .addColumn("event_id", "text", (c) => c.notNull().unique())
+        .addColumn("event", "text", (c) => c.notNull())
+        .addColumn("ts", "bigint", (c) => c.notNull())
+        .addColumn("source", "text", (c) => c.notNull()),
+    )
+      .addColumn("retention_bucket", "text", (c) => c.notNull())
+      .addColumn("payload", "jsonb", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createIndex("activity_events_session_ts")
+      .on("activity_events")
+      .columns(["session_id", "ts"])
+      .execute();
+    await db.schema
+      .createIndex("activity_events_run")
+      .on("activity_events")
+      .columns(["run_id", "stream_seq"])
+      .execute();
+    await db.schema
+      .createIndex("activity_events_event_ts")
+      .on("activity_events")
+      .columns(["event", "ts"])
+      .execute();
+    await db.schema
+      .createIndex("activity_events_retention")
+      .on("activity_events")
+      .columns(["retention_bucket", "ts"])
+      .execute();
+
+    await withCorrelation(
+      db.schema
+        .createTable("extension_invocations")
+        .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
+        .addColumn("ts", "bigint", (c) => c.notNull())
+        .addColumn("surface", "text", (c) => c.notNull())
+        .addColumn("name", "text", (c) => c.notNull())
+        .addColumn("extension", "text", (c) => c.notNull())
+        .addColumn("status", "text", (c) => c.notNull())
+        .addColumn("latency_ms", "double precision", (c) => c.notNull()),
+    ).execute();
+    await db.schema
+      .createIndex("extension_invocations_session_ts")
+      .on("extension_invocations")
+      .columns(["session_id", "ts"])
+      .execute();
+    await db.schema
+      .createIndex("extension_invocations_ts")
+      .on("extension_invocations")
+      .column("ts")
+      .execute();
+
+    await withCorrelation(
+      db.schema
+        .createTable("session_events")
+        .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
+        .addColumn("record_id", "text", (c) => c.notNull().unique())
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("ts", "bigint", (c) => c.notNull())
+        .addColumn("source", "text", (c) => c.notNull()),
+    )
+      .addColumn("retention_bucket", "text", (c) => c.notNull())
+      .addColumn("payload", "jsonb", (c) => c.notNull())
+      .addColumn("payload_sha256", "text", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createIndex("session_events_session_ts")
+      .on("session_events")
+      .columns(["session_id", "ts"])
+      .execute();
+    await db.schema
+      .createIndex("session_events_retention")
+      .on("session_events")
+      .columns(["retention_bucket", "ts"])
+      .execute();
+
+    await db.schema
+      .createTable("projection_offsets")
+      .addColumn("consumer", "text", (c) => c.notNull())
+      .addColumn("stream", "text", (c) => c.notNull())
+      .addColumn("last_seq", "bigint", (c) => c.notNull())
+      .addColumn("updated_at", "bigint", (c) => c.notNull())
+      .addPrimaryKeyConstraint("projection_offsets_pk", ["consumer", "stream"])
+      .execute();
+  },
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
+  async down(db: Kysely<any>) {
+    for (const t of ["projection_offsets", "session_events", "extension_invocations", "activity_events"])
+      await db.schema.dropTable(t).ifExists().execute();
+  },
+};
+
+/** The projection's migrations, in order (kept in code so every entry point runs the same set). */
+export const PROJECTION_MIGRATIONS: Record<string, Migration> = { "001_initial": initial };
+
+function isRaceError(err: unknown): boolean {
+  // Two replicas creating the same schema or migration table at once: retry once the other won.
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === "23505" || code === "42P06" || code === "42P07";
+}
+
+/**
+ * Creates schema `ns` if absent and brings its tables to the latest migration. Safe to run from
+ * several replicas at once (Kysely's migration lock, plus a retry for the schema-creation race).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
+export async function migrateProjection(db: Kysely<any>, ns: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.schema.createSchema(ns).ifNotExists().execute();
+      const migrator = new Migrator({
+        db: db.withSchema(ns),
+        provider: { getMigrations: async () => PROJECTION_MIGRATIONS },
+        migrationTableSchema: ns,
+      });
+      const { error } = await migrator.migrateToLatest();
+      if (error) throw error;
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !isRaceError(err)) throw err;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
+  }
+}
+
+/** Drops schema `ns` with every projection table in it (used by `geode replay --rebuild`). */
+// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
+export async function dropProjection(db: Kysely<any>, ns: string): Promise<void> {
+  await sql`drop schema if exists ${sql.id(ns)} cascade`.execute(db);
+}

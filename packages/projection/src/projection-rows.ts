@@ -1,0 +1,189 @@
+import {
+  CORRELATION_FIELDS,
+  type Correlation,
+  EventEnvelopeSchema,
+  type RetentionBucket,
+  retentionBucketOf,
+  sanitizePayload,
+  sha256,
+  TimelineRecordSchema,
+} from "@geode/contracts";
+
+/** Correlation ids as row columns, named like their fields. */
+export type CorrelationRow = Correlation;
+
+/** One `activity_events` row as the projection stores it and the run JSONL mirrors it. */
+export interface ActivityEventRow extends CorrelationRow {
+  stream_seq: number;
+  event_id: string;
+  event: string;
+  ts: number;
+  source: string;
+  retention_bucket: RetentionBucket;
+  payload: Record<string, unknown>;
+}
+
+/** One `extension_invocations` row: no payload text at all. */
+export interface ExtensionInvocationRow extends CorrelationRow {
+  stream_seq: number;
+  ts: number;
+  surface: string;
+  name: string;
+  extension: string;
+  status: string;
+  latency_ms: number;
+}
+
+/** One `session_events` row. */
+export interface SessionEventRow extends CorrelationRow {
+  stream_seq: number;
+  record_id: string;
+  kind: string;
+  ts: number;
+  source: string;
+  retention_bucket: RetentionBucket;
+  payload: Record<string, unknown>;
+  payload_sha256: string;
+}
+
+/** What one stream message turns into. */
+export type DecodedMessage =
+  | { type: "event"; activity: ActivityEventRow; extension?: ExtensionInvocationRow }
+  | { type: "timeline"; session: SessionEventRow }
+  /** Stored nowhere, on purpose (e.g. a `tool_exec_failed` duplicating a stored `tool_exec_ended`). */
+  | { type: "skipped"; reason: string }
+  /** Not a valid message of its stream: stored nowhere, acked, counted. */
+  | { type: "rejected"; reason: string };
+
+export type StreamKind = "events" | "timeline";
+
+/** Timeline kinds kept as long as audit events; the rest are operational (DESIGN §8 buckets). */
+export function timelineRetentionOf(kind: string): RetentionBucket {
+  return kind.startsWith("verification.") ? "audit" : "ops";
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Postgres text and jsonb cannot hold U+0000: it is removed from every stored string. */
+function noNul(s: string): string {
+  return s.includes("\0") ? s.replaceAll("\0", "") : s;
+}
+
+function stripNulDeep(v: unknown): unknown {
+  if (typeof v === "string") return noNul(v);
+  if (Array.isArray(v)) return v.map(stripNulDeep);
+  if (v !== null && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [noNul(k), stripNulDeep(x)]));
+  return v;
+}
+
+/**
+ * Bounds a payload for storage: sanitized again (the recorder does not trust publishers to have
+ * done it), and free of U+0000.
+ */
+export function storedPayload(payload: unknown): Record<string, unknown> {
+  const clean = sanitizePayload(payload);
+  return JSON.stringify(clean).includes("\\u0000") ? (stripNulDeep(clean) as Record<string, unknown>) : clean;
+}
+
+function correlationColumns(c: Correlation): CorrelationRow {
+  const out = {} as Record<string, unknown>;
+  for (const f of CORRELATION_FIELDS) {
+    const v = c[f];
+    out[f] = typeof v === "string" ? noNul(v) : v;
+  }
+  return out as CorrelationRow;
+}
+
+function short(v: unknown): string {
+  return typeof v === "string" ? noNul([...v].slice(0, 128).join("")) : "";
+}
+
+/**
+ * The `extension_invoked` fields that may be stored: surface, name, extension, status and latency.
+ * Its `reason` (a handler's own words for block/deny), request hashes and anything a publisher
+ * added are dropped, in `activity_events` too, so no handler- or user-chosen text is stored.
+ */
+function extensionFields(p: Record<string, unknown>) {
+  const ms = p["duration_ms"];
+  return {
+    surface: short(p["surface"]),
+    name: short(p["name"]),
+    extension: short(p["extension"]),
+    status: short(p["status"]),
+    latency_ms: typeof ms === "number" && Number.isFinite(ms) ? ms : 0,
+  };
+}
+
+function parseBody(data: Uint8Array): { ok: true; body: unknown } | { ok: false; reason: string } {
+  try {
+    return { ok: true, body: JSON.parse(decoder.decode(data)) as unknown };
+  } catch {
+    return { ok: false, reason: "not UTF-8 JSON" };
+  }
+}
+
+/** Turns one message of `{NS}_EVENTS` or `{NS}_TIMELINE` into the rows it projects to. */
+export function decodeStreamMessage(stream: StreamKind, streamSeq: number, data: Uint8Array): DecodedMessage {
+  const parsed = parseBody(data);
+  if (!parsed.ok) return { type: "rejected", reason: parsed.reason };
+  if (stream === "events") {
+    const r = EventEnvelopeSchema.safeParse(parsed.body);
+    if (!r.success) return { type: "rejected", reason: "not an event envelope" };
+    const e = r.data;
+    // The tool-executor's compatibility tool_exec_failed names the tool_exec_ended it repeats.
+    if (
+      e.event === "tool_exec_failed" &&
+      typeof e.payload["ended_event_id"] === "string" &&
+      e.payload["ended_event_id"] !== ""
+    )
+      return { type: "skipped", reason: "duplicates tool_exec_ended" };
+    const corr = correlationColumns(e.correlation);
+    const base = {
+      stream_seq: streamSeq,
+      event_id: noNul(e.id),
+      event: e.event,
+      ts: e.ts,
+      source: noNul(e.source),
+      ...corr,
+      retention_bucket: retentionBucketOf(e.event),
+    };
+    if (e.event === "extension_invoked") {
+      const f = extensionFields(e.payload);
+      return {
+        type: "event",
+        activity: {
+          ...base,
+          payload: {
+            surface: f.surface,
+            name: f.name,
+            extension: f.extension,
+            status: f.status,
+            duration_ms: f.latency_ms,
+          },
+        },
+        extension: { stream_seq: streamSeq, ts: e.ts, ...f, ...corr },
+      };
+    }
+    return { type: "event", activity: { ...base, payload: storedPayload(e.payload) } };
+  }
+  const r = TimelineRecordSchema.safeParse(parsed.body);
+  if (!r.success) return { type: "rejected", reason: "not a timeline record" };
+  const t = r.data;
+  const payload = storedPayload(t.payload);
+  return {
+    type: "timeline",
+    session: {
+      stream_seq: streamSeq,
+      record_id: noNul(t.id),
+      kind: t.kind,
+      ts: t.ts,
+      source: noNul(t.source),
+      ...correlationColumns(t.correlation),
+      retention_bucket: timelineRetentionOf(t.kind),
+      payload,
+      // The hash of what is stored, so a reader can check the row against itself.
+      payload_sha256: sha256(payload),
+    },
+  };
+}

@@ -4,6 +4,7 @@ import {
   CorrelationInputSchema,
   CorrelationV1Schema,
   CorrelationV2Schema,
+  toCorrelationV1,
 } from "./correlation.js";
 import {
   ALLOWED_ACTIONS,
@@ -11,7 +12,9 @@ import {
   type HookAction,
   type HookName,
   HookNameSchema,
+  type SchemaVersionLabel,
   SchemaVersionSchema,
+  schemaVersionOf,
 } from "./hook-name.js";
 import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
 
@@ -66,6 +69,24 @@ export type HookEnvelope = {
   correlation: Correlation | z.infer<typeof CorrelationV1Schema>;
   payload: Record<string, unknown>;
 };
+
+/**
+ * Builds the envelope a handler receives. A v1 envelope carries the v1 correlation (no `step_id`),
+ * as a handler registered for v1 expects.
+ */
+export function hookEnvelope(
+  name: HookName,
+  correlation: Correlation,
+  payload: Record<string, unknown>,
+  version: SchemaVersionLabel = "v2",
+): HookEnvelope {
+  return {
+    schema_version: schemaVersionOf(version),
+    name,
+    correlation: version === "v1" ? toCorrelationV1(correlation) : { ...correlation },
+    payload,
+  };
+}
 
 /** `{hook}.invoke` request body. */
 export const HookInvokeRequestSchema = z.strictObject({

@@ -43,7 +43,9 @@ export {
   HookEnvelopeSchema,
   type HookInvokeRequest,
   HookInvokeRequestSchema,
+  hookEnvelope,
 } from "./hook-envelope.js";
+export { exampleHookPayload } from "./hook-examples.js";
 export {
   ALLOWED_ACTIONS,
   type AllowedAction,
@@ -123,5 +125,5 @@ export {
   sha256,
   truncateString,
 } from "./sanitize.js";
-export { type HookValidation, validateHookPayload } from "./validate-payload.js";
 export { matchesToolGlob, type ToolGlob, toolGlob } from "./tool-glob.js";
+export { applyRewrite, type HookValidation, validateHookPayload } from "./validate-payload.js";

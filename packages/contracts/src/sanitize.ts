@@ -47,9 +47,9 @@ const SECRET_VALUE_PATTERNS: ReadonlyArray<[RegExp, string]> = [
   [/\bAIza[0-9A-Za-z_-]{35}/g, REDACTED],
   // Cloud access keys (AWS key ids).
   [/\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, REDACTED],
-  // password=… style pairs (also in URLs and query strings).
+  // password=… style pairs (also in URLs, query strings and JSON text: `"password": "…"`).
   [
-    /\b(password|passwd|pwd|secret|api[_-]?key|access[_-]?token|client[_-]?secret|token)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;,'"]+)/gi,
+    /\b(password|passwd|pwd|secret|api[_-]?key|access[_-]?token|client[_-]?secret|token)(["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;,'"]+)/gi,
     `$1$2${REDACTED}`,
   ],
   // Credentials in URLs: scheme://user:pass@host
@@ -143,8 +143,15 @@ function sanitizeValue(value: unknown, depth: number): unknown {
 function sanitizeObject(obj: Record<string, unknown>, depth: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const redactedFields = new Set<string>();
+  // An incoming list (after a rewrite) is untrusted too: names are cut like keys, and the list like
+  // any collection, so it cannot smuggle unbounded data past the size limits.
   const previous = obj["_redacted_fields"];
-  if (Array.isArray(previous)) for (const f of previous) if (typeof f === "string") redactedFields.add(f);
+  if (Array.isArray(previous)) {
+    for (const f of previous) {
+      if (redactedFields.size >= SANITIZE_LIMITS.maxCollectionItems) break;
+      if (typeof f === "string") redactedFields.add(sliceCodePoints(f, SANITIZE_LIMITS.maxKeyChars));
+    }
+  }
   let kept = 0;
   let dropped = 0;
   for (const rawKey of Object.keys(obj)) {
@@ -173,7 +180,11 @@ function sanitizeObject(obj: Record<string, unknown>, depth: number): Record<str
   if (dropped > 0)
     out["_truncated_items"] =
       (typeof out["_truncated_items"] === "number" ? (out["_truncated_items"] as number) : 0) + dropped;
-  if (redactedFields.size > 0) out["_redacted_fields"] = [...redactedFields].sort();
+  if (redactedFields.size > 0)
+    out["_redacted_fields"] = [...redactedFields]
+      .map((f) => sliceCodePoints(f, SANITIZE_LIMITS.maxKeyChars))
+      .sort()
+      .slice(0, SANITIZE_LIMITS.maxCollectionItems);
   return out;
 }
 

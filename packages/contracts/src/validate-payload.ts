@@ -15,3 +15,27 @@ export function validateHookPayload(hook: HookName, payload: unknown): HookValid
   if (!result.success) return { ok: false, error: describeIssues(result.error, "payload") };
   return { ok: true, payload: clean };
 }
+
+function redactedList(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((f): f is string => typeof f === "string") : [];
+}
+
+/**
+ * Applies a `rewrite` decision: merges `{...payload, ...updates}`, keeps the union of both
+ * `_redacted_fields` lists (an update cannot hide what sanitizing dropped), then sanitizes and
+ * validates the result again. An invalid result leaves the caller's payload as it was.
+ */
+export function applyRewrite(
+  hook: HookName,
+  payload: Record<string, unknown>,
+  updates: Record<string, unknown>,
+): HookValidation {
+  const merged: Record<string, unknown> = { ...payload, ...updates };
+  const union = new Set([
+    ...redactedList(payload["_redacted_fields"]),
+    ...redactedList(updates["_redacted_fields"]),
+  ]);
+  if (union.size > 0) merged["_redacted_fields"] = [...union];
+  else delete merged["_redacted_fields"];
+  return validateHookPayload(hook, merged);
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { HANDLER_NAME_PATTERN, names, TOOL_NAME_PATTERN } from "./names.js";
+
+describe("names(ns)", () => {
+  it("builds every subject, stream, bucket and schema name of DESIGN section 2", () => {
+    const n = names("acme_1");
+    expect(n.ns).toBe("acme_1");
+    expect(n.NS).toBe("ACME_1");
+    expect(n.hookInvoke("PreToolUse")).toBe("acme_1.hook.invoke.PreToolUse");
+    expect(n.hookInvokeAll).toBe("acme_1.hook.invoke.>");
+    expect(n.hookHandler("PostVerify", "ci-gate")).toBe("acme_1.hook.handler.PostVerify.ci-gate");
+    expect(n.hookHandlerAll).toBe("acme_1.hook.handler.>");
+    expect(n.toolExecute).toBe("acme_1.tool.execute");
+    expect(n.toolTerminal("fs.read")).toBe("acme_1.tool.terminal.fs.read");
+    expect(n.approvalRequest).toBe("acme_1.approval.request");
+    expect(n.verifyFinalize).toBe("acme_1.verify.finalize");
+    expect(n.verifyResolve).toBe("acme_1.verify.resolve");
+    expect(n.health("hook-dispatcher")).toBe("acme_1.health.hook-dispatcher");
+    expect(n.event("extension_invoked")).toBe("acme_1.events.extension_invoked");
+    expect(n.eventsAll).toBe("acme_1.events.>");
+    expect(n.timeline("verification.decided")).toBe("acme_1.timeline.verification.decided");
+    expect(n.timelineAll).toBe("acme_1.timeline.>");
+    expect(n.eventsStream).toBe("ACME_1_EVENTS");
+    expect(n.timelineStream).toBe("ACME_1_TIMELINE");
+    expect(n.buckets).toEqual({
+      hookHandlers: "acme_1_hook_handlers",
+      toolReceipts: "acme_1_tool_receipts",
+      verify: "acme_1_verify",
+      sessions: "acme_1_sessions",
+      runs: "acme_1_runs",
+      tools: "acme_1_tools",
+    });
+    expect(n.pgSchema).toBe("acme_1");
+    expect(n.handlerKey("PreToolUse", "guard")).toBe("PreToolUse.guard");
+  });
+
+  it("defaults to the geode namespace", () => {
+    const n = names();
+    expect(n.hookInvoke("Stop")).toBe("geode.hook.invoke.Stop");
+    expect(n.eventsStream).toBe("GEODE_EVENTS");
+  });
+
+  it.each(["", "Geode", "1abc", "a-b", "a.b", "a b", `a${"b".repeat(32)}`, "_x", "ä"])(
+    "refuses the namespace %j",
+    (ns) => {
+      expect(() => names(ns)).toThrow();
+    },
+  );
+
+  it("accepts the longest namespace (32 characters)", () => {
+    const ns = `a${"b".repeat(31)}`;
+    expect(names(ns).ns).toBe(ns);
+  });
+
+  it("documents handler and tool name patterns", () => {
+    expect(HANDLER_NAME_PATTERN.test("ci-gate_2")).toBe(true);
+    expect(HANDLER_NAME_PATTERN.test("a.b")).toBe(false);
+    expect(HANDLER_NAME_PATTERN.test("x".repeat(65))).toBe(false);
+    expect(TOOL_NAME_PATTERN.test("fs.read")).toBe(true);
+    expect(TOOL_NAME_PATTERN.test("fs read")).toBe(false);
+  });
+});

@@ -3,6 +3,7 @@ import { CorrelationInputSchema } from "./correlation.js";
 import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
 import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
 import { HANDLER_NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+import { sha256 } from "./sanitize.js";
 
 const correlationIn = CorrelationInputSchema.default(CorrelationInputSchema.parse({}));
 
@@ -105,6 +106,18 @@ export const ReceiptSchema = z.strictObject({
     .optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
+
+const KV_SAFE_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
+
+/**
+ * The KV key of a receipt for an operation key: the key itself when NATS accepts it as a KV key,
+ * else `sha256.<hex>` of it (the receipt keeps the original in `key`).
+ */
+export function receiptStorageKey(operationKey: string): string {
+  return KV_SAFE_KEY.test(operationKey) && operationKey.length <= 256
+    ? operationKey
+    : `sha256.${sha256(operationKey)}`;
+}
 
 /** What a remote tool terminal receives on `{ns}.tool.terminal.{tool}` and replies. */
 export const ToolTerminalRequestSchema = z.strictObject({

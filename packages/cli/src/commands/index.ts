@@ -1,5 +1,6 @@
 import type { Command } from "../command.js";
+import { docsCommand } from "./docs.js";
 import { schemaCommand } from "./schema.js";
 
 /** Every `geode` sub-command. Add a command by adding its module here. */
-export const COMMANDS: Command[] = [schemaCommand];
+export const COMMANDS: Command[] = [schemaCommand, docsCommand];

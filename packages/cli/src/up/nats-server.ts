@@ -1,0 +1,126 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants, mkdirSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+
+/** Where Debian's `nats-server` package puts the binary (often not on a user's PATH). */
+const WELL_KNOWN = ["/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server"];
+
+/** The `nats-server` binary: on PATH, else a well-known place; undefined when there is none. */
+export function findNatsServerBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const dirs = (env["PATH"] ?? "").split(path.delimiter).filter((d) => d !== "");
+  for (const candidate of [...dirs.map((d) => path.join(d, "nats-server")), ...WELL_KNOWN]) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** True when something accepts TCP connections on host:port. */
+export function portOpen(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host });
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.once("connect", () => done(true));
+    s.once("error", () => done(false));
+    s.setTimeout(1_000, () => done(false));
+  });
+}
+
+/** A free loopback TCP port (asks the OS for one). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface NatsServerOptions {
+  /** Path of the binary; default `findNatsServerBinary()`. */
+  binary?: string;
+  port: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** JetStream store directory (created if absent). */
+  storeDir: string;
+  /** A configuration file (e.g. the per-role users of infra/nats). */
+  configFile?: string;
+  /** Extra environment (e.g. the users' password variables). */
+  env?: Record<string, string>;
+  /** How long to wait for the port to open. Default 10 s. */
+  startTimeoutMs?: number;
+}
+
+export interface NatsServerProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Everything the server logged so far. */
+  output(): string;
+  /** Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** Starts a nats-server with JetStream as a child process and waits until it accepts connections. */
+export async function startNatsServer(options: NatsServerOptions): Promise<NatsServerProcess> {
+  const binary = options.binary ?? findNatsServerBinary();
+  if (!binary) throw new Error("no nats-server binary found on PATH or in /usr/sbin");
+  const host = options.host ?? "127.0.0.1";
+  mkdirSync(options.storeDir, { recursive: true });
+  const args = [
+    ...(options.configFile ? ["-c", options.configFile] : []),
+    "-a",
+    host,
+    "-p",
+    String(options.port),
+    "-js",
+    "-sd",
+    options.storeDir,
+  ];
+  const child = spawn(binary, args, {
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const collect = (chunk: Buffer) => {
+    out = (out + chunk.toString("utf8")).slice(-20_000);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const deadline = Date.now() + (options.startTimeoutMs ?? 10_000);
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(`nats-server exited (${child.exitCode}) at start:\n${out.trim()}`);
+    }
+    if (await portOpen(options.port, host)) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`nats-server did not open ${host}:${options.port} in time:\n${out.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url: `nats://${host}:${options.port}`, port: options.port, child, output: () => out, stop };
+}

@@ -1,0 +1,264 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ensureBucket, ensureEventStreams } from "@geode/bus";
+import { freePort, type NatsServerProcess, startNatsServer } from "@geode/cli";
+import { names as buildNames } from "@geode/contracts";
+import { uniqueNamespace } from "@geode/testing";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { natsUsers, passwordEnv, renderNatsConfig } from "../infra/nats/nats-roles.js";
+
+// A second nats-server with the generated per-role configuration, on its own loopback port.
+const ns = uniqueNamespace("sec");
+const n = buildNames(ns);
+const roles = { namespace: ns, handlers: ["guard", "other"], toolProviders: ["fs.write"] };
+const users = natsUsers(roles);
+const passwords = new Map(users.map((u) => [u.user, `p${randomBytes(12).toString("hex")}`]));
+const dir = mkdtempSync(path.join(tmpdir(), "geode-sec-"));
+let server: NatsServerProcess;
+const open: NatsConnection[] = [];
+
+async function as(user: string): Promise<NatsConnection> {
+  const u = users.find((x) => x.user === user);
+  if (!u) throw new Error(`no user ${user}`);
+  const nc = await connect({
+    servers: server.url,
+    user,
+    pass: passwords.get(user),
+    inboxPrefix: u.inboxPrefix,
+    reconnect: false,
+  });
+  open.push(nc);
+  return nc;
+}
+
+const kv = (nc: NatsConnection, bucket: string) => new Kvm(nc).open(bucket);
+const json = (v: unknown) => JSON.stringify(v);
+
+/** What a denied request, KV write or JetStream publish fails with. */
+const denied = /Permissions Violation for Publish/;
+
+beforeAll(async () => {
+  const configFile = path.join(dir, "geode.conf");
+  writeFileSync(configFile, renderNatsConfig(roles));
+  server = await startNatsServer({
+    port: await freePort(),
+    storeDir: path.join(dir, "js"),
+    configFile,
+    env: passwordEnv(users, (u) => passwords.get(u.user) ?? ""),
+  });
+});
+
+afterAll(async () => {
+  for (const nc of open) await nc.close().catch(() => undefined);
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the generated configuration", () => {
+  it("refuses a wrong password and an unknown user", async () => {
+    await expect(
+      connect({ servers: server.url, user: "runtime", pass: "nope", reconnect: false }),
+    ).rejects.toThrow(/authorization/i);
+    await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/authorization/i);
+  });
+});
+
+describe("each role can do its own job", () => {
+  it("every service and the runtime provision the streams and buckets they use", async () => {
+    const runtime = await as("runtime");
+    await ensureEventStreams(runtime, n);
+    await ensureBucket(runtime, n, "sessions");
+    await ensureBucket(runtime, n, "runs");
+    const dispatcher = await as("hook-dispatcher");
+    await ensureBucket(dispatcher, n, "hookHandlers");
+    const executor = await as("tool-executor");
+    await ensureBucket(executor, n, "toolReceipts");
+    await ensureBucket(executor, n, "tools");
+    const verifier = await as("verifier");
+    await ensureBucket(verifier, n, "verify");
+    await ensureBucket(verifier, n, "sessions");
+    const recorder = await as("activity-recorder");
+    await ensureEventStreams(recorder, n);
+    await ensureBucket(recorder, n, "runs");
+    const jsm = await jetstreamManager(await as("operator"));
+    const streams: string[] = [];
+    for await (const s of jsm.streams.names()) streams.push(s);
+    expect(streams.sort()).toEqual(
+      [n.eventsStream, n.timelineStream, ...Object.values(n.buckets).map((b) => `KV_${b}`)].sort(),
+    );
+  });
+
+  it("the runtime publishes events and owns sessions and runs", async () => {
+    const runtime = await as("runtime");
+    const ack = await jetstream(runtime).publish(n.event("turn_completed"), json({ id: "e1" }), {
+      msgID: "e1",
+    });
+    expect(ack.stream).toBe(n.eventsStream);
+    const sessions = await kv(runtime, n.buckets.sessions);
+    await sessions.put("s1", json({ status: "active" }));
+    expect((await sessions.get("s1"))?.json()).toEqual({ status: "active" });
+    await (await kv(runtime, n.buckets.runs)).put("r1", json({ active: true }));
+  });
+
+  it("a handler registers itself, the dispatcher watches the registry and calls it", async () => {
+    const guard = await as("handler-guard");
+    const registry = await kv(guard, n.buckets.hookHandlers);
+    await registry.create("PreToolUse.guard", json({ name: "guard" }));
+    expect((await registry.get("PreToolUse.guard"))?.json()).toEqual({ name: "guard" });
+
+    guard.subscribe(n.hookHandler("PreToolUse", "guard"), {
+      queue: "guard",
+      callback: (_err, m) => void m.respond(json({ decision: null })),
+    });
+    await guard.flush();
+
+    const dispatcher = await as("hook-dispatcher");
+    const watch = await (await kv(dispatcher, n.buckets.hookHandlers)).watch();
+    for await (const e of watch) {
+      expect(e.key).toBe("PreToolUse.guard");
+      break;
+    }
+    watch.stop();
+    const reply = await dispatcher.request(n.hookHandler("PreToolUse", "guard"), json({}), {
+      timeout: 5_000,
+    });
+    expect(reply.json()).toEqual({ decision: null });
+  });
+
+  it("the tool-executor writes receipts, asks approvers and calls a tool provider", async () => {
+    const executor = await as("tool-executor");
+    await (await kv(executor, n.buckets.toolReceipts)).create("s1.c1", json({ state: "admitted" }));
+
+    const approver = await as("approver");
+    approver.subscribe(n.approvalRequest, {
+      queue: "approvers",
+      callback: (_err, m) => void m.respond(json({ decision: "allow", approver: "ops" })),
+    });
+    await approver.flush();
+    const approval = await executor.request(n.approvalRequest, json({}), { timeout: 5_000 });
+    expect(approval.json()).toEqual({ decision: "allow", approver: "ops" });
+
+    const provider = await as("tool-fs.write");
+    await (await kv(provider, n.buckets.tools)).put("fs.write", json({ name: "fs.write" }));
+    provider.subscribe(n.toolTerminal("fs.write"), {
+      callback: (_err, m) => void m.respond(json({ result: { ok: true }, has_error: false })),
+    });
+    await provider.flush();
+    const result = await executor.request(n.toolTerminal("fs.write"), json({}), { timeout: 5_000 });
+    expect(result.json()).toEqual({ result: { ok: true }, has_error: false });
+  });
+
+  it("the verifier keeps its state and pauses sessions", async () => {
+    const verifier = await as("verifier");
+    await (await kv(verifier, n.buckets.verify)).put("s1.t1", json({ attempt: 0 }));
+    await (await kv(verifier, n.buckets.sessions)).put("s1", json({ status: "paused" }));
+  });
+
+  it("the recorder reads the event stream through a durable consumer", async () => {
+    const recorder = await as("activity-recorder");
+    const jsm = await jetstreamManager(recorder, { checkAPI: false });
+    await jsm.consumers.add(n.eventsStream, { durable_name: "recorder", ack_policy: AckPolicy.Explicit });
+    const consumer = await jetstream(recorder).consumers.get(n.eventsStream, "recorder");
+    const m = await consumer.next({ expires: 2_000 });
+    expect(m?.subject).toBe(n.event("turn_completed"));
+    expect(await m?.ackAck()).toBe(true);
+  });
+});
+
+describe("a handler is confined to its own subjects and registration", () => {
+  it("cannot publish runtime events", async () => {
+    const guard = await as("handler-guard");
+    await expect(jetstream(guard).publish(n.event("turn_completed"), json({ id: "forged" }))).rejects.toThrow(
+      denied,
+    );
+    guard.publish(n.event("turn_completed"), json({ id: "forged-plain" }));
+    await guard.flush();
+    const jsm = await jetstreamManager(await as("operator"));
+    expect((await jsm.streams.info(n.eventsStream)).state.messages).toBe(1); // only the runtime's
+  });
+
+  it("cannot execute tools", async () => {
+    const executor = await as("tool-executor");
+    let calls = 0;
+    executor.subscribe(n.toolExecute, {
+      queue: "tool-executor",
+      callback: (_err, m) => {
+        calls++;
+        m.respond(json({ status: "completed" }));
+      },
+    });
+    await executor.flush();
+    const guard = await as("handler-guard");
+    await expect(
+      guard.request(n.toolExecute, json({ tool_name: "shell" }), { timeout: 5_000 }),
+    ).rejects.toThrow(denied);
+    expect(calls).toBe(0);
+  });
+
+  it("cannot receive or answer approval requests", async () => {
+    const guard = await as("handler-guard");
+    const sub = guard.subscribe(n.approvalRequest, { queue: "approvers" });
+    const closed = await sub.closed;
+    expect(closed).toMatchObject({ name: "PermissionViolationError", operation: "subscription" });
+    // The only approver left is the real one (subscribed above): it answers, never the handler.
+    const executor = await as("tool-executor");
+    const approval = await executor.request(n.approvalRequest, json({}), { timeout: 5_000 });
+    expect(approval.json()).toMatchObject({ approver: "ops" });
+  });
+
+  it("cannot read other components' replies", async () => {
+    const guard = await as("handler-guard");
+    const sub = guard.subscribe("_INBOX.>");
+    expect(await sub.closed).toMatchObject({ name: "PermissionViolationError" });
+  });
+
+  it("cannot write receipts", async () => {
+    const guard = await as("handler-guard");
+    const receipts = await kv(guard, n.buckets.toolReceipts);
+    await expect(receipts.put("s1.c2", json({ state: "completed" }))).rejects.toThrow(denied);
+    const operatorView = await kv(await as("operator"), n.buckets.toolReceipts);
+    expect(await operatorView.get("s1.c2")).toBeNull();
+  });
+
+  it("cannot write or delete another handler's registration", async () => {
+    const other = await as("handler-other");
+    await (await kv(other, n.buckets.hookHandlers)).create("Stop.other", json({ name: "other" }));
+    const guard = await as("handler-guard");
+    const registry = await kv(guard, n.buckets.hookHandlers);
+    await expect(registry.put("PreToolUse.other", json({ name: "other" }))).rejects.toThrow(denied);
+    await expect(registry.delete("Stop.other")).rejects.toThrow(denied);
+    expect((await registry.get("Stop.other"))?.operation).toBe("PUT");
+    expect(await registry.get("PreToolUse.other")).toBeNull();
+  });
+
+  it("cannot serve another handler's subject", async () => {
+    const guard = await as("handler-guard");
+    const sub = guard.subscribe(n.hookHandler("PreToolUse", "other"));
+    expect(await sub.closed).toMatchObject({ name: "PermissionViolationError" });
+  });
+});
+
+describe("the runtime cannot touch what services own", () => {
+  it("cannot write receipts, registrations or tool definitions", async () => {
+    const runtime = await as("runtime");
+    await expect((await kv(runtime, n.buckets.toolReceipts)).put("s1.c3", json({}))).rejects.toThrow(denied);
+    await expect((await kv(runtime, n.buckets.hookHandlers)).put("Stop.fake", json({}))).rejects.toThrow(
+      denied,
+    );
+    await expect((await kv(runtime, n.buckets.tools)).put("shell", json({}))).rejects.toThrow(denied);
+  });
+
+  it("cannot impersonate a handler or the approvers", async () => {
+    const runtime = await as("runtime");
+    const sub = runtime.subscribe(n.approvalRequest);
+    expect(await sub.closed).toMatchObject({ name: "PermissionViolationError" });
+    await expect(
+      runtime.request(n.hookHandler("PreToolUse", "guard"), json({}), { timeout: 5_000 }),
+    ).rejects.toThrow(denied);
+  });
+});

@@ -53,6 +53,25 @@ export interface Names {
   readonly pgSchema: string;
   /** KV key of a handler registration. */
   handlerKey(hook: HookName, handler: string): string;
+  /** KV key of a session in `{ns}_sessions`: the session id as a key token (see `kvKeyToken`). */
+  sessionKey(sessionId: string): string;
+  /** KV key of a root turn's verification state in `{ns}_verify`: `{session_id}.{turn_id}`. */
+  verifyKey(sessionId: string, turnId: string): string;
+  /** KV key filter of every root turn of one session in `{ns}_verify`. */
+  verifySessionFilter(sessionId: string): string;
+}
+
+const PLAIN_KEY_TOKEN = /^[A-Za-z0-9_-]{1,200}$/;
+
+/**
+ * An id as one KV key token. Ids made of `[A-Za-z0-9_-]` are used as they are (so
+ * `{session_id}.{turn_id}` reads as written); any other id (dots, spaces, non-ASCII, empty) becomes
+ * `=` + its base64url UTF-8 bytes. `=` never occurs in a plain token, so the two forms cannot collide,
+ * and a session's keys never match another session's filter.
+ */
+export function kvKeyToken(id: string): string {
+  if (PLAIN_KEY_TOKEN.test(id)) return id;
+  return `=${Buffer.from(id, "utf8").toString("base64url")}`;
 }
 
 /** Builds every subject, stream, bucket and schema name for namespace `ns`. */
@@ -88,5 +107,8 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
     },
     pgSchema: ns,
     handlerKey: (hook, handler) => `${hook}.${handler}`,
+    sessionKey: (sessionId) => kvKeyToken(sessionId),
+    verifyKey: (sessionId, turnId) => `${kvKeyToken(sessionId)}.${kvKeyToken(turnId)}`,
+    verifySessionFilter: (sessionId) => `${kvKeyToken(sessionId)}.>`,
   };
 }

@@ -1,3 +1,12 @@
+export {
+  type CompactionPlan,
+  type CompactionRequest,
+  type CompactionResult,
+  type CompactionSteps,
+  type Compactor,
+  type CompactorOptions,
+  createCompactor,
+} from "./compaction.js";
 export { type ConnectOptions, connectGeode, type GeodeConnection } from "./connection.js";
 export {
   createHookClient,
@@ -5,3 +14,34 @@ export {
   type HookClient,
   type InvokeOptions,
 } from "./hook-client.js";
+export {
+  clearSessionState,
+  createSessions,
+  KeepRecord,
+  mutateKvRecord,
+  type SessionEndRequest,
+  type SessionEndResult,
+  type SessionStartRequest,
+  type SessionStartResult,
+  SessionStore,
+  type Sessions,
+  type SessionsOptions,
+  TERMINAL_STATUSES,
+} from "./sessions.js";
+export {
+  createSubagents,
+  type Subagent,
+  type SubagentStartRequest,
+  type SubagentStopRequest,
+  type SubagentStopResult,
+  type Subagents,
+  type SubagentsOptions,
+} from "./subagents.js";
+export {
+  createVerifyClient,
+  DEFAULT_VERIFY_TIMEOUT_MS,
+  followUpContext,
+  type SystemContextMessage,
+  type VerifyCallOptions,
+  type VerifyClient,
+} from "./verify-client.js";

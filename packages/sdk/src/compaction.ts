@@ -1,0 +1,169 @@
+import type { RuntimeEventBus } from "@geode/bus";
+import {
+  type AttributedDecision,
+  type CorrelationInput,
+  type DispatchOutcome,
+  correlation as fillCorrelation,
+  type GeodeError,
+  HookName,
+  RuntimeEvent,
+} from "@geode/contracts";
+import type { GeodeConnection } from "./connection.js";
+import { createHookClient, type HookClient } from "./hook-client.js";
+import { invokeLifecycleHook, lazyEvents } from "./sessions.js";
+
+export interface CompactionRequest {
+  model: string;
+  provider: string;
+  message_count: number;
+  keep_recent: number;
+  /** Why compaction runs (`auto`, `manual`, `overflow`, …). */
+  trigger: string;
+  /** A hard compaction must happen (the context no longer fits): PreCompact cannot defer it. */
+  hard: boolean;
+  correlation?: CorrelationInput;
+}
+
+/** What the caller's compaction function is asked to do. */
+export interface CompactionPlan {
+  message_count: number;
+  /** Messages to keep verbatim (a PreCompact `rewrite` may change it). */
+  keep_recent: number;
+  trigger: string;
+  hard: boolean;
+}
+
+export interface CompactionSteps<S> {
+  /** Compacts in memory and returns the new state and its message count. */
+  compact(plan: CompactionPlan): Promise<{ state: S; new_message_count: number }>;
+  /** Stores the compacted state durably; PostCompact runs only after this resolves. */
+  store(state: S): Promise<void>;
+}
+
+export type CompactionResult<S> =
+  | {
+      status: "deferred";
+      /** The deferring handler's reason. */
+      reason: string;
+      pre: DispatchOutcome | null;
+      hookError?: GeodeError;
+    }
+  | {
+      status: "compacted";
+      plan: CompactionPlan;
+      state: S;
+      new_message_count: number;
+      /** `defer` decisions that a hard compaction overrode. */
+      overridden: AttributedDecision[];
+      pre: DispatchOutcome | null;
+      post: DispatchOutcome | null;
+      hookError?: GeodeError;
+    };
+
+export interface Compactor {
+  /**
+   * PreCompact, then the caller's `compact`, then its `store`, then PostCompact (`persisted: true`).
+   * A `defer` decision postpones a soft compaction (nothing is called); a hard one goes ahead. A
+   * `rewrite` may change only `keep_recent` (clamped to 0…message_count): the model, counts,
+   * trigger and hardness are facts, not knobs. If `compact` or `store` throws, the error propagates
+   * and PostCompact does not run. A PreCompact that cannot be invoked counts as no decision.
+   */
+  run<S>(request: CompactionRequest, steps: CompactionSteps<S>): Promise<CompactionResult<S>>;
+}
+
+export interface CompactorOptions {
+  events?: RuntimeEventBus;
+  hooks?: HookClient;
+  hookTimeoutMs?: number;
+}
+
+export function createCompactor(conn: GeodeConnection, options: CompactorOptions = {}): Compactor {
+  const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
+  const events = lazyEvents(conn, options.events);
+  return {
+    async run(request, steps) {
+      const corr = fillCorrelation(request.correlation ?? {});
+      const pre = await invokeLifecycleHook(
+        hooks,
+        HookName.PreCompact,
+        {
+          model: request.model,
+          provider: request.provider,
+          message_count: request.message_count,
+          keep_recent: request.keep_recent,
+          trigger: request.trigger,
+          hard: request.hard,
+        },
+        corr,
+        options.hookTimeoutMs,
+      );
+      const defers = pre.outcome?.decisions.filter((d) => d.action === "defer") ?? [];
+      const hookError = pre.hookError ? { hookError: pre.hookError } : {};
+      if (defers.length > 0 && !request.hard) {
+        const reason = defers[0]?.reason ?? "";
+        await (await events()).emit(
+          RuntimeEvent.CONTEXT_OVERFLOW_ACTION,
+          {
+            action: "compaction_deferred",
+            trigger: request.trigger,
+            hard: false,
+            message_count: request.message_count,
+          },
+          corr,
+        );
+        return { status: "deferred", reason, pre: pre.outcome, ...hookError };
+      }
+      const rewritten = pre.outcome?.payload["keep_recent"];
+      const keepRecent =
+        typeof rewritten === "number" && Number.isInteger(rewritten)
+          ? Math.min(Math.max(rewritten, 0), request.message_count)
+          : request.keep_recent;
+      const plan: CompactionPlan = {
+        message_count: request.message_count,
+        keep_recent: keepRecent,
+        trigger: request.trigger,
+        hard: request.hard,
+      };
+      const { state, new_message_count } = await steps.compact(plan);
+      await steps.store(state);
+      const post = await invokeLifecycleHook(
+        hooks,
+        HookName.PostCompact,
+        {
+          model: request.model,
+          provider: request.provider,
+          original_message_count: request.message_count,
+          new_message_count,
+          keep_recent: keepRecent,
+          trigger: request.trigger,
+          persisted: true,
+        },
+        corr,
+        options.hookTimeoutMs,
+      );
+      await (await events()).emit(
+        RuntimeEvent.CONTEXT_OVERFLOW_ACTION,
+        {
+          action: "compacted",
+          trigger: request.trigger,
+          hard: request.hard,
+          original_message_count: request.message_count,
+          new_message_count,
+          keep_recent: keepRecent,
+        },
+        corr,
+      );
+      const errors = pre.hookError ?? post.hookError;
+      return {
+        status: "compacted",
+        plan,
+        state,
+        new_message_count,
+        overridden: defers,
+        pre: pre.outcome,
+        post: post.outcome,
+        ...(errors ? { hookError: errors } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import type { RuntimeEventBus } from "@geode/bus";
+import {
+  type Correlation,
+  type CorrelationInput,
+  type DispatchOutcome,
+  ErrorCode,
+  correlation as fillCorrelation,
+  GeodeError,
+  type GeodeError as GeodeErrorType,
+  HookName,
+  RuntimeEvent,
+  type SessionRecord,
+} from "@geode/contracts";
+import type { GeodeConnection } from "./connection.js";
+import { createHookClient, type HookClient } from "./hook-client.js";
+import {
+  clearSessionState,
+  invokeLifecycleHook,
+  KeepRecord,
+  lazyEvents,
+  SessionStore,
+  TERMINAL_STATUSES,
+} from "./sessions.js";
+
+export interface SubagentStartRequest {
+  task_id: string;
+  task_type: string;
+  /** Shown to SubagentStart handlers only; never published in events or the timeline. */
+  description: string;
+  parent_session_id: string;
+  /** The child's session id (default `{parent_session_id}-{task_id}`); it must be new. */
+  child_session_id?: string;
+  model?: string;
+  provider?: string;
+  /** Optional `generation` of the hook payloads (e.g. the parent's session generation). */
+  generation?: number;
+  /** The parent's correlation ids (run_id, turn_id, …) for the hooks, events and timeline. */
+  correlation?: CorrelationInput;
+}
+
+export interface SubagentStopRequest {
+  success: boolean;
+  /** Default `completed` on success, else `error`. */
+  status?: string;
+  /** Error text on failure ("" on success). */
+  error?: string;
+}
+
+export interface SubagentStopResult {
+  /** True for the one call that made the child's terminal state durable. */
+  stopped: boolean;
+  outcome: DispatchOutcome | null;
+  hookError?: GeodeErrorType;
+}
+
+export interface Subagent {
+  readonly task_id: string;
+  readonly child_session_id: string;
+  /** Correlation of the child's own work (session_id = the child). */
+  readonly correlation: Correlation;
+  /** The SubagentStart outcome (null if the hook could not be invoked). */
+  readonly outcome: DispatchOutcome | null;
+  readonly hookError?: GeodeErrorType;
+  /**
+   * Records the child's terminal result durably (its session record `completed` or `error`, once),
+   * clears its per-session state, then invokes SubagentStop and publishes `subagent_completed` or
+   * `subagent_failed` and `subagent.stopped`. A second call returns `stopped: false`.
+   */
+  stop(result: SubagentStopRequest): Promise<SubagentStopResult>;
+}
+
+export interface Subagents {
+  /**
+   * Fixes the child's identity first (its session record is created in KV `{ns}_sessions`; an
+   * existing id is refused with `invalid_request`), then invokes SubagentStart and publishes
+   * `subagent_started` and `subagent.started`.
+   */
+  start(request: SubagentStartRequest): Promise<Subagent>;
+}
+
+export interface SubagentsOptions {
+  events?: RuntimeEventBus;
+  hooks?: HookClient;
+  hookTimeoutMs?: number;
+}
+
+/** Sub-agent lifecycle helpers (SubagentStart / SubagentStop at the right durable points). */
+export function createSubagents(conn: GeodeConnection, options: SubagentsOptions = {}): Subagents {
+  const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
+  const events = lazyEvents(conn, options.events);
+  let store: Promise<SessionStore> | undefined;
+  const sessions = () => {
+    store ??= SessionStore.open(conn);
+    return store;
+  };
+
+  return {
+    async start(request) {
+      if (request.task_id === "" || request.parent_session_id === "")
+        throw new GeodeError(ErrorCode.InvalidRequest, "task_id and parent_session_id are required");
+      const childId = request.child_session_id ?? `${request.parent_session_id}-${request.task_id}`;
+      const { value } = await (await sessions()).mutate(childId, (current) => {
+        if (current !== null)
+          throw new GeodeError(ErrorCode.InvalidRequest, `child session ${childId} already exists`);
+        return {
+          status: "active",
+          reason: `subagent of ${request.parent_session_id}`.slice(0, 256),
+          generation: 0,
+          model: request.model ?? "",
+          provider: request.provider ?? "",
+          updated_at: Date.now(),
+        };
+      });
+      const child = value as SessionRecord;
+      const parentCorr = fillCorrelation({ ...request.correlation, session_id: request.parent_session_id });
+      const childCorr = fillCorrelation({ session_id: childId, run_id: parentCorr.run_id });
+      const generation = request.generation === undefined ? {} : { generation: request.generation };
+      const started = await invokeLifecycleHook(
+        hooks,
+        HookName.SubagentStart,
+        {
+          task_id: request.task_id,
+          task_type: request.task_type,
+          description: request.description,
+          child_session_key: childId,
+          parent_session_key: request.parent_session_id,
+          ...generation,
+        },
+        parentCorr,
+        options.hookTimeoutMs,
+      );
+      const ids = {
+        task_id: request.task_id,
+        task_type: request.task_type,
+        child_session_key: childId,
+        parent_session_key: request.parent_session_id,
+      };
+      const bus = await events();
+      await Promise.all([
+        bus.emit(
+          RuntimeEvent.SUBAGENT_STARTED,
+          { ...ids, model: child.model, provider: child.provider },
+          parentCorr,
+        ),
+        bus.timeline("subagent.started", ids, parentCorr),
+      ]);
+      const startedAt = Date.now();
+
+      return {
+        task_id: request.task_id,
+        child_session_id: childId,
+        correlation: childCorr,
+        outcome: started.outcome,
+        ...(started.hookError ? { hookError: started.hookError } : {}),
+        async stop(result) {
+          const status = result.status ?? (result.success ? "completed" : "error");
+          const written = await (await sessions()).mutate(childId, (current) => {
+            if (current === null || TERMINAL_STATUSES.has(current.status)) throw new KeepRecord();
+            return {
+              ...current,
+              status: result.success ? "completed" : "error",
+              reason: status.slice(0, 256),
+              updated_at: Date.now(),
+            };
+          });
+          if (!written.written) return { stopped: false, outcome: null };
+          await clearSessionState(conn, childId);
+          const durationMs = Date.now() - startedAt;
+          const stopped = await invokeLifecycleHook(
+            hooks,
+            HookName.SubagentStop,
+            {
+              task_id: request.task_id,
+              task_type: request.task_type,
+              success: result.success,
+              status,
+              duration_ms: durationMs,
+              error: result.error ?? "",
+              child_session_key: childId,
+              ...generation,
+            },
+            parentCorr,
+            options.hookTimeoutMs,
+          );
+          const facts = { ...ids, success: result.success, status, duration_ms: durationMs };
+          await Promise.all([
+            bus.emit(
+              result.success ? RuntimeEvent.SUBAGENT_COMPLETED : RuntimeEvent.SUBAGENT_FAILED,
+              facts,
+              parentCorr,
+            ),
+            bus.timeline("subagent.stopped", facts, parentCorr),
+          ]);
+          return { stopped: true, ...stopped };
+        },
+      };
+    },
+  };
+}

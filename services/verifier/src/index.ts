@@ -1,0 +1,22 @@
+export { AttemptStore, type TurnRecord, TurnRecordSchema, totalsOf } from "./attempt-store.js";
+export {
+  compileRubric,
+  DELIVERABLE_TERMINATIONS,
+  defaultRevisionInstruction,
+  runBuiltInVerifier,
+} from "./built-in-verifier.js";
+export {
+  applyBudget,
+  MAX_CONSECUTIVE_REVISIONS,
+  postVerifyPolicy,
+  RUNTIME_DEFAULT,
+  stopPolicy,
+} from "./verification-policy.js";
+export {
+  CANDIDATE_SUMMARY_CHARS,
+  candidateSummary,
+  PAUSE_REASON,
+  type RunningVerifier,
+  startVerifier,
+  type VerifierOptions,
+} from "./verifier.js";

@@ -1,0 +1,103 @@
+import {
+  ensureBucket,
+  type GeodeConfig,
+  type Logger,
+  RuntimeEventBus,
+  requestJson,
+  serveRequests,
+  silentLogger,
+} from "@geode/bus";
+import {
+  type DispatchOutcome,
+  DispatchOutcomeSchema,
+  ErrorCode,
+  GeodeError,
+  type Names,
+  QueueGroup,
+} from "@geode/contracts";
+import { MiddlewareRegistry } from "@geode/middleware";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type BuiltinTool, builtinTools } from "./builtin-tools.js";
+import { loadMiddlewareModules } from "./middleware-loader.js";
+import { ReceiptStore } from "./receipt-store.js";
+import { SchemaValidator } from "./schema-validator.js";
+import { type BoundaryDeps, type InvokeHook, runToolCall } from "./tool-boundary.js";
+import { type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
+import { createToolPolicy } from "./tool-policy.js";
+import { ToolRegistry } from "./tool-registry.js";
+
+export { type BuiltinTool, builtinTools } from "./builtin-tools.js";
+export { loadMiddlewareModules } from "./middleware-loader.js";
+export { type Admission, ReceiptStore, receiptRef } from "./receipt-store.js";
+export { type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
+export { createToolPolicy, type ToolPolicy } from "./tool-policy.js";
+
+export interface ToolExecutorOptions {
+  nc: NatsConnection;
+  names: Names;
+  log?: Logger;
+  /** Where runtime events go; default: a bus of its own (source `tool-executor`). */
+  events?: RuntimeEventBus;
+  /** Service configuration (policy lists, time limits); fields of `tools config` override it. */
+  config?: Partial<ToolExecutorConfig> & { service?: GeodeConfig };
+  /** In-process tools; default: the built-ins (`echo`, `clock.now`, `fs.read`, `fs.write`). */
+  tools?: BuiltinTool[];
+  /** Trusted tool middleware; modules named in `config.middlewareModules` are loaded into it. */
+  middleware?: MiddlewareRegistry;
+}
+
+export interface ToolExecutor {
+  stop(): Promise<void>;
+}
+
+/** Starts the tool-executor on `{ns}.tool.execute` (queue group `tool-executor`). */
+export async function startToolExecutor(options: ToolExecutorOptions): Promise<ToolExecutor> {
+  const { nc, names: n } = options;
+  const log = options.log ?? silentLogger();
+  const { service, ...partial } = options.config ?? {};
+  const config = toolExecutorConfig(partial, service);
+  const middleware = options.middleware ?? new MiddlewareRegistry();
+  await loadMiddlewareModules(config.middlewareModules, middleware);
+  const events =
+    options.events ?? (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log }));
+  const [receiptsKv, toolsKv] = await Promise.all([
+    ensureBucket(nc, n, "toolReceipts"),
+    ensureBucket(nc, n, "tools"),
+  ]);
+  const tools = await ToolRegistry.open(toolsKv, options.tools ?? builtinTools(config.toolRoot), log);
+  const invokeHook: InvokeHook = async (hook, payload, correlation, { timeoutMs }) => {
+    const body = await requestJson(
+      nc,
+      n.hookInvoke(hook),
+      { correlation, payload, timeout_ms: timeoutMs },
+      { timeoutMs: timeoutMs + 250 },
+    );
+    const parsed = DispatchOutcomeSchema.safeParse(body);
+    if (!parsed.success)
+      throw new GeodeError(ErrorCode.Internal, `malformed ${hook} outcome from hook-dispatcher`);
+    return parsed.data as DispatchOutcome;
+  };
+  const deps: BoundaryDeps = {
+    nc,
+    names: n,
+    log,
+    events,
+    invokeHook,
+    tools,
+    policy: createToolPolicy(config),
+    validator: new SchemaValidator(),
+    receipts: new ReceiptStore(receiptsKv),
+    middleware,
+    config,
+  };
+  const responder = serveRequests(nc, n.toolExecute, { queue: QueueGroup.ToolExecutor, log }, (body) =>
+    runToolCall(deps, body),
+  );
+  return {
+    async stop() {
+      await responder.drain();
+      tools.stop();
+      if (!options.events) await events.flush();
+    },
+  };
+}

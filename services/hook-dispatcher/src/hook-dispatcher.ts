@@ -1,0 +1,85 @@
+import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import {
+  ErrorCode,
+  GeodeError,
+  type HandlerRegistration,
+  HookInvokeRequestSchema,
+  isHookName,
+  type Names,
+  parseOrThrow,
+  QueueGroup,
+  validateHookPayload,
+} from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { HandlerRegistry } from "./handler-registry.js";
+import { runChain } from "./hook-chain.js";
+
+export interface HookDispatcherOptions {
+  nc: NatsConnection;
+  names: Names;
+  log?: Logger;
+  /** Where `extension_invoked` goes; default: a bus of its own with source `hook-dispatcher`. */
+  events?: RuntimeEventBus;
+}
+
+export interface HookDispatcher {
+  /** Stops taking invocations, answers the ones in flight, flushes audit events. */
+  stop(): Promise<void>;
+  /** The registrations this replica currently knows (from its KV watch). */
+  handlers(): HandlerRegistration[];
+  /** Invocations being answered now. */
+  inFlight(): number;
+}
+
+/**
+ * Starts one hook-dispatcher replica: answers `{ns}.hook.invoke.>` in queue group
+ * `hook-dispatcher`, runs each invocation's handler chain and replies with the outcome.
+ */
+export async function startHookDispatcher(options: HookDispatcherOptions): Promise<HookDispatcher> {
+  const { nc, names } = options;
+  const log = options.log ?? silentLogger();
+  const ownEvents = options.events === undefined;
+  const events =
+    options.events ?? (await RuntimeEventBus.create({ nc, names, source: "hook-dispatcher", log }));
+  const registry = await HandlerRegistry.start({ nc, names, log });
+  const prefix = names.hookInvoke("");
+
+  const responder = serveRequests(
+    nc,
+    names.hookInvokeAll,
+    { queue: QueueGroup.HookDispatcher, log },
+    async (body, msg) => {
+      const receivedAt = Date.now();
+      const hook = msg.subject.slice(prefix.length);
+      if (!isHookName(hook))
+        throw new GeodeError(ErrorCode.UnknownHook, `unknown hook: ${hook}`, { details: { hook } });
+      const request = parseOrThrow(HookInvokeRequestSchema, body, ErrorCode.InvalidRequest);
+      const checked = validateHookPayload(hook, request.payload);
+      if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
+      return runChain(
+        { nc, registry, events, log },
+        {
+          hook,
+          correlation: request.correlation,
+          payload: checked.payload,
+          deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
+        },
+      );
+    },
+  );
+
+  let stopped: Promise<void> | undefined;
+  return {
+    handlers: () => registry.all(),
+    inFlight: () => responder.inFlight(),
+    stop() {
+      stopped ??= (async () => {
+        await responder.drain();
+        await registry.stop();
+        await events.flush();
+        if (ownEvents) log.debug("hook-dispatcher event bus flushed");
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,11 @@
+export type { HandlerRegistry, RegisteredHandler } from "./handler-registry.js";
+export {
+  AUDIT_REASON_CHARS,
+  type HandlerErrorType,
+  INVALID_DECISION_KIND,
+} from "./hook-chain.js";
+export {
+  type HookDispatcher,
+  type HookDispatcherOptions,
+  startHookDispatcher,
+} from "./hook-dispatcher.js";

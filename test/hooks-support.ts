@@ -1,0 +1,101 @@
+/**
+ * Shared pieces of the hook tests: a dispatcher per test file, handlers that are known to the
+ * dispatcher before a test invokes, and raw (no SDK) handler plumbing.
+ */
+import { ensureBucket } from "@geode/bus";
+import type { HandlerRegistration, HookName } from "@geode/contracts";
+import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
+import { type GeodeConnection, type HookHandler, type ServeHookOptions, serveHook } from "@geode/sdk";
+import { type TestEnv, waitFor } from "@geode/testing";
+
+export const CORRELATION = {
+  session_id: "s-1",
+  turn_id: "t-1",
+  step_id: "step-1",
+  run_id: "r-1",
+  session_generation: 2,
+  verify_attempt: 0,
+  tool_call_id: "call-1",
+  llm_call_id: "llm-1",
+  llm_attempt_id: "a-1",
+};
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A scope of handlers that are all closed (and gone from the dispatcher) at the end. */
+export class HandlerScope {
+  private readonly closers: Array<() => Promise<void>> = [];
+  private readonly keys: string[] = [];
+
+  constructor(
+    private readonly env: TestEnv,
+    private readonly dispatchers: HookDispatcher[],
+  ) {}
+
+  get conn(): GeodeConnection {
+    return { nc: this.env.nc, names: this.env.names };
+  }
+
+  /** Serves an SDK handler and waits until every dispatcher knows it. */
+  async serve(
+    hook: HookName,
+    options: ServeHookOptions,
+    handler: HookHandler,
+    conn: GeodeConnection = this.conn,
+  ): Promise<{ close(): Promise<void> }> {
+    const served = await serveHook(conn, hook, options, handler);
+    this.closers.push(() => served.close());
+    await this.known(hook, options.name);
+    return served;
+  }
+
+  /** Writes a registration straight into KV (a raw handler or a dead one) and waits for it. */
+  async register(reg: Partial<HandlerRegistration> & { hook: HookName; name: string }): Promise<void> {
+    const kv = await ensureBucket(this.env.nc, this.env.names, "hookHandlers");
+    const value: HandlerRegistration = {
+      priority: 100,
+      timeout_ms: 10_000,
+      schema_version: "geode.public-hook.v2",
+      failure_mode: "open",
+      match: null,
+      heartbeat_at: Date.now(),
+      lease_ms: 60_000,
+      ...reg,
+    };
+    const key = this.env.names.handlerKey(reg.hook, reg.name);
+    await kv.put(key, JSON.stringify(value));
+    this.keys.push(key);
+    await this.known(reg.hook, reg.name);
+  }
+
+  /** Subscribes a raw NATS handler that replies with whatever `reply` returns (JSON). */
+  raw(hook: HookName, name: string, reply: (envelope: Record<string, unknown>) => unknown): void {
+    const sub = this.env.nc.subscribe(this.env.names.hookHandler(hook, name), {
+      queue: name,
+      callback: (_err, msg) => {
+        msg.respond(JSON.stringify(reply(msg.json())));
+      },
+    });
+    this.closers.push(async () => sub.unsubscribe());
+  }
+
+  async known(hook: HookName, name: string): Promise<void> {
+    await waitFor(() =>
+      this.dispatchers.every((d) => d.handlers().some((r) => r.hook === hook && r.name === name)),
+    );
+  }
+
+  /** Closes everything and waits until the dispatchers have forgotten every registration. */
+  async close(): Promise<void> {
+    for (const close of this.closers.splice(0)) await close();
+    if (this.keys.length > 0) {
+      const kv = await ensureBucket(this.env.nc, this.env.names, "hookHandlers");
+      for (const key of this.keys.splice(0)) await kv.delete(key);
+    }
+    await waitFor(() => this.dispatchers.every((d) => d.handlers().length === 0));
+  }
+}
+
+export async function startDispatcher(env: TestEnv): Promise<HookDispatcher> {
+  return startHookDispatcher({ nc: env.nc, names: env.names });
+}

@@ -25,4 +25,11 @@ export {
   type ProjectionTable,
   type SessionEventsTable,
 } from "./projection-schema.js";
-export { countRows, normalizeRow, type PruneCounts, pruneExpired, readOffsets } from "./queries.js";
+export {
+  countRows,
+  type Normalized,
+  normalizeRow,
+  type PruneCounts,
+  pruneExpired,
+  readOffsets,
+} from "./queries.js";

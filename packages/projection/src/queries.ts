@@ -65,10 +65,16 @@ export async function readOffsets(
   return rows.map((r) => ({ consumer: r.consumer, stream: r.stream, last_seq: Number(r.last_seq) }));
 }
 
+const NUMERIC_COLUMNS = ["stream_seq", "ts", "last_seq", "updated_at", "latency_ms"] as const;
+type NumericColumn = (typeof NUMERIC_COLUMNS)[number];
+
+/** A row as read back, with its bigint columns as numbers. */
+export type Normalized<T> = { [K in keyof T]: K extends NumericColumn ? number : T[K] };
+
 /** Converts a row read back from either driver: bigint columns become numbers. */
-export function normalizeRow<T extends Record<string, unknown>>(row: T): T {
-  const out: Record<string, unknown> = { ...row };
-  for (const k of ["stream_seq", "ts", "last_seq", "updated_at", "latency_ms"])
+export function normalizeRow<T extends object>(row: T): Normalized<T> {
+  const out = { ...row } as Record<string, unknown>;
+  for (const k of NUMERIC_COLUMNS)
     if (k in out && out[k] !== null && out[k] !== undefined) out[k] = Number(out[k]);
-  return out as T;
+  return out as Normalized<T>;
 }

@@ -14,6 +14,7 @@ export {
   type HookClient,
   type InvokeOptions,
 } from "./hook-client.js";
+export { createRuns, isValidRunId, RUN_ID_PATTERN, type Runs } from "./runs.js";
 export {
   clearSessionState,
   createSessions,

@@ -1,0 +1,32 @@
+import { runService } from "@geode/bus";
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, startActivityRecorder } from "./index.js";
+import { DEFAULT_RUN_FILE_MAX_BYTES } from "./run-mirror.js";
+
+/** Optional tuning beyond DESIGN §10 (positive integers): batch size, ack wait, run file bound. */
+function intEnv(name: string, def: number): number {
+  const v = process.env[name];
+  if (v === undefined || v.trim() === "") return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) {
+    process.stderr.write(`activity-recorder: invalid configuration: ${name} must be a positive integer\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const batchSize = intEnv("GEODE_RECORDER_BATCH_SIZE", DEFAULT_BATCH_SIZE);
+const ackWaitMs = intEnv("GEODE_RECORDER_ACK_WAIT_MS", DEFAULT_ACK_WAIT_MS);
+const runFileMaxBytes = intEnv("GEODE_RUN_FILE_MAX_BYTES", DEFAULT_RUN_FILE_MAX_BYTES);
+
+await runService("activity-recorder", ({ config, nc, names, log }) =>
+  startActivityRecorder({
+    nc,
+    names,
+    log,
+    databaseUrl: config.databaseUrl,
+    runsDir: config.runsDir,
+    batchSize,
+    ackWaitMs,
+    runFileMaxBytes,
+  }),
+);

@@ -1,0 +1,177 @@
+import type { Logger } from "@geode/bus";
+import type { ProjectionDatabase } from "@geode/projection";
+import {
+  type ActivityEventRow,
+  decodeStreamMessage,
+  type ExtensionInvocationRow,
+  type SessionEventRow,
+  type StreamKind,
+  writeBatch,
+} from "@geode/projection";
+import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
+import type { Kysely } from "kysely";
+import type { MirrorItem, RunMirror } from "./run-mirror.js";
+
+/** Counters of one stream's projector (health, tests, benchmarks). */
+export interface ProjectorStats {
+  /** Messages acked after their batch committed. */
+  applied: number;
+  /** Rows newly inserted (already-present rows are not counted). */
+  inserted: number;
+  /** Messages stored nowhere on purpose (tool_exec_failed duplicates). */
+  skipped: number;
+  /** Messages that are not valid on their stream: logged, acked, stored nowhere. */
+  rejected: number;
+  batches: number;
+  failedBatches: number;
+  /** Highest stream sequence committed by this process. */
+  lastSeq: number;
+}
+
+export interface BatchSource {
+  /** Starts (or restarts) consumption; yields messages until closed. */
+  open(): Promise<ConsumerMessages>;
+}
+
+/** Decodes a batch into rows (in stream order) plus what to mirror. */
+export function rowsOfBatch(
+  kind: StreamKind,
+  stream: string,
+  msgs: readonly { seq: number; data: Uint8Array }[],
+) {
+  const activity: ActivityEventRow[] = [];
+  const extension: ExtensionInvocationRow[] = [];
+  const session: SessionEventRow[] = [];
+  const mirror: MirrorItem[] = [];
+  let skipped = 0;
+  let lastSeq = 0;
+  const rejects: Array<{ seq: number; reason: string }> = [];
+  for (const m of msgs) {
+    lastSeq = Math.max(lastSeq, m.seq);
+    const d = decodeStreamMessage(kind, m.seq, m.data);
+    switch (d.type) {
+      case "event":
+        activity.push(d.activity);
+        if (d.extension) extension.push(d.extension);
+        mirror.push({ type: "activity_events", stream, row: d.activity });
+        break;
+      case "timeline":
+        session.push(d.session);
+        mirror.push({ type: "session_events", stream, row: d.session });
+        break;
+      case "skipped":
+        skipped++;
+        break;
+      case "rejected":
+        rejects.push({ seq: m.seq, reason: d.reason });
+        break;
+    }
+  }
+  return { activity, extension, session, mirror, skipped, rejects, lastSeq };
+}
+
+/**
+ * Consumes one stream through the shared durable consumer: each batch (what is buffered, up to
+ * `batchSize`) is decoded, written in one transaction with the offset, mirrored to run files, and
+ * only then acked. A failed write naks the batch for redelivery; nothing is acked before it is
+ * committed, so a crash at any point loses nothing.
+ */
+export class StreamProjector {
+  readonly stats: ProjectorStats = {
+    applied: 0,
+    inserted: 0,
+    skipped: 0,
+    rejected: 0,
+    batches: 0,
+    failedBatches: 0,
+    lastSeq: 0,
+  };
+  private stopping = false;
+  private iter: ConsumerMessages | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: {
+      kind: StreamKind;
+      stream: string;
+      consumer: string;
+      source: BatchSource;
+      db: Kysely<ProjectionDatabase>;
+      mirror: RunMirror | undefined;
+      batchSize: number;
+      log: Logger;
+    },
+  ) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.iter?.close();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const { log, batchSize } = this.options;
+    while (!this.stopping) {
+      try {
+        const iter = await this.options.source.open();
+        this.iter = iter;
+        if (this.stopping) {
+          await iter.close();
+          break;
+        }
+        let batch: JsMsg[] = [];
+        for await (const m of iter) {
+          batch.push(m);
+          // Take what is buffered now: one message when idle (low latency), full batches under load.
+          if (batch.length >= batchSize || iter.getPending() === 0) {
+            await this.flush(batch);
+            batch = [];
+          }
+        }
+        // Closed with messages in hand: leave them unacked, they are redelivered.
+      } catch (err) {
+        if (this.stopping) break;
+        log.warn({ err, stream: this.options.stream }, "consumer failed; reopening");
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+
+  private async flush(batch: JsMsg[]): Promise<void> {
+    const { kind, stream, consumer, db, mirror, log } = this.options;
+    const rows = rowsOfBatch(kind, stream, batch);
+    for (const r of rows.rejects)
+      log.warn({ stream, stream_seq: r.seq, reason: r.reason }, "message rejected: stored nowhere, acked");
+    try {
+      const result = await writeBatch(db, {
+        consumer,
+        stream,
+        lastSeq: rows.lastSeq,
+        activity: rows.activity,
+        extension: rows.extension,
+        session: rows.session,
+      });
+      this.stats.inserted += result.activity + result.session;
+    } catch (err) {
+      this.stats.failedBatches++;
+      log.error(
+        { err, stream, first_seq: batch[0]?.seq, size: batch.length },
+        "batch not written; redelivering",
+      );
+      for (const m of batch) m.nak(1_000);
+      return;
+    }
+    // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
+    if (mirror && rows.mirror.length > 0) await mirror.append(rows.mirror);
+    for (const m of batch) m.ack();
+    this.stats.applied += batch.length;
+    this.stats.skipped += rows.skipped;
+    this.stats.rejected += rows.rejects.length;
+    this.stats.batches++;
+    this.stats.lastSeq = Math.max(this.stats.lastSeq, rows.lastSeq);
+  }
+}

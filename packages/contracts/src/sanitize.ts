@@ -198,7 +198,8 @@ function sha256Hex(text: string): string {
 
 /** Bounds one top-level value to `budget` bytes of compact JSON while keeping its JSON type. */
 function boundToBudget(value: unknown, budget: number): unknown {
-  if (jsonBytes(value) <= budget) return value;
+  const json = JSON.stringify(value) ?? "null";
+  if (Buffer.byteLength(json, "utf8") <= budget) return value;
   if (typeof value === "string") {
     // Binary search the longest prefix (in code points) whose truncated form fits.
     const len = codePointLength(value);
@@ -222,7 +223,6 @@ function boundToBudget(value: unknown, budget: number): unknown {
     return value.slice(0, lo);
   }
   if (value !== null && typeof value === "object") {
-    const json = JSON.stringify(value);
     const marker: { _truncated: true; payload_sha256: string; keys: string[] } = {
       _truncated: true,
       payload_sha256: sha256Hex(json),

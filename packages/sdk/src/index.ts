@@ -1,4 +1,10 @@
 export {
+  type ApprovalAnswer,
+  type ServedApprovals,
+  serveApprovals,
+} from "./approvals.js";
+export { type CallLlmOptions, callLlm, type LlmAdapter } from "./call-llm.js";
+export {
   type CompactionPlan,
   type CompactionRequest,
   type CompactionResult,
@@ -15,6 +21,12 @@ export {
   type InvokeOptions,
 } from "./hook-client.js";
 export { createRuns, isValidRunId, RUN_ID_PATTERN, type Runs } from "./runs.js";
+export {
+  type ServedTool,
+  serveTool,
+  type ToolHandler,
+  type ToolOutput,
+} from "./serve-tool.js";
 export {
   clearSessionState,
   createSessions,
@@ -38,6 +50,12 @@ export {
   type Subagents,
   type SubagentsOptions,
 } from "./subagents.js";
+export {
+  createToolClient,
+  DEFAULT_TOOL_CALL_TIMEOUT_MS,
+  type ToolCall,
+  type ToolClient,
+} from "./tool-client.js";
 export {
   createVerifyClient,
   DEFAULT_VERIFY_TIMEOUT_MS,

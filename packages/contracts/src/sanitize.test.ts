@@ -331,6 +331,14 @@ describe("sanitizing: inputs", () => {
     expect(out).not.toBe(input);
   });
 
+  it("keeps a __proto__ key from JSON as data, never as the prototype", () => {
+    const out = sanitizePayload(JSON.parse('{"a":1,"__proto__":{"polluted":true}}'));
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(JSON.stringify(out)).toBe('{"a":1,"__proto__":{"polluted":true}}');
+    expect(validateHookPayload("UserPromptSubmit", { user_input: "x", ...out }).ok).toBe(false);
+  });
+
   it("makes non-JSON values JSON-safe", () => {
     const out = sanitizePayload({
       u: undefined,

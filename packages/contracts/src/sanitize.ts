@@ -174,7 +174,10 @@ function sanitizeObject(obj: Record<string, unknown>, depth: number): Record<str
       rawKey.length > SANITIZE_LIMITS.maxKeyChars
         ? sliceCodePoints(rawKey, SANITIZE_LIMITS.maxKeyChars)
         : rawKey;
-    out[key] = v;
+    // `__proto__` from JSON.parse is an own data key; assigning it would set the prototype instead.
+    if (key === "__proto__")
+      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[key] = v;
     kept++;
   }
   if (dropped > 0)

@@ -43,6 +43,16 @@ async function storedEvents(sessionId: string): Promise<EventEnvelope[]> {
   return out;
 }
 
+/** Waits until at least `n` events of the session are stored, then returns them. */
+async function eventsAtLeast(sessionId: string, n: number): Promise<EventEnvelope[]> {
+  let found: EventEnvelope[] = [];
+  await waitFor(async () => {
+    found = await storedEvents(sessionId);
+    return found.length >= n;
+  });
+  return found;
+}
+
 describe("hook audit and wire hygiene", () => {
   it("stores one extension_invoked event per handler call, with no payload content", async () => {
     const secretInput = "my-very-private-prompt-text";
@@ -67,10 +77,7 @@ describe("hook audit and wire hygiene", () => {
     const out = await hooks.invoke(HookName.UserPromptSubmit, { user_input: secretInput }, correlation);
     expect(out.blocked).toBe(true);
 
-    const events = await waitFor(async () => {
-      const found = await storedEvents("audit-1");
-      return found.length >= 4 ? found : null;
-    });
+    const events = await eventsAtLeast("audit-1", 4);
     expect(events.map((e) => e.payload["extension"])).toEqual(["ok-one", "rewriter", "broken", "blocker"]);
     for (const e of events) {
       expect(e.event).toBe("extension_invoked");
@@ -119,10 +126,7 @@ describe("hook audit and wire hygiene", () => {
       .catch((e: unknown) => e);
     wake();
     expect((err as GeodeError).code).toBe("timeout");
-    const events = await waitFor(async () => {
-      const found = await storedEvents("audit-2");
-      return found.length >= 1 ? found : null;
-    });
+    const events = await eventsAtLeast("audit-2", 1);
     expect(events.map((e) => [e.payload["extension"], e.payload["status"], e.payload["reason"]])).toEqual([
       ["dawdler", "error", "Timeout"],
     ]);

@@ -32,11 +32,12 @@ describe("hook-dispatcher as a process", () => {
     }));
     const hooks = createHookClient(nc, names);
     // The process learns about the registration through its KV watch.
-    const out = await waitFor(async () => {
-      const o = await hooks.invoke(HookName.UserPromptSubmit, { user_input: "hi" });
-      return o.decision_sources.length > 0 ? o : null;
+    let out: Awaited<ReturnType<typeof hooks.invoke>> | undefined;
+    await waitFor(async () => {
+      out = await hooks.invoke(HookName.UserPromptSubmit, { user_input: "hi" });
+      return out.decision_sources.length > 0;
     });
-    expect(out.payload).toEqual({ user_input: "HI" });
+    expect(out?.payload).toEqual({ user_input: "HI" });
     await handler.close();
 
     expect(await proc.stop("SIGTERM")).toBe(0);

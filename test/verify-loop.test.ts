@@ -36,10 +36,14 @@ const sessionRecord = async (sessionId: string) => {
   return e && e.operation === "PUT" ? SessionRecordSchema.parse(e.json()) : null;
 };
 
-const decidedFor = async (turnId: string) =>
-  (await timelineOf(env().jsm, env().names.timelineStream)).filter(
+/** The one `verification.decided` record of a root turn. */
+const decidedFor = async (turnId: string) => {
+  const found = (await timelineOf(env().jsm, env().names.timelineStream)).filter(
     (r) => r.kind === "verification.decided" && r.correlation.turn_id === turnId,
   );
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
 
 describe("verification without handlers (the default policy)", () => {
   it("accepts and delivers a passing candidate", async () => {
@@ -68,8 +72,8 @@ describe("verification without handlers (the default policy)", () => {
     expect(r.built_in).toMatchObject({ passed: false, rubric_misses: ["missing:\\d+"], should_retry: true });
     expect(r.follow_up_instruction).toContain("/\\d+/");
     expect(followUpContext(r)).toMatchObject({ role: "system" });
-    const [decided] = await decidedFor(corr.turn_id);
-    expect(decided?.payload["decisions"]).toEqual([
+    const decided = await decidedFor(corr.turn_id);
+    expect(decided.payload["decisions"]).toEqual([
       expect.objectContaining({ surface: "PostVerify", handler: "runtime_default", action: "revise" }),
     ]);
   });
@@ -114,10 +118,10 @@ describe("verification hooks", () => {
       deliver: true,
       built_in: { passed: true, rubric_misses: [] },
     });
-    const [decided] = await decidedFor(corr.turn_id);
-    const surfaces = (decided?.payload["decisions"] as { surface: string }[]).map((d) => d.surface);
+    const decided = await decidedFor(corr.turn_id);
+    const surfaces = (decided.payload["decisions"] as { surface: string }[]).map((d) => d.surface);
     expect(surfaces).not.toContain("PreVerify");
-    expect(decided?.payload["handler_error_count"]).toBe(1);
+    expect(decided.payload["handler_error_count"]).toBe(1);
   });
 
   it("a PostVerify accept of a failed built-in result escalates", async () => {
@@ -129,8 +133,8 @@ describe("verification hooks", () => {
     const r = await verify.finalize({ correlation: corr, candidate: candidate("") });
     expect(r.built_in.passed).toBe(false);
     expect(r).toMatchObject({ policy_action: "escalate", deliver: false, pending_text: "" });
-    const [decided] = await decidedFor(corr.turn_id);
-    expect(decided?.payload["decisions"]).toEqual([
+    const decided = await decidedFor(corr.turn_id);
+    expect(decided.payload["decisions"]).toEqual([
       {
         surface: "PostVerify",
         handler: "lenient",
@@ -149,8 +153,8 @@ describe("verification hooks", () => {
     const corr = rootTurn();
     const r = await verify.finalize({ correlation: corr, candidate: candidate("It is 42.") });
     expect(r).toMatchObject({ policy_action: "revise", follow_up_instruction: instruction });
-    const [decided] = await decidedFor(corr.turn_id);
-    const [d] = decided?.payload["decisions"] as Record<string, unknown>[];
+    const decided = await decidedFor(corr.turn_id);
+    const [d] = decided.payload["decisions"] as Record<string, unknown>[];
     expect(d).toMatchObject({ handler: "units", action: "revise", instruction_bytes: instruction.length });
     expect(d?.["instruction_sha256"]).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(decided)).not.toContain(instruction);
@@ -213,8 +217,8 @@ describe("verification hooks", () => {
     expect(bad).toMatchObject({ policy_action: "escalate", deliver: false, pending_text: "stuck" });
     expect(bad.follow_up_instruction).toBeUndefined();
     expect(seen.at(-1)?.payload).toMatchObject({ policy_action: "escalate", passed: false });
-    const [decided] = await decidedFor(corr.turn_id);
-    expect(decided?.payload["ignored_decisions"]).toEqual([
+    const decided = await decidedFor(corr.turn_id);
+    expect(decided.payload["ignored_decisions"]).toEqual([
       { surface: "Stop", handler: "keep-going", action: "continue" },
     ]);
   });

@@ -1,6 +1,8 @@
 import type { Command } from "../command.js";
 import { docsCommand } from "./docs.js";
+import { healthCommand } from "./health.js";
 import { schemaCommand } from "./schema.js";
+import { upCommand } from "./up.js";
 
 /** Every `geode` sub-command. Add a command by adding its module here. */
-export const COMMANDS: Command[] = [schemaCommand, docsCommand];
+export const COMMANDS: Command[] = [schemaCommand, docsCommand, healthCommand, upCommand];

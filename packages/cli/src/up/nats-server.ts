@@ -59,6 +59,11 @@ export interface NatsServerOptions {
   configFile?: string;
   /** Extra environment (e.g. the users' password variables). */
   env?: Record<string, string>;
+  /**
+   * Own process group, so a terminal's Ctrl-C reaches only the parent, which stops the server after
+   * the services that use it have drained. Default false.
+   */
+  detached?: boolean;
   /** How long to wait for the port to open. Default 10 s. */
   startTimeoutMs?: number;
 }
@@ -92,6 +97,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   const child = spawn(binary, args, {
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
   });
   let out = "";
   const collect = (chunk: Buffer) => {

@@ -1,0 +1,49 @@
+import { parseArgs } from "node:util";
+import { connectBus, loadConfig } from "@geode/bus";
+import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
+import { type Command, UsageError } from "../command.js";
+import { probeHealth, renderTable } from "../up/health-probe.js";
+
+/**
+ * `geode health [service...]`: asks each service on `{ns}.health.{service}`; exit 0 only when every
+ * one answered `ok`. Small enough to be a container health check.
+ */
+export const healthCommand: Command = {
+  path: ["health"],
+  summary: "ask services for their health (exit 0 when all answer ok); a container health check",
+  usage: "geode health [<service>...] [--timeout <ms>] [--json]",
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { timeout: { type: "string", default: "2000" }, json: { type: "boolean", default: false } },
+    });
+    const timeoutMs = Number(values.timeout);
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+      throw new UsageError(`--timeout must be a positive integer (ms), got ${values.timeout}`);
+    const services = positionals.length > 0 ? positionals : [...SERVICE_NAMES];
+    const config = loadConfig(io.env);
+    const n = buildNames(config.namespace);
+    let nc: Awaited<ReturnType<typeof connectBus>>;
+    try {
+      nc = await connectBus(config, "geode-health");
+    } catch (err) {
+      io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
+      return 1;
+    }
+    try {
+      const probes = await Promise.all(services.map((s) => probeHealth(nc, n, s, timeoutMs)));
+      if (values.json) io.out(`${JSON.stringify(probes)}\n`);
+      else
+        io.out(
+          renderTable(
+            ["service", "status", "version", "detail"],
+            probes.map((p) => [p.service, p.status, p.version ?? "", p.error ?? ""]),
+          ),
+        );
+      return probes.every((p) => p.status === "ok") ? 0 : 1;
+    } finally {
+      await nc.close();
+    }
+  },
+};

@@ -1,0 +1,43 @@
+import { decodeJson } from "@geode/bus";
+import { HealthReplySchema, type Names } from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+/** One service's answer on `{ns}.health.{service}`, or why there was none. */
+export interface HealthProbe {
+  service: string;
+  /** `down`: no answer (no responders, timeout or a malformed reply). */
+  status: "ok" | "degraded" | "down";
+  version?: string;
+  started_at?: number;
+  error?: string;
+}
+
+/** Asks one service for its health; never throws. */
+export async function probeHealth(
+  nc: NatsConnection,
+  n: Names,
+  service: string,
+  timeoutMs: number,
+): Promise<HealthProbe> {
+  try {
+    const m = await nc.request(n.health(service), new Uint8Array(), { timeout: timeoutMs });
+    const parsed = HealthReplySchema.safeParse(decodeJson(m.data));
+    if (!parsed.success) return { service, status: "down", error: "malformed health reply" };
+    const { status, version, started_at } = parsed.data;
+    return { service, status, version, started_at };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return { service, status: "down", error: /no responders/i.test(message) ? "no responders" : message };
+  }
+}
+
+/** A plain text table with a header row. */
+export function renderTable(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n") + "\n";
+}

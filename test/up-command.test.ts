@@ -1,0 +1,159 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { freePort } from "@geode/cli";
+import { names as buildNames, HealthReplySchema } from "@geode/contracts";
+import { REPO_ROOT, useTestEnv } from "@geode/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
+
+const TSX_LOADER = import.meta.resolve("tsx");
+const CLI = path.join(REPO_ROOT, "packages/cli/src/main.ts");
+
+/** Every service `geode up` should start: the ones with a main.ts. */
+const SERVICES = readdirSync(path.join(REPO_ROOT, "services")).filter((s) =>
+  existsSync(path.join(REPO_ROOT, "services", s, "src/main.ts")),
+);
+
+interface Run {
+  child: ChildProcess;
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exit: Promise<number | null>;
+}
+
+/** Runs `geode <args>` as a real child process in `cwd` with `env` added. */
+function geode(args: string[], env: Record<string, string>, cwd: string): Run {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, CLI, ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const waiters = new Set<() => void>();
+  const onData = (c: Buffer) => {
+    out += c.toString("utf8");
+    for (const w of waiters) w();
+  };
+  child.stdout?.on("data", onData);
+  child.stderr?.on("data", onData);
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    exit,
+    waitFor(pattern, timeoutMs = 150_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = out.match(pattern);
+          if (m) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            resolve(m);
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no ${pattern} in output:\n${out.slice(-4000)}`));
+        }, timeoutMs);
+        waiters.add(check);
+        void exit.then((code) => {
+          if (!waiters.has(check)) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          reject(new Error(`geode exited (${code}) before ${pattern}:\n${out.slice(-4000)}`));
+        });
+        check();
+      });
+    },
+  };
+}
+
+/** The pids of the ready table: `<service> ok <version> <pid>` rows. */
+function pidsOf(output: string, services: string[]): Map<string, number> {
+  const pids = new Map<string, number>();
+  for (const s of services) {
+    const m = output.match(new RegExp(`^${s}\\s+ok\\s+\\S+\\s+(\\d+)\\s*$`, "m"));
+    if (m?.[1]) pids.set(s, Number(m[1]));
+  }
+  return pids;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const env = useTestEnv();
+
+describe("geode up", () => {
+  it("starts every service against the configured NATS, reports ready, and stops all on SIGINT", async () => {
+    expect(SERVICES.length).toBeGreaterThan(0);
+    const run = geode(["up"], env().env, REPO_ROOT);
+    try {
+      await run.waitFor(/geode up: ready/);
+      const pids = pidsOf(run.output(), SERVICES);
+      expect([...pids.keys()].sort()).toEqual([...SERVICES].sort());
+      for (const s of SERVICES) {
+        const reply = await env().nc.request(env().names.health(s), "", { timeout: 5_000 });
+        expect(HealthReplySchema.parse(reply.json())).toMatchObject({ service: s, status: "ok" });
+      }
+      run.child.kill("SIGINT");
+      expect(await run.exit).toBe(0);
+      expect(run.output()).toMatch(/geode up: stopped/);
+      for (const [s, pid] of pids) expect(alive(pid), `${s} (pid ${pid}) still running`).toBe(false);
+    } finally {
+      run.child.kill("SIGKILL");
+    }
+  }, 180_000);
+
+  it("starts its own nats-server when none answers on a loopback NATS_URL, and stops it on exit", async () => {
+    const cwd = mkdtempSync(path.join(tmpdir(), "geode-up-"));
+    const port = await freePort();
+    const ns = env().ns;
+    const service = SERVICES.includes("hook-dispatcher") ? "hook-dispatcher" : (SERVICES[0] as string);
+    const run = geode(
+      ["up", "--only", service],
+      { NATS_URL: `nats://127.0.0.1:${port}`, GEODE_NAMESPACE: ns, LOG_LEVEL: "warn" },
+      cwd,
+    );
+    try {
+      await run.waitFor(/geode up: ready/);
+      expect(run.output()).toContain("(embedded)");
+      const nc = await connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false });
+      try {
+        const reply = await nc.request(buildNames(ns).health(service), "", { timeout: 5_000 });
+        expect(reply.json()).toMatchObject({ service, status: "ok" });
+        const info = await (await jetstreamManager(nc)).getAccountInfo();
+        expect(info.streams).toBeGreaterThanOrEqual(0); // JetStream is on
+      } finally {
+        await nc.close();
+      }
+      expect(existsSync(path.join(cwd, ".geode/nats/jetstream"))).toBe(true);
+      run.child.kill("SIGTERM");
+      expect(await run.exit).toBe(0);
+      await expect(connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false })).rejects.toThrow();
+    } finally {
+      run.child.kill("SIGKILL");
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("says how to get NATS and exits 1 when NATS_URL is unreachable and not local", async () => {
+    const run = geode(["up"], { NATS_URL: "nats://192.0.2.1:4222", GEODE_NAMESPACE: env().ns }, REPO_ROOT);
+    expect(await run.exit).toBe(1);
+    expect(run.output()).toMatch(/NATS is not reachable at nats:\/\/192\.0\.2\.1:4222/);
+  });
+
+  it("refuses a bad configuration before starting anything", async () => {
+    const run = geode(["up"], { ...env().env, GEODE_TOOL_TIMEOUT_MS: "soon" }, REPO_ROOT);
+    expect(await run.exit).toBe(2);
+    expect(run.output()).toMatch(/GEODE_TOOL_TIMEOUT_MS must be a non-negative integer/);
+  });
+});

@@ -1,0 +1,315 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { RuntimeEventBus } from "@geode/bus";
+import { names as buildNames, HOOK_NAMES } from "@geode/contracts";
+import { openProjectionDb } from "@geode/projection";
+import { connectGeode } from "@geode/sdk";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { probeHealth } from "../up/health-probe.js";
+import {
+  findNatsServerBinary,
+  freePort,
+  type NatsServerProcess,
+  startNatsServer,
+} from "../up/nats-server.js";
+import {
+  discoverServices,
+  REPO_ROOT,
+  type ServiceProcess,
+  spawnServiceProcess,
+} from "../up/service-processes.js";
+import { type DemoSessionResult, runDemoSession } from "./demo-session.js";
+
+/** The durable consumer the activity-recorder shares across replicas (one per stream). */
+const RECORDER_CONSUMER = "activity-recorder";
+const JOIN_POINTS = ["tool_request", "tool_execution", "llm_request", "llm_execution"] as const;
+/** The example handlers, each in its own process. */
+const HANDLER_SCRIPTS = ["policy-guard", "redaction-check", "ci-evaluator", "observer", "approver"] as const;
+
+export interface DemoOptions {
+  natsUrl?: string | undefined;
+  /** PostgreSQL URL; unset means the embedded PGlite under `.geode/pgdata`. */
+  databaseUrl?: string | undefined;
+  /** Default: a fresh `demo_<time>` namespace, so every run starts clean. */
+  namespace?: string;
+  runsDir?: string;
+  /** Progress lines (stderr in the CLI). */
+  progress?: (line: string) => void;
+  /** Environment passed on to the child processes. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface SurfaceRow {
+  surface: string;
+  name: string;
+  extensions: string[];
+  calls: number;
+  statuses: Record<string, number>;
+  medianMs: number;
+}
+
+export interface DemoResult {
+  namespace: string;
+  natsUrl: string;
+  database: "postgres" | "pglite";
+  session: DemoSessionResult;
+  /** One row per hook and join point, from the Postgres projection (extension_invocations). */
+  surfaces: SurfaceRow[];
+  postgresRows: number;
+  jsonlRows: number;
+  jsonlFile: string;
+  /** `tool_exec_started` rows of the mutation's operation: the replay must not add one. */
+  writeExecutions: number;
+  seconds: number;
+}
+
+async function natsUp(url: string): Promise<boolean> {
+  try {
+    const nc = await connect({ servers: url, timeout: 1_500, reconnect: false });
+    await nc.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function spawnExample(
+  script: string,
+  env: NodeJS.ProcessEnv,
+): { child: ChildProcess; ready: Promise<void>; output: () => string } {
+  const child = spawn(
+    process.execPath,
+    ["--import", import.meta.resolve("tsx"), path.join(REPO_ROOT, "examples/demo", `${script}.ts`)],
+    {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let out = "";
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 30_000);
+    const onData = (b: Buffer) => {
+      out += b.toString("utf8");
+      if (out.includes(" ready")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited (${code}) before it was ready:\n${out}`));
+    });
+  });
+  return { child, ready, output: () => out };
+}
+
+async function stopChild(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? 0 : s[Math.floor((s.length - 1) / 2)]!;
+}
+
+/**
+ * Runs the whole demo: the four services and the example handlers as processes, the scripted
+ * session, then the audit read back from the Postgres projection and the run's events.jsonl.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const t0 = Date.now();
+  const progress = options.progress ?? (() => undefined);
+  const baseEnv = options.env ?? process.env;
+  const ns = options.namespace ?? `demo_${Date.now().toString(36)}`;
+  const runsDir = path.resolve(options.runsDir ?? baseEnv["GEODE_RUNS_DIR"] ?? ".geode/runs");
+  let natsUrl = options.natsUrl ?? baseEnv["NATS_URL"] ?? "nats://127.0.0.1:4222";
+  const databaseUrl = options.databaseUrl ?? (baseEnv["DATABASE_URL"] || undefined);
+  const pgliteDir = path.resolve(".geode/pgdata");
+
+  let nats: NatsServerProcess | undefined;
+  const services: ServiceProcess[] = [];
+  const examples: ChildProcess[] = [];
+  try {
+    if (!(await natsUp(natsUrl))) {
+      if (!findNatsServerBinary(baseEnv)) {
+        throw new Error(
+          `no NATS at ${natsUrl}. Install Debian's nats-server package (then the demo starts one itself), or run 'docker compose up nats'.`,
+        );
+      }
+      const port = await freePort();
+      nats = await startNatsServer({ port, storeDir: path.resolve(".geode/nats") });
+      natsUrl = nats.url;
+      progress(`started nats-server with JetStream on ${natsUrl}`);
+    }
+    const env: NodeJS.ProcessEnv = {
+      ...baseEnv,
+      NATS_URL: natsUrl,
+      GEODE_NAMESPACE: ns,
+      GEODE_RUNS_DIR: runsDir,
+      GEODE_TOOL_ROOT: path.resolve(".geode/demo-files"),
+      GEODE_TOOL_MIDDLEWARE: path.join(REPO_ROOT, "examples/demo/tool-middleware.ts"),
+      GEODE_APPROVAL_TIMEOUT_MS: "10000",
+      LOG_LEVEL: baseEnv["LOG_LEVEL"] ?? "warn",
+    };
+    if (databaseUrl) env["DATABASE_URL"] = databaseUrl;
+    else delete env["DATABASE_URL"];
+
+    progress(`namespace ${ns}; starting the services`);
+    for (const s of discoverServices()) {
+      services.push(spawnServiceProcess(s, env, (name, line) => progress(`[${name}] ${line}`)));
+    }
+    const conn = await connectGeode({ natsUrl, namespace: ns, name: "demo-runtime" });
+    const n = conn.names;
+    try {
+      for (const s of services) {
+        for (let i = 0; ; i++) {
+          const h = await probeHealth(conn.nc, n, s.name, 500);
+          if (h.status === "ok") break;
+          if (i > 120) throw new Error(`${s.name} did not become healthy:\n${s.tail().join("\n")}`);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+      progress("services healthy; starting the example handlers");
+      const started = HANDLER_SCRIPTS.map((script) => spawnExample(script, env));
+      examples.push(...started.map((s) => s.child));
+      await Promise.all(started.map((s) => s.ready));
+
+      const events = await RuntimeEventBus.create({ nc: conn.nc, names: n, source: "runtime" });
+      const session = await runDemoSession(conn, events, (line) => progress(line));
+
+      progress("waiting for the activity-recorder to catch up");
+      const jsm = await jetstreamManager(conn.nc, { checkAPI: false });
+      for (let i = 0; ; i++) {
+        const infos = await Promise.all(
+          [n.eventsStream, n.timelineStream].map((s) =>
+            jsm.consumers.info(s, RECORDER_CONSUMER).catch(() => null),
+          ),
+        );
+        if (infos.every((c) => c !== null && c.num_pending === 0 && c.num_ack_pending === 0)) break;
+        if (i > 400) throw new Error("the activity-recorder did not catch up");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await conn.close();
+      for (const c of examples) await stopChild(c);
+      // Stop the services before reading the projection: an embedded PGlite has one owner at a time.
+      for (const s of [...services].reverse()) await stopChild(s.child);
+      return await readBack(ns, databaseUrl, pgliteDir, runsDir, natsUrl, session, t0);
+    } finally {
+      if (!conn.nc.isClosed()) await conn.close().catch(() => undefined);
+    }
+  } finally {
+    for (const c of examples) await stopChild(c).catch(() => undefined);
+    for (const s of services) await stopChild(s.child).catch(() => undefined);
+    await nats?.stop();
+  }
+}
+
+async function readBack(
+  ns: string,
+  databaseUrl: string | undefined,
+  pgliteDir: string,
+  runsDir: string,
+  natsUrl: string,
+  session: DemoSessionResult,
+  t0: number,
+): Promise<DemoResult> {
+  const projection = await openProjectionDb({ ns, databaseUrl, pgliteDir });
+  try {
+    const { db } = projection;
+    const runId = session.runId;
+    const invocations = await db
+      .selectFrom("extension_invocations")
+      .select(["surface", "name", "extension", "status", "latency_ms"])
+      .where("run_id", "=", runId)
+      .execute();
+    const surfaces: SurfaceRow[] = [];
+    const groups = [
+      ...HOOK_NAMES.map((h) => ({ surface: "hook", name: h })),
+      ...JOIN_POINTS.map((j) => ({ surface: j, name: j })),
+    ];
+    for (const g of groups) {
+      const rows = invocations.filter(
+        (r) => r.surface === g.surface && (g.surface !== "hook" || r.name === g.name),
+      );
+      const statuses: Record<string, number> = {};
+      for (const r of rows) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+      surfaces.push({
+        surface: g.surface,
+        name: g.name,
+        extensions: [...new Set(rows.map((r) => r.extension))].sort(),
+        calls: rows.length,
+        statuses,
+        medianMs: median(rows.map((r) => Number(r.latency_ms))),
+      });
+    }
+    const activity = await db
+      .selectFrom("activity_events")
+      .select((eb) => eb.fn.countAll<string | number>().as("n"))
+      .where("run_id", "=", runId)
+      .executeTakeFirstOrThrow();
+    const timeline = await db
+      .selectFrom("session_events")
+      .select((eb) => eb.fn.countAll<string | number>().as("n"))
+      .where("run_id", "=", runId)
+      .executeTakeFirstOrThrow();
+    const started = await db
+      .selectFrom("activity_events")
+      .select(["payload"])
+      .where("run_id", "=", runId)
+      .where("event", "=", "tool_exec_started")
+      .execute();
+    const writeExecutions = started.filter(
+      (r) => (r.payload as Record<string, unknown>)["tool_name"] === "fs.write",
+    ).length;
+    const jsonlFile = path.join(runsDir, runId, "events.jsonl");
+    const lines = existsSync(jsonlFile)
+      ? readFileSync(jsonlFile, "utf8")
+          .split("\n")
+          .filter((l) => l.trim() !== "")
+      : [];
+    const jsonlRows = lines.filter((l) => !l.includes('"projection.truncated"')).length;
+    return {
+      namespace: ns,
+      natsUrl,
+      database: projection.kind,
+      session,
+      surfaces,
+      postgresRows: Number(activity.n) + Number(timeline.n),
+      jsonlRows,
+      jsonlFile,
+      writeExecutions,
+      seconds: (Date.now() - t0) / 1000,
+    };
+  } finally {
+    await projection.close();
+  }
+}
+
+/** Removes what a demo left in NATS, Postgres and on disk (tests; the CLI keeps it for replay). */
+export async function cleanupDemo(
+  result: Pick<DemoResult, "namespace" | "natsUrl" | "jsonlFile">,
+): Promise<void> {
+  const nc = await connect({ servers: result.natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const n = buildNames(result.namespace);
+    for await (const si of jsm.streams.list()) {
+      const s = si.config.name;
+      if (s.startsWith(`${n.NS}_`) || s.startsWith(`KV_${n.ns}_`))
+        await jsm.streams.delete(s).catch(() => undefined);
+    }
+  } finally {
+    await nc.close();
+  }
+  rmSync(path.dirname(result.jsonlFile), { recursive: true, force: true });
+}

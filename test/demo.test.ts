@@ -1,0 +1,62 @@
+import { cleanupNamespace, createTestEnv, type TestEnv } from "@geode/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderSummary } from "../packages/cli/src/demo/render-summary.js";
+import { cleanupDemo, type DemoResult, runDemo } from "../packages/cli/src/demo/run-demo.js";
+
+describe("geode demo", () => {
+  let env: TestEnv;
+  let result: DemoResult;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    result = await runDemo({
+      natsUrl: env.natsUrl,
+      databaseUrl: env.databaseUrl,
+      namespace: env.ns,
+      env: { ...process.env, LOG_LEVEL: "warn" },
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    if (result) await cleanupDemo(result);
+    await cleanupNamespace(env.jsm, env.ns, env.databaseUrl);
+    await env.cleanup();
+  });
+
+  it("passes all 13 public hooks and all 4 middleware join points, each audited in Postgres", () => {
+    const missing = result.surfaces.filter((s) => s.calls === 0).map((s) => s.name);
+    expect(missing).toEqual([]);
+    expect(result.surfaces).toHaveLength(17);
+    const hook = (name: string) => result.surfaces.find((s) => s.surface === "hook" && s.name === name)!;
+    expect(hook("PreToolUse").extensions).toEqual(["observer", "policy-guard"]);
+    expect(hook("PreToolUse").statuses["block"]).toBe(1);
+    expect(hook("PostVerify").extensions).toContain("ci-evaluator");
+  });
+
+  it("records the same rows of the run in Postgres and in its events.jsonl", () => {
+    expect(result.postgresRows).toBeGreaterThan(40);
+    expect(result.jsonlRows).toBe(result.postgresRows);
+  });
+
+  it("replays the retried mutation from its receipt without executing it twice", () => {
+    expect(result.session.write.status).toBe("completed");
+    expect(result.session.retry.status).toBe("replayed");
+    expect(result.session.retry.executed).toBe(false);
+    expect(result.session.retry.result).toEqual(result.session.write.result);
+    expect(result.writeExecutions).toBe(1);
+  });
+
+  it("blocks the dangerous tool, gets approval for the write, and revises once before accepting", () => {
+    expect(result.session.blocked.status).toBe("blocked");
+    expect(result.session.read.additional_context.length).toBe(1);
+    expect(result.session.verifications.map((v) => v.policy_action)).toEqual(["revise", "accept"]);
+    expect(result.session.verifications[1]!.deliver).toBe(true);
+  });
+
+  it("ends with a summary for people", () => {
+    const text = renderSummary(result);
+    expect(text).toContain("17/17 ran");
+    expect(text).toContain("(equal)");
+    expect(text).toContain("geode replay");
+  });
+});

@@ -1,0 +1,128 @@
+import { parseArgs } from "node:util";
+import { connectBus, ensureBucket, loadConfig } from "@geode/bus";
+import {
+  names as buildNames,
+  type HandlerRegistration,
+  HandlerRegistrationSchema,
+  isHookName,
+} from "@geode/contracts";
+import { type Command, type CommandIO, UsageError } from "../command.js";
+import { renderTable } from "../up/health-probe.js";
+
+type Conn = Awaited<ReturnType<typeof connectBus>>;
+
+async function withRegistry<T>(
+  io: CommandIO,
+  client: string,
+  body: (kv: Awaited<ReturnType<typeof ensureBucket>>) => Promise<T>,
+): Promise<T | number> {
+  const config = loadConfig(io.env);
+  const n = buildNames(config.namespace);
+  let nc: Conn;
+  try {
+    nc = await connectBus(config, client);
+  } catch (err) {
+    io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
+    return 1;
+  }
+  try {
+    return await body(await ensureBucket(nc, n, "hookHandlers"));
+  } finally {
+    await nc.close();
+  }
+}
+
+/** "12.3s", or "expired 4.0s ago" for a registration past its lease. */
+export function leaseLeft(reg: HandlerRegistration, now = Date.now()): string {
+  const left = reg.heartbeat_at + reg.lease_ms - now;
+  const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+  return left >= 0 ? secs(left) : `expired ${secs(-left)} ago`;
+}
+
+/** The `handlers ls` table rows, in call order (hook, then priority, then name). */
+export function handlerRows(regs: HandlerRegistration[], now = Date.now()): string[][] {
+  return [...regs]
+    .sort((a, b) =>
+      a.hook !== b.hook
+        ? a.hook < b.hook
+          ? -1
+          : 1
+        : a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    )
+    .map((r) => [
+      r.hook,
+      r.name,
+      String(r.priority),
+      r.timeout_ms === 0 ? "none" : `${r.timeout_ms}ms`,
+      r.schema_version.replace("geode.public-hook.", ""),
+      r.failure_mode,
+      r.match ? `tool_name: ${r.match.tool_name.join(", ")}` : "*",
+      leaseLeft(r, now),
+    ]);
+}
+
+export const handlersLsCommand: Command = {
+  path: ["handlers", "ls"],
+  summary:
+    "list hook handler registrations (hook, name, priority, timeout, version, failure mode, match, lease)",
+  usage: "geode handlers ls [<HookName>] [--json]",
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { json: { type: "boolean", default: false } },
+    });
+    const [hook, ...rest] = positionals;
+    if (rest.length > 0) throw new UsageError("give at most one hook name");
+    if (hook !== undefined && !isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
+    return withRegistry(io, "geode-handlers", async (kv) => {
+      const regs: HandlerRegistration[] = [];
+      for await (const key of await kv.keys(hook ? `${hook}.>` : ">")) {
+        const entry = await kv.get(key);
+        if (entry?.operation !== "PUT") continue;
+        const parsed = HandlerRegistrationSchema.safeParse(entry.json());
+        if (parsed.success) regs.push(parsed.data);
+        else io.err(`skipping malformed registration ${key}\n`);
+      }
+      if (values.json) {
+        io.out(`${JSON.stringify(regs)}\n`);
+        return 0;
+      }
+      if (regs.length === 0) {
+        io.out(hook ? `no handlers registered for ${hook}\n` : "no hook handlers registered\n");
+        return 0;
+      }
+      io.out(
+        renderTable(
+          ["hook", "name", "priority", "timeout", "version", "failure", "match", "lease left"],
+          handlerRows(regs),
+        ),
+      );
+      return 0;
+    });
+  },
+};
+
+export const handlersRmCommand: Command = {
+  path: ["handlers", "rm"],
+  summary: "delete a hook handler registration (e.g. a crashed failure_mode closed guard)",
+  usage: "geode handlers rm <HookName> <handler>",
+  async run(args, io) {
+    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+    const [hook, name, ...rest] = positionals;
+    if (hook === undefined || name === undefined || rest.length > 0)
+      throw new UsageError("give a hook name and a handler name");
+    if (!isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
+    return withRegistry(io, "geode-handlers", async (kv) => {
+      const key = `${hook}.${name}`;
+      const entry = await kv.get(key).catch(() => null);
+      if (entry?.operation !== "PUT") {
+        io.err(`no registration ${key}\n`);
+        return 1;
+      }
+      await kv.delete(key, { previousSeq: entry.revision });
+      io.out(`deleted ${key} (a live replica registers itself again on its next heartbeat)\n`);
+      return 0;
+    });
+  },
+};

@@ -296,6 +296,12 @@ describe("the delivery gate", () => {
     expect(next).toMatchObject({ policy_action: "accept", verify_attempt: 1 });
   });
 
+  it("a request without a root turn is still counted (under the empty ids), never unbounded", async () => {
+    const a = await verify.finalize({ candidate: candidate("") });
+    const b = await verify.finalize({ candidate: candidate("") });
+    expect([a.verify_attempt, b.verify_attempt]).toEqual([0, 1]);
+  });
+
   it("resolving a turn that is not parked is refused", async () => {
     const err = await verify.resolve({ correlation: rootTurn(), action: "deliver" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(GeodeError);
@@ -310,7 +316,8 @@ describe("bad wire input", () => {
     const bad: unknown[] = [
       { correlation: corr },
       { correlation: { ...corr, bogus: 1 }, candidate: candidate("x") },
-      { correlation: { session_id: corr.session_id }, candidate: candidate("x") },
+      { correlation: { ...corr, verify_attempt: -1 }, candidate: candidate("x") },
+      { correlation: corr, candidate: { ...candidate("x"), text: 42 } },
       { correlation: corr, candidate: candidate("x"), mode: "strict" },
       { correlation: corr, candidate: candidate("x"), rubric: { required: ["(unclosed"] } },
       { correlation: corr, candidate: { ...candidate("x"), rounds: -1 } },

@@ -62,9 +62,12 @@ export function candidateSummary(text: string): string {
 
 const invalid = (message: string) => new GeodeError(ErrorCode.InvalidRequest, message);
 
+/**
+ * The root turn of a request: `correlation.session_id` + `correlation.turn_id`. Left out, they are
+ * `""` like every correlation field, and `""` is then that turn's id (a caller that omits them gets
+ * one shared budget, never an unbounded one).
+ */
 function rootTurn(c: Correlation): { sessionId: string; turnId: string } {
-  if (c.session_id === "") throw invalid("correlation.session_id is required");
-  if (c.turn_id === "") throw invalid("correlation.turn_id (the root turn) is required");
   return { sessionId: c.session_id, turnId: c.turn_id };
 }
 

@@ -161,14 +161,16 @@ describe("PreToolUse", () => {
     );
     const audits: EventEnvelope[] = [];
     const sub = env().nc.subscribe(env().names.event("extension_invoked"), {
-      callback: (_err, m) => audits.push(decodeJson(m.data) as EventEnvelope),
+      callback: (_err, m) => {
+        audits.push(decodeJson(m.data) as EventEnvelope);
+      },
     });
     try {
       const reply = await call("rw.read", { path: "notes.txt" }, "rw-1");
       expect(reply.status).toBe("completed");
       expect(tools["rw.read"]!.calls.at(-1)).toEqual({ path: "notes.txt" });
       const audit = await waitFor(() => audits.find((a) => a.payload["extension"] === "bad-rewrite"));
-      expect(audit.payload).toMatchObject({ surface: "hook", name: "PreToolUse", status: "error" });
+      expect(audit?.payload).toMatchObject({ surface: "hook", name: "PreToolUse", status: "error" });
     } finally {
       sub.unsubscribe();
       await h.close();

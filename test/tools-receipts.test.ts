@@ -1,0 +1,243 @@
+import { encodeJson, ensureBucket, RuntimeEventBus, requestJson } from "@geode/bus";
+import { type HealthReply, HookName, type ToolExecuteReply } from "@geode/contracts";
+import { startHookDispatcher } from "@geode/hook-dispatcher";
+import { createToolClient, serveHook, serveTool } from "@geode/sdk";
+import { spawnService, useTestEnv, waitFor } from "@geode/testing";
+import { startToolExecutor } from "@geode/tool-executor";
+import { describe, expect, it } from "vitest";
+import { recordingTool } from "./tools-support.js";
+
+const env = useTestEnv();
+
+describe("admission receipts", () => {
+  it("the same operation key twice executes the terminal once and replays the stored result", async () => {
+    const { nc, names } = env();
+    const tool = recordingTool("pay.charge", "communication", {
+      run: (args) => ({ result: { charged: args["amount"], at: Date.now() }, has_error: false }),
+    });
+    const dispatcher = await startHookDispatcher({ nc, names });
+    const executor = await startToolExecutor({ nc, names, tools: [tool] });
+    try {
+      const client = createToolClient({ nc, names });
+      const req = {
+        tool_name: "pay.charge",
+        arguments: { amount: 5 },
+        correlation: { session_id: "s", tool_call_id: "c-1" },
+        operation_key: "invoice-42",
+      };
+      const first = await client.execute(req);
+      expect(first).toMatchObject({
+        status: "completed",
+        receipt: { key: "invoice-42", state: "completed" },
+      });
+      const second = await client.execute({ ...req, correlation: { session_id: "s", tool_call_id: "c-2" } });
+      expect(second).toMatchObject({ status: "replayed", executed: false, receipt: { key: "invoice-42" } });
+      expect(second.result).toEqual(first.result);
+      expect(tool.calls).toHaveLength(1);
+    } finally {
+      await executor.stop();
+      await dispatcher.stop();
+    }
+  });
+
+  it("concurrent identical mutation calls on two executor replicas execute once", async () => {
+    const { names } = env();
+    const [a, b, caller] = await Promise.all([
+      env().connect("replica-a"),
+      env().connect("replica-b"),
+      env().connect(),
+    ]);
+    let terminalCalls = 0;
+    const served = await serveTool(
+      { nc: caller, names },
+      {
+        name: "ledger.append",
+        description: "appends to a ledger",
+        input_schema: { type: "object" },
+        effect: "mutation",
+        requires_approval: false,
+      },
+      async () => {
+        terminalCalls++;
+        await new Promise((r) => setTimeout(r, 50));
+        return { result: { appended: true } };
+      },
+    );
+    const dispatcher = await startHookDispatcher({ nc: a, names });
+    const replicas = await Promise.all([
+      startToolExecutor({ nc: a, names, tools: [] }),
+      startToolExecutor({ nc: b, names, tools: [] }),
+    ]);
+    try {
+      const client = createToolClient({ nc: caller, names });
+      const replies = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          client.execute({
+            tool_name: "ledger.append",
+            arguments: { line: "x" },
+            correlation: { session_id: "s", tool_call_id: "same" },
+          }),
+        ),
+      );
+      expect(terminalCalls).toBe(1);
+      expect(replies.filter((r) => r.executed)).toHaveLength(1);
+      for (const r of replies) expect(["completed", "replayed", "indeterminate"]).toContain(r.status);
+      // Once committed, every later retry replays.
+      const later = await client.execute({
+        tool_name: "ledger.append",
+        arguments: { line: "x" },
+        correlation: { session_id: "s", tool_call_id: "same" },
+      });
+      expect(later.status).toBe("replayed");
+      expect(terminalCalls).toBe(1);
+    } finally {
+      for (const r of replicas) await r.stop();
+      await dispatcher.stop();
+      await served.close();
+    }
+  });
+
+  it("an executor killed after admission leaves the call indeterminate; a retry never re-runs the terminal", async () => {
+    const { nc, names } = env();
+    const dispatcher = await startHookDispatcher({ nc, names });
+    const toolConn = await env().connect("tool-provider");
+    let terminalCalls = 0;
+    let unblock: () => void = () => undefined;
+    const blocked = new Promise<void>((r) => {
+      unblock = r;
+    });
+    const served = await serveTool(
+      { nc: toolConn, names },
+      {
+        name: "deploy.run",
+        description: "blocks until the test lets go",
+        input_schema: { type: "object" },
+        effect: "admin",
+        requires_approval: false,
+      },
+      async () => {
+        terminalCalls++;
+        await blocked;
+        return { result: { deployed: true } };
+      },
+    );
+    const postToolUse: string[] = [];
+    const post = await serveHook({ nc, names }, HookName.PostToolUse, { name: "post-watch" }, (e) => {
+      postToolUse.push(String(e.payload["tool_name"]));
+      return null;
+    });
+    const childEnv = { ...env().env, LOG_LEVEL: "info" };
+    // The process logs "started" before the server has seen its subscriptions: ask until it answers.
+    const healthy = () =>
+      waitFor(
+        () =>
+          requestJson(nc, names.health("tool-executor"), {}, { timeoutMs: 1_000 }).catch(
+            () => null,
+          ) as Promise<HealthReply | null>,
+      );
+    let child = spawnService("services/tool-executor/src/main.ts", childEnv);
+    try {
+      await child.waitForOutput(/tool-executor started/);
+      expect(await healthy()).toMatchObject({ service: "tool-executor", status: "ok" });
+
+      const call = {
+        tool_name: "deploy.run",
+        arguments: { env: "prod" },
+        correlation: { session_id: "s", tool_call_id: "deploy-1" },
+      };
+      const client = createToolClient({ nc, names });
+      // The caller of the first attempt never hears back (its executor dies); it is not awaited.
+      void client.execute(call, { timeoutMs: 20_000 }).catch(() => undefined);
+      await waitFor(() => terminalCalls === 1, 20_000);
+      await child.stop("SIGKILL");
+
+      child = spawnService("services/tool-executor/src/main.ts", childEnv);
+      await child.waitForOutput(/tool-executor started/);
+      await healthy();
+      const retry: ToolExecuteReply = await client.execute(call);
+      expect(retry).toMatchObject({
+        status: "indeterminate",
+        executed: false,
+        receipt: { key: "s.deploy-1", state: "admitted" },
+      });
+      expect(terminalCalls).toBe(1);
+      expect(postToolUse).toEqual([]);
+    } finally {
+      unblock();
+      await child.stop("SIGKILL");
+      await post.close();
+      await served.close();
+      await dispatcher.stop();
+    }
+  }, 60_000);
+});
+
+describe("remote terminal failures", () => {
+  it("no responders is an error result and releases the admission; a timeout is indeterminate", async () => {
+    const { nc, names } = env();
+    const events = await RuntimeEventBus.create({ nc, names, source: "tool-executor" });
+    const dispatcher = await startHookDispatcher({ nc, names });
+    const executor = await startToolExecutor({ nc, names, events, tools: [] });
+    let release: () => void = () => undefined;
+    const slowDone = new Promise<{ result: Record<string, unknown> }>((r) => {
+      release = () => r({ result: { late: true } });
+    });
+    const providerConn = await env().connect("provider");
+    // A definition in the tools bucket whose provider is not running.
+    const toolsKv = await ensureBucket(nc, names, "tools");
+    await toolsKv.put(
+      "ghost.write",
+      encodeJson({
+        name: "ghost.write",
+        description: "",
+        input_schema: { type: "object" },
+        effect: "mutation",
+        requires_approval: false,
+      }),
+    );
+    const slow = await serveTool(
+      {
+        nc: providerConn,
+        names,
+      },
+      {
+        name: "slow.write",
+        description: "",
+        input_schema: { type: "object" },
+        effect: "mutation",
+        requires_approval: false,
+        timeout_ms: 100,
+      },
+      () => slowDone,
+    );
+    try {
+      const client = createToolClient({ nc, names });
+      const call = {
+        tool_name: "ghost.write",
+        arguments: {},
+        correlation: { session_id: "s", tool_call_id: "g-1" },
+      };
+      const reply = await client.execute(call);
+      expect(reply).toMatchObject({ status: "failed", has_error: true, executed: true, receipt: null });
+      expect(reply.result["error"]).toContain("no responders");
+      // Released: the retry is attempted again instead of being indeterminate.
+      await expect(client.execute(call)).resolves.toMatchObject({ status: "failed", executed: true });
+
+      const timedOut = await client.execute({
+        tool_name: "slow.write",
+        arguments: {},
+        correlation: { session_id: "s", tool_call_id: "slow-1" },
+      });
+      expect(timedOut).toMatchObject({
+        status: "indeterminate",
+        has_error: true,
+        receipt: { state: "admitted" },
+      });
+    } finally {
+      release();
+      await slow.close();
+      await executor.stop();
+      await dispatcher.stop();
+    }
+  });
+});

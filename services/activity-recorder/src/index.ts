@@ -82,7 +82,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         batchSize,
         log: log.child({ stream }),
         source: {
-          async open() {
+          async open(onMessage) {
             // Created or updated (same config from every replica); never deleted.
             await jsm.consumers.add(stream, {
               durable_name: RECORDER_CONSUMER,
@@ -90,10 +90,11 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
               deliver_policy: DeliverPolicy.All,
               ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
               max_deliver: -1,
-              max_ack_pending: Math.max(20_000, batchSize * 8),
+              // Bounds what all replicas hold unacked, hence each replica's in-memory queue.
+              max_ack_pending: Math.max(10_000, batchSize * 10),
             });
             const c = await js.consumers.get(stream, RECORDER_CONSUMER);
-            return c.consume({ max_messages: batchSize * 2 });
+            return c.consume({ max_messages: batchSize * 2, callback: onMessage });
           },
         },
       });

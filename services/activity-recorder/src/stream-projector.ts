@@ -29,8 +29,8 @@ export interface ProjectorStats {
 }
 
 export interface BatchSource {
-  /** Starts (or restarts) consumption; yields messages until closed. */
-  open(): Promise<ConsumerMessages>;
+  /** Starts (or restarts) consumption, handing each message to `onMessage`; close() stops it. */
+  open(onMessage: (m: JsMsg) => void): Promise<ConsumerMessages>;
 }
 
 /** Decodes a batch into rows (in stream order) plus what to mirror. */
@@ -89,6 +89,8 @@ export class StreamProjector {
   private stopping = false;
   private iter: ConsumerMessages | undefined;
   private loop: Promise<void> | undefined;
+  private readonly queue: JsMsg[] = [];
+  private draining: Promise<void> | undefined;
 
   constructor(
     private readonly options: {
@@ -107,37 +109,57 @@ export class StreamProjector {
     this.loop = this.run();
   }
 
+  /** Stops pulling, finishes the batch being written; queued messages stay unacked (redelivered). */
   async stop(): Promise<void> {
     this.stopping = true;
     await this.iter?.close();
     await this.loop;
+    await this.draining;
   }
 
   private async run(): Promise<void> {
-    const { log, batchSize } = this.options;
+    const { log, stream } = this.options;
     while (!this.stopping) {
       try {
-        const iter = await this.options.source.open();
+        const iter = await this.options.source.open((m) => this.enqueue(m));
         this.iter = iter;
         if (this.stopping) {
           await iter.close();
           break;
         }
-        let batch: JsMsg[] = [];
-        for await (const m of iter) {
-          batch.push(m);
-          // Take what is buffered now: one message when idle (low latency), full batches under load.
-          if (batch.length >= batchSize || iter.getPending() === 0) {
-            await this.flush(batch);
-            batch = [];
-          }
-        }
-        // Closed with messages in hand: leave them unacked, they are redelivered.
+        const err = await iter.closed();
+        if (this.stopping) break;
+        log.warn({ err, stream }, "consumer closed; reopening");
       } catch (err) {
         if (this.stopping) break;
-        log.warn({ err, stream: this.options.stream }, "consumer failed; reopening");
-        await new Promise((r) => setTimeout(r, 500));
+        log.warn({ err, stream }, "consumer failed; reopening");
       }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  /**
+   * Messages queue up while a batch is being written, so the next batch takes everything that
+   * arrived meanwhile (up to `batchSize`): one message when idle (low latency), full batches under
+   * load. The consumer's max_ack_pending bounds the queue.
+   */
+  private enqueue(m: JsMsg): void {
+    this.queue.push(m);
+    if (this.draining) return;
+    this.draining = new Promise<void>((resolve) => {
+      setImmediate(() => {
+        void this.drain().finally(() => {
+          this.draining = undefined;
+          resolve();
+        });
+      });
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0 && !this.stopping) {
+      const batch = this.queue.splice(0, this.options.batchSize);
+      await this.flush(batch);
     }
   }
 

@@ -145,7 +145,7 @@ export class StreamProjector {
    */
   private enqueue(m: JsMsg): void {
     this.queue.push(m);
-    if (this.draining) return;
+    if (this.draining !== undefined) return;
     this.draining = new Promise<void>((resolve) => {
       setImmediate(() => {
         void this.drain().finally(() => {

@@ -346,3 +346,18 @@ describe("bad wire input", () => {
     expect(ok).toMatchObject({ policy_action: "accept", verify_attempt: 0 });
   });
 });
+
+describe("without a hook-dispatcher", () => {
+  it("a finalize replies unavailable and gives its attempt back (run last: stops the dispatcher)", async () => {
+    await dispatcher.stop();
+    const corr = rootTurn();
+    const err = await verify
+      .finalize({ correlation: corr, candidate: candidate("fine") })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GeodeError);
+    expect((err as GeodeError).code).toBe("unavailable");
+    const kv = await new Kvm(env().nc).open(env().names.buckets.verify);
+    const entry = await kv.get(env().names.verifyKey(corr.session_id, corr.turn_id));
+    expect((entry?.json() as { attempts: unknown[] }).attempts).toEqual([]);
+  });
+});

@@ -1,0 +1,37 @@
+# One image for every GEODE service and the geode CLI.
+#   docker build -t geode-extension-plane .
+#   docker run -e GEODE_SERVICE=hook-dispatcher -e NATS_URL=nats://nats:4222 geode-extension-plane
+#   docker run geode-extension-plane geode health hook-dispatcher
+# The services run TypeScript directly with tsx's loader (no build step), as in development.
+
+ARG NODE_VERSION=20
+
+# --- build: install production dependencies with the lockfile exactly as committed ---------------
+FROM node:${NODE_VERSION}-slim AS build
+ARG PNPM_VERSION=10.34.9
+RUN npm install -g --no-audit --no-fund "pnpm@${PNPM_VERSION}"
+WORKDIR /app
+# Fetch every package of the lockfile first: this layer is reused until pnpm-lock.yaml changes.
+COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
+RUN pnpm fetch --prod
+COPY . .
+# Only the services, the CLI and what they depend on; no dev tools, no test harness.
+RUN pnpm install --offline --frozen-lockfile --prod \
+      --filter "./services/*..." --filter "@geode/cli..." \
+ && rm -rf test bench examples docs .ci \
+ && cd packages/cli \
+ && node --input-type=module -e 'process.stdout.write(import.meta.resolve("tsx"))' > /app/.tsx-loader
+
+# --- runtime: small, non-root ---------------------------------------------------------------------
+FROM node:${NODE_VERSION}-slim AS runtime
+ENV NODE_ENV=production \
+    GEODE_RUNS_DIR=/data/runs
+COPY --from=build /app /app
+RUN mkdir -p /data/runs && chown -R node:node /data && chmod 0755 /app/infra/docker/entrypoint.sh
+# Code stays root-owned and read-only for the service user; state goes to /data.
+USER node
+WORKDIR /data
+VOLUME ["/data"]
+# `service` (default) runs $GEODE_SERVICE; `geode <args>` runs the CLI (health checks, demo, replay).
+ENTRYPOINT ["/app/infra/docker/entrypoint.sh"]
+CMD ["service"]

@@ -358,6 +358,7 @@ describe("without a hook-dispatcher", () => {
     expect((err as GeodeError).code).toBe("unavailable");
     const kv = await new Kvm(env().nc).open(env().names.buckets.verify);
     const entry = await kv.get(env().names.verifyKey(corr.session_id, corr.turn_id));
-    expect((entry?.json() as { attempts: unknown[] }).attempts).toEqual([]);
+    expect(entry).not.toBeNull();
+    expect((entry!.json() as { attempts: unknown[] }).attempts).toEqual([]);
   });
 });

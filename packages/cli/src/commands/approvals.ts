@@ -1,0 +1,88 @@
+import { createInterface } from "node:readline/promises";
+import { parseArgs } from "node:util";
+import { connectBus, loadConfig } from "@geode/bus";
+import { type ApprovalRequest, names as buildNames } from "@geode/contracts";
+import { type ApprovalAnswer, serveApprovals } from "@geode/sdk";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type Command, UsageError } from "../command.js";
+
+function describe(req: ApprovalRequest): string {
+  const c = req.correlation;
+  return `approval ${req.approval_id}: ${req.tool_name} (${req.safety_level}) session=${c.session_id || "-"} call=${c.tool_call_id || "-"}\n  ${req.detail}\n`;
+}
+
+/**
+ * Answers human-approval requests on `{ns}.approval.request`: interactively (one prompt at a time)
+ * or automatically with `--auto allow|deny` for scripts. `--count N` exits after N answers.
+ */
+export const approvalsWatchCommand: Command = {
+  path: ["approvals", "watch"],
+  summary: "answer tool approval requests interactively, or --auto allow|deny",
+  usage: "geode approvals watch [--auto allow|deny] [--approver <name>] [--count <n>]",
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: { auto: { type: "string" }, approver: { type: "string" }, count: { type: "string" } },
+    });
+    const auto = values.auto;
+    if (auto !== undefined && auto !== "allow" && auto !== "deny")
+      throw new UsageError(`--auto must be allow or deny, got ${auto}`);
+    const count = values.count === undefined ? Number.POSITIVE_INFINITY : Number(values.count);
+    if (!(count > 0) || (Number.isFinite(count) && !Number.isInteger(count)))
+      throw new UsageError("--count must be a positive integer");
+    const approver = values.approver ?? io.env["USER"] ?? "cli";
+    const config = loadConfig(io.env);
+    const n = buildNames(config.namespace);
+    let nc: NatsConnection;
+    try {
+      nc = await connectBus(config, "geode-cli approvals");
+    } catch (err) {
+      io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
+      return 1;
+    }
+    const rl = auto === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : null;
+    let answered = 0;
+    let done: () => void = () => undefined;
+    const finished = new Promise<void>((r) => {
+      done = r;
+    });
+    let queue = Promise.resolve();
+    const decide = (req: ApprovalRequest): Promise<ApprovalAnswer> => {
+      // One prompt at a time: requests wait their turn.
+      const turn = queue.then(async (): Promise<ApprovalAnswer> => {
+        io.out(describe(req));
+        let decision: "allow" | "deny";
+        if (auto !== undefined) decision = auto;
+        else {
+          const line = (await rl!.question("  allow? [y/N] ")).trim().toLowerCase();
+          decision = line === "y" || line === "yes" ? "allow" : "deny";
+        }
+        io.out(`  → ${decision}\n`);
+        if (++answered >= count) setImmediate(done);
+        return {
+          decision,
+          approver,
+          reason: auto !== undefined ? `--auto ${auto}` : "answered at the terminal",
+        };
+      });
+      queue = turn.then(
+        () => undefined,
+        () => undefined,
+      );
+      return turn;
+    };
+    const served = serveApprovals({ nc, names: n }, decide, { approver });
+    await nc.flush();
+    io.out(`watching approvals on ${n.approvalRequest} as ${approver}${auto ? ` (auto ${auto})` : ""}\n`);
+    const onSignal = () => done();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    await finished;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await served.close();
+    rl?.close();
+    await nc.drain();
+    return 0;
+  },
+};

@@ -1,0 +1,190 @@
+import { parseArgs } from "node:util";
+import {
+  connectBus,
+  encodeJson,
+  ensureBucket,
+  isRevisionConflict,
+  loadConfig,
+  RuntimeEventBus,
+} from "@geode/bus";
+import {
+  names as buildNames,
+  correlation as fillCorrelation,
+  type Names,
+  type Receipt,
+  ReceiptSchema,
+  receiptStorageKey,
+} from "@geode/contracts";
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type Command, type CommandIO, UsageError } from "../command.js";
+
+async function withReceipts(
+  io: CommandIO,
+  body: (ctx: { kv: KV; nc: NatsConnection; names: Names }) => Promise<number>,
+): Promise<number> {
+  const config = loadConfig(io.env);
+  const n = buildNames(config.namespace);
+  let nc: NatsConnection;
+  try {
+    nc = await connectBus(config, "geode-cli receipts");
+  } catch (err) {
+    io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
+    return 1;
+  }
+  try {
+    return await body({ kv: await ensureBucket(nc, n, "toolReceipts"), nc, names: n });
+  } finally {
+    await nc.drain();
+  }
+}
+
+async function readReceipt(kv: KV, key: string): Promise<{ receipt: Receipt; revision: number } | null> {
+  const entry = await kv.get(receiptStorageKey(key));
+  if (entry?.operation !== "PUT") return null;
+  return { receipt: ReceiptSchema.parse(entry.json()), revision: entry.revision };
+}
+
+const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
+
+export const receiptsLsCommand: Command = {
+  path: ["receipts", "ls"],
+  summary: "list tool admission receipts (admitted = outcome unknown until resolved)",
+  usage: "geode receipts ls [--state admitted|completed|failed] [--json]",
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: { state: { type: "string" }, json: { type: "boolean", default: false } },
+    });
+    if (values.state !== undefined && !["admitted", "completed", "failed"].includes(values.state))
+      throw new UsageError(`--state must be admitted, completed or failed, got ${values.state}`);
+    return withReceipts(io, async ({ kv }) => {
+      const rows: Receipt[] = [];
+      for await (const k of await kv.keys()) {
+        const entry = await kv.get(k);
+        if (entry?.operation !== "PUT") continue;
+        const parsed = ReceiptSchema.safeParse(entry.json());
+        if (parsed.success && (values.state === undefined || parsed.data.state === values.state))
+          rows.push(parsed.data);
+      }
+      rows.sort((a, b) => a.admitted_at - b.admitted_at);
+      if (values.json) {
+        io.out(`${JSON.stringify(rows, null, 2)}\n`);
+        return 0;
+      }
+      if (rows.length === 0) {
+        io.out("no receipts\n");
+        return 0;
+      }
+      const table = [
+        ["KEY", "STATE", "TOOL", "STATUS", "ADMITTED", "COMPLETED"],
+        ...rows.map((r) => [
+          r.key,
+          r.state,
+          r.tool_name,
+          r.status ?? "-",
+          time(r.admitted_at),
+          time(r.completed_at),
+        ]),
+      ];
+      const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+      for (const row of table)
+        io.out(
+          `${row
+            .map((c, i) => c.padEnd(widths[i]!))
+            .join("  ")
+            .trimEnd()}\n`,
+        );
+      return 0;
+    });
+  },
+};
+
+export const receiptsShowCommand: Command = {
+  path: ["receipts", "show"],
+  summary: "print one receipt (by operation key) as JSON",
+  usage: "geode receipts show <key>",
+  async run(args, io) {
+    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+    const [key, ...rest] = positionals;
+    if (key === undefined || rest.length > 0) throw new UsageError("give exactly one receipt key");
+    return withReceipts(io, async ({ kv }) => {
+      const found = await readReceipt(kv, key);
+      if (!found) {
+        io.err(`no receipt ${key}\n`);
+        return 1;
+      }
+      io.out(`${JSON.stringify({ ...found.receipt, revision: found.revision }, null, 2)}\n`);
+      return 0;
+    });
+  },
+};
+
+/**
+ * Resolves an admitted (indeterminate) receipt as completed or failed after an operator checked
+ * the outside world. Revision-checked, so a concurrent commit is never overwritten; recorded as a
+ * `tool_recovery_succeeded` / `tool_recovery_failed` event.
+ */
+export const receiptsResolveCommand: Command = {
+  path: ["receipts", "resolve"],
+  summary: "resolve an indeterminate receipt as completed or failed (recorded as an event)",
+  usage: "geode receipts resolve <key> --as completed|failed [--reason <text>] [--by <operator>]",
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { as: { type: "string" }, reason: { type: "string" }, by: { type: "string" } },
+    });
+    const [key, ...rest] = positionals;
+    if (key === undefined || rest.length > 0) throw new UsageError("give exactly one receipt key");
+    const as = values.as;
+    if (as !== "completed" && as !== "failed") throw new UsageError("--as must be completed or failed");
+    const by = values.by ?? io.env["USER"] ?? "operator";
+    const reason = values.reason ?? `resolved as ${as} by ${by}`;
+    return withReceipts(io, async ({ kv, nc, names }) => {
+      const found = await readReceipt(kv, key);
+      if (!found) {
+        io.err(`no receipt ${key}\n`);
+        return 1;
+      }
+      if (found.receipt.state !== "admitted") {
+        io.err(
+          `receipt ${key} is already ${found.receipt.state}; only an admitted receipt can be resolved\n`,
+        );
+        return 1;
+      }
+      const resolved: Receipt = {
+        ...found.receipt,
+        state: as,
+        completed_at: Date.now(),
+        result: as === "failed" ? { error: reason } : { resolved_by_operator: true },
+        has_error: as === "failed",
+        status: as === "failed" ? "failed" : "completed",
+        resolution: { by, reason, at: Date.now() },
+      };
+      let revision: number;
+      try {
+        revision = await kv.update(receiptStorageKey(key), encodeJson(resolved), found.revision);
+      } catch (err) {
+        if (!isRevisionConflict(err)) throw err;
+        io.err(`receipt ${key} changed while resolving it; look again with 'geode receipts show ${key}'\n`);
+        return 1;
+      }
+      const events = await RuntimeEventBus.create({ nc, names, source: "geode-cli" });
+      const corr = fillCorrelation(
+        Object.fromEntries(
+          Object.entries(found.receipt.correlation).filter(([k]) =>
+            ["session_id", "turn_id", "step_id", "run_id", "tool_call_id"].includes(k),
+          ),
+        ),
+      );
+      await events.emit(
+        as === "completed" ? "tool_recovery_succeeded" : "tool_recovery_failed",
+        { receipt_key: key, tool_name: found.receipt.tool_name, resolution: as, reason, by, revision },
+        corr,
+      );
+      io.out(`receipt ${key}: admitted → ${as} (revision ${revision})\n`);
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,155 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startActivityRecorder } from "@geode/activity-recorder";
+import { freePort, type NatsServerProcess, startNatsServer } from "@geode/cli";
+import { HookName } from "@geode/contracts";
+import { startHookDispatcher } from "@geode/hook-dispatcher";
+import {
+  createHookClient,
+  createToolClient,
+  createVerifyClient,
+  serveApprovals,
+  serveHook,
+  serveTool,
+} from "@geode/sdk";
+import { useTestEnv, waitFor } from "@geode/testing";
+import { startToolExecutor } from "@geode/tool-executor";
+import { startVerifier } from "@geode/verifier";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { natsUsers, passwordEnv, renderNatsConfig } from "../infra/nats/nats-roles.js";
+
+// The four services, a handler, an approver, a tool provider and the runtime, each connected to a
+// nats-server that runs the generated per-role configuration, each as its own user.
+const env = useTestEnv(); // namespace and Postgres schema (dropped afterwards)
+const dir = mkdtempSync(path.join(tmpdir(), "geode-sec-e2e-"));
+let server: NatsServerProcess;
+let users: ReturnType<typeof natsUsers>;
+const passwords = new Map<string, string>();
+const conns: NatsConnection[] = [];
+const stops: Array<() => Promise<void>> = [];
+/** Every permission error any connection saw (an event bus, for one, swallows publish failures). */
+const violations: string[] = [];
+
+async function as(user: string): Promise<NatsConnection> {
+  const u = users.find((x) => x.user === user);
+  if (!u) throw new Error(`no user ${user}`);
+  const nc = await connect({
+    servers: server.url,
+    user,
+    pass: passwords.get(user),
+    inboxPrefix: u.inboxPrefix,
+  });
+  conns.push(nc);
+  void (async () => {
+    for await (const s of nc.status()) if (s.type === "error") violations.push(`${user}: ${s.error.message}`);
+  })();
+  return nc;
+}
+
+beforeAll(async () => {
+  const roles = { namespace: env().ns, handlers: ["guard"], toolProviders: ["crm.note"] };
+  users = natsUsers(roles);
+  for (const u of users) passwords.set(u.user, `p${randomBytes(12).toString("hex")}`);
+  const configFile = path.join(dir, "geode.conf");
+  writeFileSync(configFile, renderNatsConfig(roles));
+  server = await startNatsServer({
+    port: await freePort(),
+    storeDir: path.join(dir, "js"),
+    configFile,
+    env: passwordEnv(users, (u) => passwords.get(u.user) ?? ""),
+  });
+});
+
+afterAll(async () => {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  for (const nc of conns) await nc.close().catch(() => undefined);
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the services on a secured NATS, each with its own user", () => {
+  it("hooks, tools with approval, verification and the projection work end to end", async () => {
+    const names = env().names;
+    const dispatcher = await startHookDispatcher({ nc: await as("hook-dispatcher"), names });
+    stops.push(() => dispatcher.stop());
+    const executor = await startToolExecutor({ nc: await as("tool-executor"), names, tools: [] });
+    stops.push(() => executor.stop());
+    const verifier = await startVerifier({ nc: await as("verifier"), names });
+    stops.push(() => verifier.stop());
+    const recorder = await startActivityRecorder({
+      nc: await as("activity-recorder"),
+      names,
+      databaseUrl: env().databaseUrl,
+      runsDir: null,
+    });
+    stops.push(() => recorder.stop());
+
+    // A handler (its own user): blocks the shell tool, lets everything else through.
+    const guard = await serveHook(
+      { nc: await as("handler-guard"), names },
+      HookName.PreToolUse,
+      { name: "guard" },
+      (e) => (e.payload["tool_name"] === "shell" ? { action: "block", reason: "no shell" } : null),
+    );
+    stops.push(() => guard.close());
+    // A remote tool that needs a human approval, and an approver that allows it.
+    const tool = await serveTool(
+      { nc: await as("tool-crm.note"), names },
+      {
+        name: "crm.note",
+        description: "adds a note",
+        input_schema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+        effect: "mutation",
+        requires_approval: true,
+      },
+      () => ({ result: { note_id: "n-1" } }),
+    );
+    stops.push(() => tool.close());
+    const approvals = serveApprovals({ nc: await as("approver"), names }, () => "allow", { approver: "ops" });
+    stops.push(() => approvals.close());
+    await waitFor(() => dispatcher.handlers().length === 1);
+
+    const runtime = { nc: await as("runtime"), names };
+    const outcome = await createHookClient(runtime.nc, names).invoke(
+      HookName.PreToolUse,
+      { tool_name: "shell", arguments: { cmd: "rm -rf /" } },
+      { session_id: "s-1", turn_id: "t-1" },
+    );
+    expect(outcome.blocked).toBe(true);
+    expect(outcome.decisions).toEqual([expect.objectContaining({ handler: "guard", action: "block" })]);
+
+    const reply = await createToolClient(runtime).execute({
+      tool_name: "crm.note",
+      arguments: { text: "called back" },
+      correlation: { session_id: "s-1", turn_id: "t-1", tool_call_id: "c-1" },
+    });
+    expect(reply).toMatchObject({ status: "completed", result: { note_id: "n-1" }, executed: true });
+    expect(reply.receipt).toMatchObject({ key: "s-1.c-1", state: "completed" });
+
+    const verdict = await createVerifyClient(runtime).finalize({
+      correlation: { session_id: "s-1", turn_id: "t-1" },
+      candidate: { text: "The note is saved.", termination_reason: "natural", rounds: 1, tool_call_count: 1 },
+    });
+    expect(verdict).toMatchObject({ policy_action: "accept", deliver: true });
+
+    // The recorder (read-only on the streams) projected the handler audit into Postgres.
+    const db = new pg.Client({ connectionString: env().databaseUrl });
+    await db.connect();
+    try {
+      const rows = await waitFor(async () => {
+        const r = await db.query(
+          `select extension, status from "${env().ns}".extension_invocations where surface = 'hook' order by stream_seq`,
+        );
+        return r.rows.length >= 1 ? r.rows : null;
+      }, 20_000);
+      expect(rows).toContainEqual({ extension: "guard", status: "block" });
+    } finally {
+      await db.end();
+    }
+    expect(violations).toEqual([]);
+  }, 120_000);
+});

@@ -15,10 +15,14 @@ WORKDIR /app
 COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
 RUN pnpm fetch --prod
 COPY . .
-# Only the services, the CLI and what they depend on; no dev tools, no test harness.
+# Only the services, the CLI and what they depend on; no dev tools, no test harness. The example
+# handlers (examples/, run by `geode demo`) import workspace packages from the repository root, so
+# the root gets the same links to them that a development install gives it.
 RUN pnpm install --offline --frozen-lockfile --prod \
       --filter "./services/*..." --filter "@geode/cli..." \
- && rm -rf test bench examples docs .ci \
+ && mkdir -p node_modules/@geode \
+ && for p in packages/*/ services/*/; do ln -sfn "../../$p" "node_modules/@geode/$(basename "$p")"; done \
+ && rm -rf test bench docs .ci \
  && cd packages/cli \
  && node --input-type=module -e 'process.stdout.write(import.meta.resolve("tsx"))' > /app/.tsx-loader
 

@@ -59,7 +59,7 @@ export interface NatsRolesOptions {
 }
 
 /** The handler users of the committed default configuration (the demo's example handlers). */
-export const DEFAULT_HANDLERS = ["policy-guard", "redaction-check", "ci-evaluator"] as const;
+export const DEFAULT_HANDLERS = ["policy-guard", "redaction-check", "ci-evaluator", "observer"] as const;
 /** The remote tool providers of the committed default configuration. */
 export const DEFAULT_TOOL_PROVIDERS = [] as const;
 

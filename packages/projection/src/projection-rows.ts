@@ -187,3 +187,60 @@ export function decodeStreamMessage(stream: StreamKind, streamSeq: number, data:
     },
   };
 }
+
+/** One stored row in consumption order, tagged with its table and stream (the run JSONL line). */
+export type ProjectedRow =
+  | { type: "activity_events"; stream: string; row: ActivityEventRow }
+  | { type: "session_events"; stream: string; row: SessionEventRow };
+
+/** A batch of stream messages decoded into table rows. */
+export interface ProjectedBatch {
+  activity: ActivityEventRow[];
+  extension: ExtensionInvocationRow[];
+  session: SessionEventRow[];
+  /** Activity and session rows in stream order (what the run JSONL mirrors). */
+  rows: ProjectedRow[];
+  skipped: number;
+  rejects: Array<{ seq: number; reason: string }>;
+  /** Highest stream sequence of the batch, stored or not. */
+  lastSeq: number;
+}
+
+/** Decodes a batch of messages of one stream (recorder and replay share it, row for row). */
+export function projectMessages(
+  kind: StreamKind,
+  stream: string,
+  msgs: ReadonlyArray<{ seq: number; data: Uint8Array }>,
+): ProjectedBatch {
+  const out: ProjectedBatch = {
+    activity: [],
+    extension: [],
+    session: [],
+    rows: [],
+    skipped: 0,
+    rejects: [],
+    lastSeq: 0,
+  };
+  for (const m of msgs) {
+    out.lastSeq = Math.max(out.lastSeq, m.seq);
+    const d = decodeStreamMessage(kind, m.seq, m.data);
+    switch (d.type) {
+      case "event":
+        out.activity.push(d.activity);
+        if (d.extension) out.extension.push(d.extension);
+        out.rows.push({ type: "activity_events", stream, row: d.activity });
+        break;
+      case "timeline":
+        out.session.push(d.session);
+        out.rows.push({ type: "session_events", stream, row: d.session });
+        break;
+      case "skipped":
+        out.skipped++;
+        break;
+      case "rejected":
+        out.rejects.push({ seq: m.seq, reason: d.reason });
+        break;
+    }
+  }
+  return out;
+}

@@ -7,7 +7,7 @@ import { DEFAULT_RUN_FILE_MAX_BYTES, RunMirror } from "./run-mirror.js";
 import { type ProjectorStats, StreamProjector } from "./stream-projector.js";
 
 export { DEFAULT_RUN_FILE_MAX_BYTES, type MirrorItem, RunMirror } from "./run-mirror.js";
-export { type ProjectorStats, rowsOfBatch, StreamProjector } from "./stream-projector.js";
+export { type ProjectorStats, StreamProjector } from "./stream-projector.js";
 
 /** The durable consumer name every replica shares, on both streams. */
 export const RECORDER_CONSUMER = "activity-recorder";

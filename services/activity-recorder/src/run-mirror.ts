@@ -2,7 +2,7 @@ import { mkdir, open, readFile, stat, truncate } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "@geode/bus";
 import { type RunRecord, RunRecordSchema } from "@geode/contracts";
-import type { ActivityEventRow, SessionEventRow } from "@geode/projection";
+import type { ProjectedRow } from "@geode/projection";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 
 /** DESIGN §8: a run file stops at 16 MiB. */
@@ -11,9 +11,7 @@ export const DEFAULT_RUN_FILE_MAX_BYTES = 16 * 1024 * 1024;
 const MARKER_RESERVE = 512;
 
 /** One projected row to mirror, in the order it was consumed. */
-export type MirrorItem =
-  | { type: "activity_events"; stream: string; row: ActivityEventRow }
-  | { type: "session_events"; stream: string; row: SessionEventRow };
+export type MirrorItem = ProjectedRow;
 
 interface RunFile {
   file: string;

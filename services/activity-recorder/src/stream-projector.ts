@@ -1,16 +1,8 @@
 import type { Logger } from "@geode/bus";
-import type { ProjectionDatabase } from "@geode/projection";
-import {
-  type ActivityEventRow,
-  decodeStreamMessage,
-  type ExtensionInvocationRow,
-  type SessionEventRow,
-  type StreamKind,
-  writeBatch,
-} from "@geode/projection";
+import { type ProjectionDatabase, projectMessages, type StreamKind, writeBatch } from "@geode/projection";
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import type { Kysely } from "kysely";
-import type { MirrorItem, RunMirror } from "./run-mirror.js";
+import type { RunMirror } from "./run-mirror.js";
 
 /** Counters of one stream's projector (health, tests, benchmarks). */
 export interface ProjectorStats {
@@ -31,43 +23,6 @@ export interface ProjectorStats {
 export interface BatchSource {
   /** Starts (or restarts) consumption, handing each message to `onMessage`; close() stops it. */
   open(onMessage: (m: JsMsg) => void): Promise<ConsumerMessages>;
-}
-
-/** Decodes a batch into rows (in stream order) plus what to mirror. */
-export function rowsOfBatch(
-  kind: StreamKind,
-  stream: string,
-  msgs: readonly { seq: number; data: Uint8Array }[],
-) {
-  const activity: ActivityEventRow[] = [];
-  const extension: ExtensionInvocationRow[] = [];
-  const session: SessionEventRow[] = [];
-  const mirror: MirrorItem[] = [];
-  let skipped = 0;
-  let lastSeq = 0;
-  const rejects: Array<{ seq: number; reason: string }> = [];
-  for (const m of msgs) {
-    lastSeq = Math.max(lastSeq, m.seq);
-    const d = decodeStreamMessage(kind, m.seq, m.data);
-    switch (d.type) {
-      case "event":
-        activity.push(d.activity);
-        if (d.extension) extension.push(d.extension);
-        mirror.push({ type: "activity_events", stream, row: d.activity });
-        break;
-      case "timeline":
-        session.push(d.session);
-        mirror.push({ type: "session_events", stream, row: d.session });
-        break;
-      case "skipped":
-        skipped++;
-        break;
-      case "rejected":
-        rejects.push({ seq: m.seq, reason: d.reason });
-        break;
-    }
-  }
-  return { activity, extension, session, mirror, skipped, rejects, lastSeq };
 }
 
 /**
@@ -165,7 +120,7 @@ export class StreamProjector {
 
   private async flush(batch: JsMsg[]): Promise<void> {
     const { kind, stream, consumer, db, mirror, log } = this.options;
-    const rows = rowsOfBatch(kind, stream, batch);
+    const rows = projectMessages(kind, stream, batch);
     for (const r of rows.rejects)
       log.warn({ stream, stream_seq: r.seq, reason: r.reason }, "message rejected: stored nowhere, acked");
     try {
@@ -188,7 +143,7 @@ export class StreamProjector {
       return;
     }
     // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
-    if (mirror && rows.mirror.length > 0) await mirror.append(rows.mirror);
+    if (mirror && rows.rows.length > 0) await mirror.append(rows.rows);
     for (const m of batch) m.ack();
     this.stats.applied += batch.length;
     this.stats.skipped += rows.skipped;

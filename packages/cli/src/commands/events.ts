@@ -1,0 +1,126 @@
+import { parseArgs } from "node:util";
+import { decodeJson } from "@geode/bus";
+import {
+  EventEnvelopeSchema,
+  isRuntimeEvent,
+  RUNTIME_EVENTS,
+  TIMELINE_KINDS,
+  type TimelineKind,
+  TimelineRecordSchema,
+} from "@geode/contracts";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { type Command, UsageError } from "../command.js";
+import { connectFromEnv } from "./replay.js";
+
+const SUMMARY_CHARS = 96;
+
+/** A short, one-line view of a payload (already sanitized on the wire). */
+export function summarizePayload(payload: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(payload)) {
+    if (k === "_redacted_fields") continue;
+    const text = typeof v === "string" ? v : JSON.stringify(v);
+    parts.push(`${k}=${text.length > 40 ? `${text.slice(0, 39)}…` : text}`);
+  }
+  const line = parts.join(" ").replace(/\s+/g, " ");
+  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
+}
+
+/** One human-readable line: time, event, source, session/turn, short payload summary. */
+export function formatEventLine(e: {
+  ts: number;
+  name: string;
+  source: string;
+  session_id: string;
+  turn_id: string;
+  payload: Record<string, unknown>;
+}): string {
+  const time = new Date(e.ts).toISOString().replace("T", " ").replace("Z", "");
+  const where = `${e.session_id || "-"}/${e.turn_id || "-"}`;
+  return `${time}  ${e.name.padEnd(28)} ${e.source.padEnd(18)} ${where.padEnd(24)} ${summarizePayload(e.payload)}\n`;
+}
+
+export const eventsTailCommand: Command = {
+  path: ["events", "tail"],
+  summary: "follow runtime events (or --timeline records) live, one line each",
+  usage: "geode events tail [--event X] [--session S] [--timeline] [--from-seq N] [--limit N]",
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: {
+        event: { type: "string" },
+        session: { type: "string" },
+        timeline: { type: "boolean", default: false },
+        "from-seq": { type: "string" },
+        limit: { type: "string" },
+      },
+    });
+    if (values.event !== undefined) {
+      const ok = values.timeline
+        ? (TIMELINE_KINDS as readonly string[]).includes(values.event)
+        : isRuntimeEvent(values.event);
+      if (!ok)
+        throw new UsageError(
+          `unknown ${values.timeline ? "timeline kind" : "event"}: ${values.event} (one of ${(values.timeline ? TIMELINE_KINDS : RUNTIME_EVENTS).join(", ")})`,
+        );
+    }
+    const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
+    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
+      throw new UsageError("--from-seq must be a positive integer");
+    const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : Number(values.limit);
+    if (!(limit === Number.POSITIVE_INFINITY || (Number.isInteger(limit) && limit > 0)))
+      throw new UsageError("--limit must be a positive integer");
+
+    const { nc, names: n } = await connectFromEnv(io, "geode-events-tail");
+    const stream = values.timeline ? n.timelineStream : n.eventsStream;
+    const subject =
+      values.event === undefined
+        ? values.timeline
+          ? n.timelineAll
+          : n.eventsAll
+        : values.timeline
+          ? n.timeline(values.event as TimelineKind)
+          : n.event(values.event as (typeof RUNTIME_EVENTS)[number]);
+    const oc = await jetstream(nc).consumers.get(stream, {
+      filter_subjects: subject,
+      ...(fromSeq !== undefined
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
+        : { deliver_policy: DeliverPolicy.New }),
+    });
+    const iter = await oc.consume();
+    const onSignal = () => void iter.close();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    let printed = 0;
+    try {
+      for await (const m of iter) {
+        let body: unknown;
+        try {
+          body = decodeJson(m.data);
+        } catch {
+          continue;
+        }
+        if (values.timeline) {
+          const r = TimelineRecordSchema.safeParse(body);
+          if (!r.success) continue;
+          const t = r.data;
+          if (values.session !== undefined && t.correlation.session_id !== values.session) continue;
+          io.out(formatEventLine({ ...t, name: t.kind, ...t.correlation }));
+        } else {
+          const r = EventEnvelopeSchema.safeParse(body);
+          if (!r.success) continue;
+          const e = r.data;
+          if (values.session !== undefined && e.correlation.session_id !== values.session) continue;
+          io.out(formatEventLine({ ...e, name: e.event, ...e.correlation }));
+        }
+        if (++printed >= limit) break;
+      }
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      await iter.close();
+      await nc.drain();
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,28 @@
+import { parseArgs } from "node:util";
+import { loadConfig } from "@geode/bus";
+import { RETENTION_DAYS } from "@geode/contracts";
+import { pruneExpired } from "@geode/projection";
+import type { Command } from "../command.js";
+import { openProjectionFromEnv } from "./replay.js";
+
+export const pruneCommand: Command = {
+  path: ["prune"],
+  summary: "delete projection rows past their retention bucket (audit 180 d, ops 30 d, debug 7 d)",
+  usage: "geode prune",
+  async run(args, io) {
+    parseArgs({ args, options: {} });
+    const config = loadConfig(io.env);
+    const db = await openProjectionFromEnv(config);
+    try {
+      const counts = await pruneExpired(db.db);
+      const buckets = Object.entries(RETENTION_DAYS)
+        .map(([b, d]) => `${b} ${d} d`)
+        .join(", ");
+      io.out(`pruned schema ${config.namespace} (retention: ${buckets})\n`);
+      for (const [table, n] of Object.entries(counts)) io.out(`  ${table.padEnd(22)} ${n} deleted\n`);
+      return 0;
+    } finally {
+      await db.close();
+    }
+  },
+};

@@ -1,0 +1,230 @@
+import { parseArgs } from "node:util";
+import { connectBus, type GeodeConfig, loadConfig, type NatsConnection } from "@geode/bus";
+import { names as buildNames, type Names } from "@geode/contracts";
+import {
+  dropProjection,
+  openProjectionDb,
+  type ProjectionDb,
+  projectMessages,
+  type StreamKind,
+  writeBatch,
+} from "@geode/projection";
+import {
+  DeliverPolicy,
+  JetStreamApiError,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+} from "@nats-io/jetstream";
+import { type Command, type CommandIO, UsageError } from "../command.js";
+
+/** The consumer name replay writes into `projection_offsets`. */
+export const REPLAY_CONSUMER = "replay";
+const DEFAULT_REPLAY_BATCH = 2_000;
+
+/** Config, NATS and the namespace's names, from the CLI's environment (DESIGN §10). */
+export async function connectFromEnv(
+  io: CommandIO,
+  client: string,
+): Promise<{ config: GeodeConfig; nc: NatsConnection; names: Names }> {
+  const config = loadConfig(io.env);
+  const nc = await connectBus(config, client);
+  return { config, nc, names: buildNames(config.namespace) };
+}
+
+/** The projection of the configured namespace (PostgreSQL, or embedded PGlite when DATABASE_URL is unset). */
+export function openProjectionFromEnv(config: GeodeConfig, migrate = true): Promise<ProjectionDb> {
+  return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate });
+}
+
+export interface ReplayResult {
+  stream: string;
+  firstSeq: number;
+  lastSeq: number;
+  messages: number;
+  inserted: number;
+  skipped: number;
+  rejected: number;
+  seconds: number;
+}
+
+export interface ReplayOptions {
+  nc: NatsConnection;
+  db: ProjectionDb;
+  kind: StreamKind;
+  stream: string;
+  /** First stream sequence to apply (default: the stream's first). */
+  fromSeq?: number;
+  batchSize?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+/**
+ * Applies a stream to the projection through an ordered consumer, up to the stream's last
+ * sequence at start. Uses the recorder's own decoder and writer, so the rows are identical and a
+ * replay over rows already present changes nothing (idempotent).
+ */
+export async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
+  const started = performance.now();
+  const jsm = await jetstreamManager(options.nc, { checkAPI: false });
+  let state: { first_seq: number; last_seq: number; messages: number };
+  try {
+    state = (await jsm.streams.info(options.stream)).state;
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === 10059)
+      throw new Error(
+        `stream ${options.stream} does not exist (nothing was ever published in this namespace)`,
+      );
+    throw err;
+  }
+  const first = Math.max(options.fromSeq ?? 1, state.first_seq);
+  const target = state.last_seq;
+  const result: ReplayResult = {
+    stream: options.stream,
+    firstSeq: first,
+    lastSeq: target,
+    messages: 0,
+    inserted: 0,
+    skipped: 0,
+    rejected: 0,
+    seconds: 0,
+  };
+  if (state.messages === 0 || target < first) return result;
+  const total = target - first + 1;
+  const batchSize = options.batchSize ?? DEFAULT_REPLAY_BATCH;
+  const oc = await jetstream(options.nc).consumers.get(options.stream, {
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: first,
+  });
+  const iter = await oc.consume({ max_messages: batchSize * 2 });
+  let batch: JsMsg[] = [];
+  const apply = async () => {
+    const p = projectMessages(options.kind, options.stream, batch);
+    const r = await writeBatch(options.db.db, {
+      consumer: REPLAY_CONSUMER,
+      stream: options.stream,
+      lastSeq: p.lastSeq,
+      activity: p.activity,
+      extension: p.extension,
+      session: p.session,
+    });
+    result.messages += batch.length;
+    result.inserted += r.activity + r.session;
+    result.skipped += p.skipped;
+    result.rejected += p.rejects.length;
+    batch = [];
+    options.onProgress?.(Math.min(total, p.lastSeq - first + 1), total);
+  };
+  try {
+    for await (const m of iter) {
+      if (m.seq > target) break;
+      batch.push(m);
+      if (m.seq >= target || batch.length >= batchSize) await apply();
+      if (m.seq >= target) break;
+    }
+    if (batch.length > 0) await apply();
+  } finally {
+    await iter.close();
+  }
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
+
+/** A progress bar on a terminal; otherwise a plain line every 10%. */
+export function progressReporter(io: CommandIO, label: string): (done: number, total: number) => void {
+  let lastDecile = -1;
+  return (done, total) => {
+    const ratio = total === 0 ? 1 : done / total;
+    if (io.isTTY) {
+      const width = 30;
+      const filled = Math.round(ratio * width);
+      io.err(
+        `\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${(ratio * 100).toFixed(0).padStart(3)}% ${done.toLocaleString("en-US")}/${total.toLocaleString("en-US")}${done >= total ? "\n" : ""}`,
+      );
+    } else {
+      const decile = Math.floor(ratio * 10);
+      if (decile > lastDecile) {
+        lastDecile = decile;
+        io.err(`${label}: ${done}/${total} (${Math.round(ratio * 100)}%)\n`);
+      }
+    }
+  };
+}
+
+function summary(r: ReplayResult): string {
+  const rate = r.seconds > 0 ? Math.round(r.messages / r.seconds).toLocaleString("en-US") : "-";
+  if (r.messages === 0) return `${r.stream}: nothing to replay\n`;
+  return (
+    `${r.stream}: seq ${r.firstSeq}..${r.lastSeq}, ${r.messages.toLocaleString("en-US")} messages, ` +
+    `${r.inserted.toLocaleString("en-US")} rows inserted, ${(r.messages - r.inserted - r.skipped - r.rejected).toLocaleString("en-US")} already present, ` +
+    `${r.skipped} skipped (duplicates of stored events), ${r.rejected} rejected (invalid messages), ` +
+    `${r.seconds.toFixed(1)} s (${rate}/s)\n`
+  );
+}
+
+export const replayCommand: Command = {
+  path: ["replay"],
+  summary: "rebuild the Postgres projection from the event streams (idempotent)",
+  usage: "geode replay [--stream events|timeline] [--from-seq N] [--rebuild] [--batch N]",
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: {
+        stream: { type: "string" },
+        "from-seq": { type: "string" },
+        rebuild: { type: "boolean", default: false },
+        batch: { type: "string" },
+      },
+    });
+    const kinds: StreamKind[] =
+      values.stream === undefined
+        ? ["events", "timeline"]
+        : values.stream === "events" || values.stream === "timeline"
+          ? [values.stream]
+          : [];
+    if (kinds.length === 0) throw new UsageError(`--stream must be events or timeline, got ${values.stream}`);
+    const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
+    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
+      throw new UsageError("--from-seq must be a positive integer");
+    const batchSize = values.batch === undefined ? undefined : Number(values.batch);
+    if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50_000))
+      throw new UsageError("--batch must be an integer between 1 and 50000");
+    if (values.rebuild && (values.stream !== undefined || fromSeq !== undefined))
+      throw new UsageError(
+        "--rebuild drops every projection table, so it replays every stream from the start",
+      );
+
+    const { config, nc, names: n } = await connectFromEnv(io, "geode-replay");
+    let db: ProjectionDb | undefined;
+    try {
+      db = await openProjectionFromEnv(config, !values.rebuild);
+      if (values.rebuild) {
+        io.err(`dropping the projection tables of namespace ${n.ns}\n`);
+        await dropProjection(db.root, n.ns);
+        await db.migrate();
+      }
+      let total = 0;
+      for (const kind of kinds) {
+        const stream = kind === "events" ? n.eventsStream : n.timelineStream;
+        const r = await replayStream({
+          nc,
+          db,
+          kind,
+          stream,
+          ...(fromSeq !== undefined ? { fromSeq } : {}),
+          ...(batchSize !== undefined ? { batchSize } : {}),
+          onProgress: progressReporter(io, `replay ${stream}`),
+        });
+        total += r.messages;
+        io.out(summary(r));
+      }
+      io.out(
+        `replay done: ${total.toLocaleString("en-US")} messages applied to schema ${n.pgSchema}${values.rebuild ? " (rebuilt)" : ""}\n`,
+      );
+      return 0;
+    } finally {
+      await db?.close();
+      await nc.drain();
+    }
+  },
+};

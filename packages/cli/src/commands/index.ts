@@ -3,8 +3,8 @@ import { approvalsWatchCommand } from "./approvals.js";
 import { docsCommand } from "./docs.js";
 import { eventsTailCommand } from "./events.js";
 import { handlersLsCommand, handlersRmCommand } from "./handlers.js";
-import { receiptsLsCommand, receiptsResolveCommand, receiptsShowCommand } from "./receipts.js";
 import { pruneCommand } from "./prune.js";
+import { receiptsLsCommand, receiptsResolveCommand, receiptsShowCommand } from "./receipts.js";
 import { replayCommand } from "./replay.js";
 import { schemaCommand } from "./schema.js";
 
@@ -18,4 +18,7 @@ export const COMMANDS: Command[] = [
   receiptsLsCommand,
   receiptsShowCommand,
   receiptsResolveCommand,
+  replayCommand,
+  eventsTailCommand,
+  pruneCommand,
 ];

@@ -1,5 +1,15 @@
-import { type EventEnvelope, EventEnvelopeSchema, RUNTIME_EVENTS } from "@geode/contracts";
+import {
+  names as buildNames,
+  type EventEnvelope,
+  EventEnvelopeSchema,
+  RUNTIME_EVENTS,
+  sha256,
+  type TimelineRecord,
+  TimelineRecordSchema,
+} from "@geode/contracts";
 import { useTestEnv } from "@geode/testing";
+import { StorageType } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "./codec.js";
 import { RuntimeEventBus } from "./event-bus.js";
@@ -47,5 +57,73 @@ describe("RuntimeEventBus", () => {
     const bus = await RuntimeEventBus.create({ nc, names, source: "test" });
     const stored = await bus.emit("memory_saved", { api_key: "sk-live-1234567890abcdefghij", note: "ok" });
     expect(stored?.payload).toEqual({ note: "ok", _redacted_fields: ["api_key"] });
+  });
+
+  it("isolates timeline observers too and stores the record with the sha256 of its payload", async () => {
+    const { nc, names, jsm } = env();
+    const bus = await RuntimeEventBus.create({ nc, names, source: "test" });
+    const seen: TimelineRecord[] = [];
+    bus.subscribeTimeline(async (r) => {
+      (r.payload["decisions"] as Array<{ action: string }>)[0]!.action = "tampered";
+      throw new Error("async observer failed");
+    });
+    bus.subscribeTimeline((r) => {
+      seen.push(r);
+    });
+    const payload = { decisions: [{ action: "accept" }] };
+    const stored = await bus.timeline("verification.decided", payload, { session_id: "s-t" });
+    expect(stored).not.toBeNull();
+    expect(payload.decisions[0]!.action).toBe("accept");
+    expect((seen[0]!.payload["decisions"] as Array<{ action: string }>)[0]!.action).toBe("accept");
+    const info = await jsm.streams.info(names.timelineStream);
+    const msg = await jsm.streams.getMessage(names.timelineStream, { seq: info.state.last_seq });
+    const body = TimelineRecordSchema.parse(decodeJson(msg!.data));
+    expect(body.payload).toEqual({ decisions: [{ action: "accept" }] });
+    expect(body.payload_sha256).toBe(sha256(body.payload));
+    expect(msg!.header.get("Nats-Msg-Id")).toBe(body.id);
+  });
+
+  it("provisions both streams with the configured replicas, max age and duplicate window, and never reconfigures them", async () => {
+    const { natsUrl, jsm } = env();
+    const n = buildNames(`${env().ns}_cfg`.slice(0, 32));
+    const nc = await connect({ servers: natsUrl });
+    try {
+      await RuntimeEventBus.create({
+        nc,
+        names: n,
+        source: "test",
+        streams: { replicas: 1, maxAgeMs: 3_600_000, duplicateWindowMs: 30_000 },
+      });
+      // A second creator with other options leaves the existing configuration alone.
+      await RuntimeEventBus.create({ nc, names: n, source: "test", streams: { maxAgeMs: 60_000 } });
+      for (const stream of [n.eventsStream, n.timelineStream]) {
+        const { config } = await jsm.streams.info(stream);
+        expect(config.storage).toBe(StorageType.File);
+        expect(config.num_replicas).toBe(1);
+        expect(config.max_age).toBe(3_600_000 * 1_000_000);
+        expect(config.duplicate_window).toBe(30_000 * 1_000_000);
+      }
+    } finally {
+      for (const s of [n.eventsStream, n.timelineStream]) await jsm.streams.delete(s).catch(() => undefined);
+      await nc.close();
+    }
+  });
+
+  it("a publish failure is counted and logged, never thrown into the caller", async () => {
+    const { natsUrl, names } = env();
+    const nc = await connect({ servers: natsUrl });
+    const bus = await RuntimeEventBus.create({ nc, names, source: "test", publishAttempts: 2 });
+    await nc.close();
+    const seen: EventEnvelope[] = [];
+    bus.subscribe((e) => {
+      seen.push(e);
+    });
+    await expect(bus.emit("turn_completed", { rounds: 1 })).resolves.toBeNull();
+    await expect(bus.timeline("session.ended", { reason: "done", status: "completed" })).resolves.toBeNull();
+    // A bad correlation is the caller's mistake, still not an exception on the control path.
+    await expect(bus.emit("turn_completed", {}, { nope: "x" } as never)).resolves.toBeNull();
+    await bus.flush();
+    expect(bus.publishFailures).toBe(3);
+    expect(seen).toHaveLength(1); // observers still saw the valid event
   });
 });

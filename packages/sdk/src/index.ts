@@ -1,3 +1,15 @@
+// What handler authors need from the contract, so a handler imports only @geode/sdk.
+export {
+  type Correlation,
+  type FailureMode,
+  GeodeError,
+  type HandlerMatch,
+  type HandlerRegistration,
+  type HookDecision,
+  type HookEnvelope,
+  HookName,
+  SchemaVersion,
+} from "@geode/contracts";
 export {
   type ApprovalAnswer,
   type ServedApprovals,
@@ -21,6 +33,15 @@ export {
   type InvokeOptions,
 } from "./hook-client.js";
 export { createRuns, isValidRunId, RUN_ID_PATTERN, type Runs } from "./runs.js";
+export {
+  DEFAULT_HANDLER_LEASE_MS,
+  DEFAULT_HANDLER_PRIORITY,
+  DEFAULT_HANDLER_TIMEOUT_MS,
+  type HookHandler,
+  type ServedHook,
+  type ServeHookOptions,
+  serveHook,
+} from "./serve-hook.js";
 export {
   type ServedTool,
   serveTool,

@@ -1,24 +1,30 @@
 import type { Command } from "../command.js";
 import { approvalsWatchCommand } from "./approvals.js";
+import { demoCommand } from "./demo.js";
 import { docsCommand } from "./docs.js";
 import { eventsTailCommand } from "./events.js";
 import { handlersLsCommand, handlersRmCommand } from "./handlers.js";
+import { healthCommand } from "./health.js";
 import { pruneCommand } from "./prune.js";
 import { receiptsLsCommand, receiptsResolveCommand, receiptsShowCommand } from "./receipts.js";
 import { replayCommand } from "./replay.js";
 import { schemaCommand } from "./schema.js";
+import { upCommand } from "./up.js";
 
 /** Every `geode` sub-command. Add a command by adding its module here. */
 export const COMMANDS: Command[] = [
+  demoCommand,
   schemaCommand,
   docsCommand,
   handlersLsCommand,
   handlersRmCommand,
+  healthCommand,
+  upCommand,
+  replayCommand,
+  eventsTailCommand,
+  pruneCommand,
   approvalsWatchCommand,
   receiptsLsCommand,
   receiptsShowCommand,
   receiptsResolveCommand,
-  replayCommand,
-  eventsTailCommand,
-  pruneCommand,
 ];

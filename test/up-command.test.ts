@@ -151,6 +151,18 @@ describe("geode up", () => {
     expect(run.output()).toMatch(/NATS is not reachable at nats:\/\/192\.0\.2\.1:4222/);
   });
 
+  it("names the service that fails at start, shows its output, and exits 1", async () => {
+    const run = geode(
+      ["up", "--only", "activity-recorder"],
+      { ...env().env, GEODE_RECORDER_BATCH_SIZE: "lots" },
+      REPO_ROOT,
+    );
+    expect(await run.exit).toBe(1);
+    expect(run.output()).toMatch(/geode up: activity-recorder exited \(2\) during start-up/);
+    expect(run.output()).toMatch(/GEODE_RECORDER_BATCH_SIZE must be a positive integer/);
+    expect(run.output()).not.toMatch(/geode up: ready/);
+  }, 60_000);
+
   it("refuses a bad configuration before starting anything", async () => {
     const run = geode(["up"], { ...env().env, GEODE_TOOL_TIMEOUT_MS: "soon" }, REPO_ROOT);
     expect(await run.exit).toBe(2);

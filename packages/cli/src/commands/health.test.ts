@@ -1,0 +1,50 @@
+import { serveHealth } from "@geode/bus";
+import { useTestEnv } from "@geode/testing";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../cli.js";
+
+const env = useTestEnv();
+
+async function geode(args: string[], extraEnv: Record<string, string> = {}) {
+  let out = "";
+  let err = "";
+  const code = await runCli(args, {
+    out: (t) => {
+      out += t;
+    },
+    err: (t) => {
+      err += t;
+    },
+    env: { ...env().env, ...extraEnv },
+    isTTY: false,
+  });
+  return { code, out, err };
+}
+
+describe("geode health", () => {
+  it("exits 0 when every named service answers ok, 1 when one does not answer", async () => {
+    const responder = serveHealth(env().nc, env().names, "verifier");
+    await env().nc.flush();
+    try {
+      const ok = await geode(["health", "verifier", "--json"]);
+      expect(ok.code).toBe(0);
+      expect(JSON.parse(ok.out)).toEqual([
+        { service: "verifier", status: "ok", version: expect.any(String), started_at: expect.any(Number) },
+      ]);
+
+      const missing = await geode(["health", "verifier", "tool-executor", "--timeout", "500"]);
+      expect(missing.code).toBe(1);
+      expect(missing.out).toMatch(/^verifier\s+ok\s/m);
+      expect(missing.out).toMatch(/^tool-executor\s+down\s+no responders/m);
+    } finally {
+      await responder.drain();
+    }
+  });
+
+  it("exits 1 with a clear message when NATS is unreachable, 2 on a bad option", async () => {
+    const down = await geode(["health"], { NATS_URL: "nats://127.0.0.1:1" });
+    expect(down.code).toBe(1);
+    expect(down.err).toMatch(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/);
+    expect((await geode(["health", "--timeout", "soon"])).code).toBe(2);
+  });
+});

@@ -7,12 +7,13 @@ import {
   type TimelineRecord,
   TimelineRecordSchema,
 } from "@geode/contracts";
-import { useTestEnv } from "@geode/testing";
+import { uniqueNamespace, useTestEnv } from "@geode/testing";
 import { StorageType } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "./codec.js";
 import { RuntimeEventBus } from "./event-bus.js";
+import { ensureEventStreams } from "./provision.js";
 
 describe("RuntimeEventBus", () => {
   const env = useTestEnv();
@@ -125,5 +126,51 @@ describe("RuntimeEventBus", () => {
     await bus.flush();
     expect(bus.publishFailures).toBe(3);
     expect(seen).toHaveLength(1); // observers still saw the valid event
+  });
+  it("re-sends an unacked publish with the same id until the stream takes it, and stores it once", async () => {
+    const { natsUrl, jsm } = env();
+    const n = buildNames(uniqueNamespace("r"));
+    const nc = await connect({ servers: natsUrl });
+    try {
+      // No stream yet: the first sends get no ack (no responders); the sweep re-sends.
+      const bus = await RuntimeEventBus.create({
+        nc,
+        names: n,
+        source: "test",
+        provision: false,
+        ackTimeoutMs: 100,
+        publishAttempts: 20,
+      });
+      const pending = bus.emit("memory_saved", { note: "late stream" }, {}, { id: "late-1" });
+      await new Promise((r) => setTimeout(r, 250));
+      await ensureEventStreams(nc, n);
+      const stored = await pending;
+      expect(stored?.id).toBe("late-1");
+      await bus.close();
+      expect((await jsm.streams.info(n.eventsStream)).state.messages).toBe(1);
+    } finally {
+      for (const s of [n.eventsStream, n.timelineStream]) await jsm.streams.delete(s).catch(() => undefined);
+      await nc.close();
+    }
+  });
+
+  it("gives up after its attempts when no stream ever takes the message", async () => {
+    const { natsUrl } = env();
+    const nc = await connect({ servers: natsUrl });
+    try {
+      const bus = await RuntimeEventBus.create({
+        nc,
+        names: buildNames(uniqueNamespace("g")),
+        source: "test",
+        provision: false,
+        ackTimeoutMs: 50,
+        publishAttempts: 2,
+      });
+      await expect(bus.emit("memory_saved", { note: "nowhere" })).resolves.toBeNull();
+      expect(bus.publishFailures).toBe(1);
+      await bus.close();
+    } finally {
+      await nc.close();
+    }
   });
 });

@@ -11,8 +11,13 @@ import {
   type TimelineKind,
   type TimelineRecord,
 } from "@geode/contracts";
-import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  createInbox,
+  headers,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from "@nats-io/transport-node";
 import { encodeJson } from "./codec.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { ensureEventStreams, type StreamOptions } from "./provision.js";
@@ -31,6 +36,18 @@ export interface RuntimeEventBusOptions {
   streams?: StreamOptions;
   /** Publish attempts per message (same `Nats-Msg-Id`, so retries are stored once). Default 3. */
   publishAttempts?: number;
+  /** Wait for JetStream's ack before a publish is retried, ms. Default 5,000. */
+  ackTimeoutMs?: number;
+}
+
+/** A publish waiting for its JetStream ack. */
+interface PendingPublish {
+  subject: string;
+  data: Uint8Array;
+  id: string;
+  attempts: number;
+  sentAt: number;
+  done: (stored: boolean) => void;
 }
 
 /**
@@ -42,9 +59,14 @@ export class RuntimeEventBus {
   readonly names: Names;
   readonly source: string;
   private readonly nc: NatsConnection;
-  private readonly js: JetStreamClient;
   private readonly log: Logger;
   private readonly attempts: number;
+  private readonly ackTimeoutMs: number;
+  private readonly awaitingAck = new Map<string, PendingPublish>();
+  private ackPrefix = "";
+  private ackSub: Subscription | undefined;
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+  private nextToken = 0;
   private readonly eventObservers = new Set<EventObserver>();
   private readonly timelineObservers = new Set<TimelineObserver>();
   private readonly pending = new Set<Promise<unknown>>();
@@ -56,7 +78,7 @@ export class RuntimeEventBus {
     this.source = options.source;
     this.log = options.log ?? silentLogger();
     this.attempts = Math.max(1, options.publishAttempts ?? 3);
-    this.js = jetstream(options.nc);
+    this.ackTimeoutMs = Math.max(50, options.ackTimeoutMs ?? 5_000);
   }
 
   /** Creates the bus and (by default) provisions `{NS}_EVENTS` and `{NS}_TIMELINE`. */
@@ -173,22 +195,95 @@ export class RuntimeEventBus {
     }
   }
 
-  private async publish(subject: string, id: string, body: unknown): Promise<boolean> {
+  /**
+   * Publishes to JetStream and resolves once the stream acked it (true) or every attempt failed
+   * (false). Like an async publish: the message goes out with a reply subject on one shared ack
+   * inbox, so a hot path pays no per-message request setup or timer; a sweep re-sends
+   * (same `Nats-Msg-Id`, stored once) what was not acked in time.
+   */
+  private publish(subject: string, id: string, body: unknown): Promise<boolean> {
+    if (this.nc.isClosed()) {
+      this.failures++;
+      this.log.warn({ subject, id }, "publish failed: connection closed");
+      return Promise.resolve(false);
+    }
+    this.ensureAckInbox();
     const data = encodeJson(body);
-    for (let attempt = 1; attempt <= this.attempts; attempt++) {
-      try {
-        await this.js.publish(subject, data, { msgID: id, timeout: 5_000 });
-        return true;
-      } catch (err) {
-        if (attempt === this.attempts || this.nc.isClosed()) {
-          this.failures++;
-          this.log.warn({ err, subject, id }, "publish failed");
-          return false;
-        }
-        await new Promise((r) => setTimeout(r, 50 * attempt));
+    const token = (this.nextToken++).toString(36);
+    return new Promise<boolean>((resolve) => {
+      const p: PendingPublish = { subject, data, id, attempts: 0, sentAt: 0, done: resolve };
+      this.awaitingAck.set(token, p);
+      this.send(token, p);
+    });
+  }
+
+  private send(token: string, p: PendingPublish): void {
+    p.attempts++;
+    p.sentAt = Date.now();
+    const h = headers();
+    h.set("Nats-Msg-Id", p.id);
+    try {
+      this.nc.publish(p.subject, p.data, { headers: h, reply: this.ackPrefix + token });
+    } catch (err) {
+      this.log.debug({ err, subject: p.subject }, "publish not sent; will retry");
+    }
+  }
+
+  private ensureAckInbox(): void {
+    if (this.ackSub) return;
+    this.ackPrefix = `${createInbox()}.`;
+    this.ackSub = this.nc.subscribe(`${this.ackPrefix}*`, {
+      callback: (err, msg) => {
+        if (!err) this.onAck(msg);
+      },
+    });
+    this.sweeper = setInterval(() => this.sweep(), Math.min(250, this.ackTimeoutMs));
+    this.sweeper.unref?.();
+  }
+
+  private onAck(msg: Msg): void {
+    const token = msg.subject.slice(this.ackPrefix.length);
+    const p = this.awaitingAck.get(token);
+    if (!p) return;
+    // 503: no stream listens (not provisioned yet, or a cluster election); anything else that is
+    // not a PubAck is a store error. Both are retried by the sweep.
+    if (msg.headers?.hasError) return;
+    let ack: { error?: unknown; seq?: unknown };
+    try {
+      ack = JSON.parse(new TextDecoder().decode(msg.data)) as { error?: unknown; seq?: unknown };
+    } catch {
+      return;
+    }
+    if (ack.error !== undefined || typeof ack.seq !== "number") return;
+    this.awaitingAck.delete(token);
+    p.done(true);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [token, p] of this.awaitingAck) {
+      if (now - p.sentAt < this.ackTimeoutMs * Math.min(p.attempts, 4)) continue;
+      if (p.attempts >= this.attempts || this.nc.isClosed()) {
+        this.awaitingAck.delete(token);
+        this.failures++;
+        this.log.warn(
+          { subject: p.subject, id: p.id, attempts: p.attempts },
+          "publish failed: no ack from JetStream",
+        );
+        p.done(false);
+      } else {
+        this.send(token, p);
       }
     }
-    return false;
+  }
+
+  /** Waits for pending publishes, then stops the ack inbox (the connection stays open). */
+  async close(): Promise<void> {
+    await this.flush();
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    if (this.ackSub && !this.nc.isClosed()) this.ackSub.unsubscribe();
+    this.ackSub = undefined;
   }
 }
 

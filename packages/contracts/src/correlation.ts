@@ -41,7 +41,29 @@ export type CorrelationInput = z.input<typeof CorrelationInputSchema>;
 
 /** Fills the defaults of a partial correlation (throws on unknown fields or wrong types). */
 export function correlation(input: CorrelationInput = {}): Correlation {
+  // Fast path for the common case on hot paths (events, hook chains): an already complete
+  // correlation is copied without a schema pass.
+  if (isCompleteCorrelation(input)) return { ...input };
   return CorrelationInputSchema.parse(input);
+}
+
+const STRING_FIELDS = [
+  "session_id",
+  "turn_id",
+  "step_id",
+  "run_id",
+  "tool_call_id",
+  "llm_call_id",
+  "llm_attempt_id",
+] as const;
+
+function isCompleteCorrelation(input: CorrelationInput): input is Correlation {
+  const o = input as Record<string, unknown>;
+  if (Object.keys(o).length !== 9) return false;
+  for (const f of STRING_FIELDS) if (typeof o[f] !== "string") return false;
+  const g = o["session_generation"];
+  const v = o["verify_attempt"];
+  return Number.isSafeInteger(g) && (g as number) >= 0 && Number.isSafeInteger(v) && (v as number) >= 0;
 }
 
 export function toCorrelationV1(c: Correlation): CorrelationV1 {

@@ -108,6 +108,49 @@ describe("remote tools", () => {
   });
 });
 
+describe("middleware modules from configuration", () => {
+  it("loads each module's register(registry) at start and runs its middleware on every call", async () => {
+    const { nc, names } = env();
+    const events = await RuntimeEventBus.create({ nc, names, source: "tool-executor" });
+    const seen: EventEnvelope[] = [];
+    events.subscribe((e) => {
+      seen.push(e);
+    });
+    const dispatcher = await startHookDispatcher({ nc, names });
+    const executor = await startToolExecutor({
+      nc,
+      names,
+      events,
+      config: { middlewareModules: ["./examples/tools/middleware.ts"] },
+    });
+    try {
+      const reply = await createToolClient({ nc, names }).execute({
+        tool_name: "echo",
+        arguments: { text: "  padded  " },
+        correlation: { tool_call_id: "mw-mod-1" },
+      });
+      expect(reply.result).toEqual({ text: "padded" });
+      const audits = seen
+        .filter((e) => e.event === "extension_invoked" && e.correlation.tool_call_id === "mw-mod-1")
+        .map((e) => [e.payload["surface"], e.payload["extension"], e.payload["status"]]);
+      expect(audits).toEqual([
+        ["tool_request", "trim-strings", "ok"],
+        ["tool_execution", "timing", "called_next"],
+      ]);
+      await expect(
+        startToolExecutor({
+          nc,
+          names,
+          config: { middlewareModules: ["./examples/tools/call-tool-missing.ts"] },
+        }),
+      ).rejects.toThrow();
+    } finally {
+      await executor.stop();
+      await dispatcher.stop();
+    }
+  });
+});
+
 describe("callLlm", () => {
   it("runs both LLM join points around the adapter and publishes the call's events", async () => {
     const { nc, names } = env();

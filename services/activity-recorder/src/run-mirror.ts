@@ -93,12 +93,12 @@ export class RunMirror {
     for (const [runId, list] of byRun) {
       try {
         if (!isSafeSegment(runId)) continue;
-        const chosen: MirrorItem[] = [];
-        for (const it of list) {
-          const rec = await this.recordOf(runId, it.row.ts);
-          if (rec && it.row.ts >= rec.opened_at && (rec.closed_at === null || it.row.ts <= rec.closed_at))
-            chosen.push(it);
-        }
+        // One lookup per run per batch, valid for its newest row.
+        const rec = await this.recordOf(runId, Math.max(...list.map((it) => it.row.ts)));
+        if (!rec) continue;
+        const chosen = list.filter(
+          (it) => it.row.ts >= rec.opened_at && (rec.closed_at === null || it.row.ts <= rec.closed_at),
+        );
         if (chosen.length > 0) await this.write(runId, chosen);
       } catch (err) {
         this.log.warn({ err, run_id: runId }, "run timeline mirror failed");

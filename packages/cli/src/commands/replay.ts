@@ -119,8 +119,10 @@ export async function replayStream(options: ReplayOptions): Promise<ReplayResult
     for await (const m of iter) {
       if (m.seq > target) break;
       batch.push(m);
-      if (m.seq >= target || batch.length >= batchSize) await apply();
-      if (m.seq >= target) break;
+      // The end: the last sequence seen at start, or nothing left (it may have aged out meanwhile).
+      const end = m.seq >= target || m.info.pending === 0;
+      if (end || batch.length >= batchSize) await apply();
+      if (end) break;
     }
     if (batch.length > 0) await apply();
   } finally {

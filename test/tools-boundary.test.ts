@@ -22,6 +22,15 @@ function tool(t: RecordingTool): RecordingTool {
 tool(recordingTool("order.write", "mutation", { requires_approval: true }));
 tool(recordingTool("rw.read", "read", { input_schema: pathSchema }));
 tool(recordingTool("perm.read", "read"));
+tool(
+  recordingTool("secret.read", "read", {
+    input_schema: {
+      type: "object",
+      properties: { path: { type: "string" }, api_key: { type: "string" } },
+      additionalProperties: false,
+    },
+  }),
+);
 tool(recordingTool("ask.write", "mutation", { requires_approval: true }));
 tool(recordingTool("human.write", "mutation", { requires_approval: true }));
 tool(recordingTool("mw.write", "mutation"));
@@ -204,6 +213,31 @@ describe("PreToolUse", () => {
       });
       expect(calls.length).toBe(before);
       expect(tools["danger.rm"]!.calls).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("a rewrite keeps the secret arguments the handler never saw", async () => {
+    const handlerSaw: unknown[] = [];
+    const h = await stack.hook(
+      HookName.PreToolUse,
+      { name: "path-fixer", match: { tool_name: ["secret.*"] } },
+      (e) => {
+        handlerSaw.push(e.payload["arguments"]);
+        return {
+          action: "rewrite",
+          updates: {
+            arguments: { ...(e.payload["arguments"] as Record<string, unknown>), path: "fixed.txt" },
+          },
+        };
+      },
+    );
+    try {
+      const reply = await call("secret.read", { path: "x.txt", api_key: "k-live-123" }, "sec-1");
+      expect(reply.status).toBe("completed");
+      expect(handlerSaw).toEqual([{ path: "x.txt", _redacted_fields: ["api_key"] }]);
+      expect(tools["secret.read"]!.calls).toEqual([{ path: "fixed.txt", api_key: "k-live-123" }]);
     } finally {
       await h.close();
     }

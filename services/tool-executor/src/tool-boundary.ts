@@ -146,7 +146,7 @@ export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<To
   if (pre.decisions.some((d) => d.action === "rewrite")) {
     // 5. A rewrite is checked again like the original: policy, then the tool's schema.
     const name = String(pre.payload["tool_name"]);
-    const rewritten = pre.payload["arguments"] as Record<string, unknown>;
+    const rewritten = restoreRedacted(pre.payload["arguments"] as Record<string, unknown>, args);
     checked = await admitShape(deps, name, rewritten, request.operation_key, corr, "PreToolUse rewrite");
     if ("denied" in checked) return checked.denied;
     tool = checked.tool;
@@ -321,6 +321,24 @@ export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<To
     reason,
     receipt: ref,
   });
+}
+
+/**
+ * Handlers see arguments with secret-named keys removed (listed in `_redacted_fields`); a rewrite
+ * built from what they saw would silently drop them. Put the caller's values back for keys the
+ * rewrite did not set, and drop the marker the caller never sent.
+ */
+function restoreRedacted(
+  rewritten: Record<string, unknown>,
+  original: Record<string, unknown>,
+): Record<string, unknown> {
+  const redacted = rewritten["_redacted_fields"];
+  if (!Array.isArray(redacted)) return rewritten;
+  const out: Record<string, unknown> = { ...rewritten };
+  if (!("_redacted_fields" in original)) delete out["_redacted_fields"];
+  for (const key of redacted)
+    if (typeof key === "string" && !(key in out) && key in original) out[key] = original[key];
+  return out;
 }
 
 /** Policy, tool lookup, schema validation and the operation key of a (possibly rewritten) call. */

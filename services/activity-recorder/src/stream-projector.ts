@@ -143,7 +143,11 @@ export class StreamProjector {
       return;
     }
     // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
-    if (mirror && rows.rows.length > 0) await mirror.append(rows.rows);
+    // The run timeline mirrors activity rows (the seed's "same typed activity row"), one per event.
+    if (mirror) {
+      const activity = rows.rows.filter((r) => r.type === "activity_events");
+      if (activity.length > 0) await mirror.append(activity);
+    }
     for (const m of batch) m.ack();
     this.stats.applied += batch.length;
     this.stats.skipped += rows.skipped;

@@ -1,12 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startActivityRecorder } from "@geode/activity-recorder";
 import { RuntimeEventBus } from "@geode/bus";
 import { HealthReplySchema } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb, readOffsets } from "@geode/projection";
+import { createRuns } from "@geode/sdk";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -56,14 +57,14 @@ describe("activity-recorder crash and replicas", () => {
       ).n,
     );
 
-  async function publish(session: string, n: number): Promise<string[]> {
+  async function publish(session: string, n: number, runId = ""): Promise<string[]> {
     const bus = await RuntimeEventBus.create({ nc: env().nc, names: env().names, source: "crash-test" });
     const ids: string[] = [];
     for (let i = 0; i < n; i += 500) {
       const chunk = Array.from({ length: Math.min(500, n - i) }, (_, k) => {
         const id = randomUUID();
         ids.push(id);
-        return bus.emit("turn_completed", { i: i + k }, { session_id: session }, { id });
+        return bus.emit("turn_completed", { i: i + k }, { session_id: session, run_id: runId }, { id });
       });
       expect((await Promise.all(chunk)).every((e) => e !== null)).toBe(true);
     }
@@ -84,7 +85,8 @@ describe("activity-recorder crash and replicas", () => {
     timeout: 60_000,
   }, async () => {
     const session = "s-crash";
-    const ids = await publish(session, TOTAL);
+    await createRuns(env()).open("run-crash");
+    const ids = await publish(session, TOTAL, "run-crash");
     const childEnv = {
       ...env().env,
       GEODE_RUNS_DIR: runsDir,
@@ -113,6 +115,17 @@ describe("activity-recorder crash and replicas", () => {
       const offsets = await readOffsets(db.db);
       return offsets.find((o) => o.stream === env().names.eventsStream)?.last_seq === info.state.last_seq;
     });
+    // The run file, written between commit and ack, holds every event of the run exactly once.
+    await waitFor(async () => {
+      const c = await env().jsm.consumers.info(env().names.eventsStream, "activity-recorder");
+      return c.num_ack_pending === 0 && c.num_pending === 0;
+    });
+    const lines = readFileSync(path.join(runsDir, "run-crash", "events.jsonl"), "utf8")
+      .trim()
+      .split("\n");
+    const ids2 = lines.map((l) => (JSON.parse(l) as { event_id: string }).event_id);
+    expect(ids2).toHaveLength(TOTAL);
+    expect(new Set(ids2)).toEqual(new Set(ids));
     await second.stop("SIGTERM");
   });
 

@@ -3,19 +3,12 @@ import {
   type GeodeConfig,
   type Logger,
   RuntimeEventBus,
-  requestJson,
   serveRequests,
   silentLogger,
 } from "@geode/bus";
-import {
-  type DispatchOutcome,
-  DispatchOutcomeSchema,
-  ErrorCode,
-  GeodeError,
-  type Names,
-  QueueGroup,
-} from "@geode/contracts";
+import { type Names, QueueGroup } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
+import { createHookClient } from "@geode/sdk";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 import { loadMiddlewareModules } from "./middleware-loader.js";
@@ -65,18 +58,9 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     ensureBucket(nc, n, "tools"),
   ]);
   const tools = await ToolRegistry.open(toolsKv, options.tools ?? builtinTools(config.toolRoot), log);
-  const invokeHook: InvokeHook = async (hook, payload, correlation, { timeoutMs }) => {
-    const body = await requestJson(
-      nc,
-      n.hookInvoke(hook),
-      { correlation, payload, timeout_ms: timeoutMs },
-      { timeoutMs: timeoutMs + 250 },
-    );
-    const parsed = DispatchOutcomeSchema.safeParse(body);
-    if (!parsed.success)
-      throw new GeodeError(ErrorCode.Internal, `malformed ${hook} outcome from hook-dispatcher`);
-    return parsed.data as DispatchOutcome;
-  };
+  const hookClient = createHookClient(nc, n);
+  const invokeHook: InvokeHook = (hook, payload, correlation, { timeoutMs }) =>
+    hookClient.invoke(hook, payload, correlation, { timeoutMs });
   const deps: BoundaryDeps = {
     nc,
     names: n,

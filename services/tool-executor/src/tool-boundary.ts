@@ -239,7 +239,11 @@ export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<To
       // A thrown terminal or a failing wrapper: no PostToolUse. An admission whose terminal was
       // never entered is released; one that was entered stays admitted (outcome unknown).
       const message = err instanceof Error ? err.message : String(err);
-      log.warn({ err, tool_name: definition.name }, "tool call failed");
+      // The error type only: a tool's message may quote its arguments.
+      log.warn(
+        { err_type: err instanceof Error ? err.name : typeof err, tool_name: definition.name },
+        "tool call failed",
+      );
       let ref: ReceiptRef | null = null;
       if (admitted) {
         if (entered) ref = receiptRef(admitted.receipt, admitted.revision);
@@ -286,7 +290,7 @@ export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<To
     }
   } catch (err) {
     // The effect already happened: record that the post-hook could not run, and go on.
-    log.warn({ err }, "PostToolUse could not run");
+    log.warn({ err_type: err instanceof Error ? err.name : typeof err }, "PostToolUse could not run");
     reason = `PostToolUse not run: ${err instanceof Error ? err.message : String(err)}`;
   }
 

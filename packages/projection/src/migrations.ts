@@ -47,6 +47,8 @@ const initial: Migration = {
       .createIndex("activity_events_run")
       .on("activity_events")
       .columns(["run_id", "stream_seq"])
+      // Runs are opt-in: most events carry no run id, and they cost this index nothing.
+      .where(sql.ref("run_id"), "<>", "")
       .execute();
     await db.schema
       .createIndex("activity_events_event_ts")

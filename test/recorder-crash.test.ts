@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,21 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const TOTAL = 4_000;
 
-/**
- * SIGKILL the service itself: spawnService runs `tsx`, which runs the service in a child node
- * process and cannot relay SIGKILL, so the service process is found under it and killed.
- */
+/** SIGKILL the service process itself (spawnService runs it as the direct child). */
 async function killHard(p: SpawnedProcess): Promise<void> {
-  let pids: number[] = [];
-  try {
-    pids = execFileSync("pgrep", ["-P", String(p.child.pid)], { encoding: "utf8" })
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map(Number);
-  } catch {
-    // no child left
-  }
-  for (const pid of pids) process.kill(pid, "SIGKILL");
   await p.stop("SIGKILL");
 }
 

@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import path from "node:path";
-
-const require = createRequire(import.meta.url);
 
 /** Absolute path of the repository root. */
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
-const TSX_CLI = require.resolve("tsx/cli");
+// tsx's loader, not its CLI: the CLI runs the script in a second process and cannot relay SIGKILL,
+// so a crash test would kill the wrapper and leave the service running.
+const TSX_LOADER = import.meta.resolve("tsx");
 
 export interface SpawnedProcess {
   child: ChildProcess;
@@ -19,15 +18,16 @@ export interface SpawnedProcess {
 }
 
 /**
- * Runs a TypeScript entry point (path relative to the repo root) as a real child process under
- * tsx, with `env` added to the parent's environment.
+ * Runs a TypeScript entry point (path relative to the repo root) as a real child process
+ * (`node --import tsx`), with `env` added to the parent's environment. The child is the service
+ * itself, so signals (SIGKILL included) reach it directly.
  */
 export function spawnService(
   entry: string,
   env: Record<string, string>,
   args: string[] = [],
 ): SpawnedProcess {
-  const child = spawn(process.execPath, [TSX_CLI, path.resolve(REPO_ROOT, entry), ...args], {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, path.resolve(REPO_ROOT, entry), ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -35,7 +35,7 @@ export function renderSummary(r: DemoResult): string {
     table(["surface", "name", "handlers / middleware", "calls", "statuses", "median"], rows),
     "",
     "Recorded",
-    `  Postgres (${r.database}) rows of run ${s.runId}: ${r.postgresRows}`,
+    `  Postgres (${r.database}) activity rows of run ${s.runId}: ${r.postgresRows}`,
     `  ${r.jsonlFile}: ${r.jsonlRows} rows${r.postgresRows === r.jsonlRows ? " (equal)" : " (DIFFERENT)"}`,
     `  fs.write executed ${r.writeExecutions} time(s); its retry was ${s.retry.status} from the receipt`,
     `  finished in ${r.seconds.toFixed(1)} s`,

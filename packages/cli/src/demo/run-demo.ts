@@ -57,6 +57,7 @@ export interface DemoResult {
   session: DemoSessionResult;
   /** One row per hook and join point, from the Postgres projection (extension_invocations). */
   surfaces: SurfaceRow[];
+  /** The run's `activity_events` rows: what the recorder mirrors to the run's events.jsonl. */
   postgresRows: number;
   jsonlRows: number;
   jsonlFile: string;
@@ -257,11 +258,6 @@ async function readBack(
       .select((eb) => eb.fn.countAll<string | number>().as("n"))
       .where("run_id", "=", runId)
       .executeTakeFirstOrThrow();
-    const timeline = await db
-      .selectFrom("session_events")
-      .select((eb) => eb.fn.countAll<string | number>().as("n"))
-      .where("run_id", "=", runId)
-      .executeTakeFirstOrThrow();
     const started = await db
       .selectFrom("activity_events")
       .select(["payload"])
@@ -284,7 +280,7 @@ async function readBack(
       database: projection.kind,
       session,
       surfaces,
-      postgresRows: Number(activity.n) + Number(timeline.n),
+      postgresRows: Number(activity.n),
       jsonlRows,
       jsonlFile,
       writeExecutions,

@@ -1,6 +1,6 @@
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
 import { RuntimeEventBus } from "@geode/bus";
-import { runCli } from "@geode/cli";
+import { runCliCaptured } from "@geode/cli";
 import { RUNTIME_EVENTS } from "@geode/contracts";
 import { normalizeRow, openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { useTestEnv, waitFor } from "@geode/testing";
@@ -8,21 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const DAY = 86_400_000;
 
-async function cli(args: string[], env: Record<string, string>) {
-  let out = "";
-  let err = "";
-  const code = await runCli(args, {
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
-    env: { ...process.env, ...env },
-    isTTY: false,
-  });
-  return { code, out, err };
-}
+const cli = (args: string[], env: Record<string, string>) => runCliCaptured(args, { ...process.env, ...env });
 
 describe("geode replay, events tail, prune", () => {
   const env = useTestEnv();

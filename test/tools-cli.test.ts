@@ -1,5 +1,5 @@
 import { decodeJson, encodeJson, ensureBucket } from "@geode/bus";
-import { type CommandIO, runCli } from "@geode/cli";
+import { captureIO, runCli } from "@geode/cli";
 import { type EventEnvelope, receiptStorageKey } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
 import { createToolClient } from "@geode/sdk";
@@ -10,20 +10,7 @@ import { recordingTool } from "./tools-support.js";
 
 const env = useTestEnv();
 
-function captureIO(): CommandIO & { text: () => string } {
-  let out = "";
-  return {
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      out += t;
-    },
-    env: { ...process.env, ...env().env },
-    isTTY: false,
-    text: () => out,
-  };
-}
+const io = () => captureIO({ ...process.env, ...env().env });
 
 describe("geode receipts and approvals", () => {
   it("an operator resolves an indeterminate receipt; the executor then replays it and the event is recorded", async () => {
@@ -65,12 +52,12 @@ describe("geode receipts and approvals", () => {
       };
       await expect(client.execute(call)).resolves.toMatchObject({ status: "indeterminate", executed: false });
 
-      const ls = captureIO();
+      const ls = io();
       expect(await runCli(["receipts", "ls", "--state", "admitted"], ls)).toBe(0);
       expect(ls.text()).toContain(key);
       expect(ls.text()).toContain("mail.send");
 
-      const resolve = captureIO();
+      const resolve = io();
       expect(
         await runCli(
           ["receipts", "resolve", key, "--as", "failed", "--reason", "bounced", "--by", "ops"],
@@ -78,12 +65,12 @@ describe("geode receipts and approvals", () => {
         ),
       ).toBe(0);
       expect(resolve.text()).toContain("admitted → failed");
-      const again = captureIO();
+      const again = io();
       expect(await runCli(["receipts", "resolve", key, "--as", "completed"], again)).toBe(1);
       expect(again.text()).toContain("already failed");
-      expect(await runCli(["receipts", "resolve", key, "--as", "maybe"], captureIO())).toBe(2);
+      expect(await runCli(["receipts", "resolve", key, "--as", "maybe"], io())).toBe(2);
 
-      const show = captureIO();
+      const show = io();
       expect(await runCli(["receipts", "show", key], show)).toBe(0);
       expect(JSON.parse(show.text())).toMatchObject({
         state: "failed",
@@ -112,13 +99,13 @@ describe("geode receipts and approvals", () => {
     const tool = recordingTool("db.migrate", "admin", { requires_approval: true });
     const dispatcher = await startHookDispatcher({ nc, names });
     const executor = await startToolExecutor({ nc, names, tools: [tool] });
-    const io = captureIO();
+    const watch = io();
     const watching = runCli(
       ["approvals", "watch", "--auto", "allow", "--approver", "ci-bot", "--count", "1"],
-      io,
+      watch,
     );
     try {
-      await waitFor(() => io.text().includes("watching approvals"));
+      await waitFor(() => watch.text().includes("watching approvals"));
       const reply = await createToolClient({ nc, names }).execute({
         tool_name: "db.migrate",
         arguments: { to: "v2" },
@@ -127,8 +114,8 @@ describe("geode receipts and approvals", () => {
       expect(reply.status).toBe("completed");
       expect(tool.calls).toEqual([{ to: "v2" }]);
       expect(await watching).toBe(0);
-      expect(io.text()).toContain("db.migrate (admin)");
-      expect(io.text()).toContain("→ allow");
+      expect(watch.text()).toContain("db.migrate (admin)");
+      expect(watch.text()).toContain("→ allow");
     } finally {
       await executor.stop();
       await dispatcher.stop();

@@ -3,27 +3,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ALLOWED_ACTIONS, HOOK_NAMES, publicHookSchema } from "@geode/contracts";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli } from "./cli.js";
+import { runCliCaptured } from "./capture-io.js";
 import { HOOKS_DOC_PATH, renderHooksDoc } from "./commands/docs.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "geode-docs-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function run(argv: string[]) {
-  let out = "";
-  let err = "";
-  const code = await runCli(argv, {
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
-    env: {},
-    isTTY: false,
-  });
-  return { code, out, err };
-}
+const run = (argv: string[]) => runCliCaptured(argv, {});
 
 describe("docs/hooks.md", () => {
   it("is up to date with the runtime schemas (run `pnpm docs:hooks` to regenerate)", () => {

@@ -3,25 +3,11 @@ import path from "node:path";
 import { HOOK_NAMES } from "@geode/contracts";
 import Ajv2020 from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { runCli } from "./cli.js";
+import { runCliCaptured } from "./capture-io.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../../..");
 
-async function run(argv: string[]) {
-  let out = "";
-  let err = "";
-  const code = await runCli(argv, {
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
-    env: {},
-    isTTY: false,
-  });
-  return { code, out, err };
-}
+const run = (argv: string[]) => runCliCaptured(argv, {});
 
 function expectValidSchemas(all: Record<string, Record<string, unknown>>, version: "v1" | "v2") {
   expect(Object.keys(all)).toEqual([...HOOK_NAMES]);

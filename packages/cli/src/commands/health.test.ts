@@ -1,25 +1,12 @@
 import { serveHealth } from "@geode/bus";
 import { useTestEnv } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../cli.js";
+import { runCliCaptured } from "../capture-io.js";
 
 const env = useTestEnv();
 
-async function geode(args: string[], extraEnv: Record<string, string> = {}) {
-  let out = "";
-  let err = "";
-  const code = await runCli(args, {
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
-    env: { ...env().env, ...extraEnv },
-    isTTY: false,
-  });
-  return { code, out, err };
-}
+const geode = (args: string[], extraEnv: Record<string, string> = {}) =>
+  runCliCaptured(args, { ...env().env, ...extraEnv });
 
 describe("geode health", () => {
   it("exits 0 when every named service answers ok, 1 when one does not answer", async () => {

@@ -188,15 +188,20 @@ export async function clearSessionState(conn: GeodeConnection, sessionId: string
   return keys.length;
 }
 
+/** Opens the sessions bucket on first use and keeps it. */
+export function lazySessionStore(conn: GeodeConnection): () => Promise<SessionStore> {
+  let store: Promise<SessionStore> | undefined;
+  return () => {
+    store ??= SessionStore.open(conn);
+    return store;
+  };
+}
+
 /** The runtime's session lifecycle (DESIGN §7). */
 export function createSessions(conn: GeodeConnection, options: SessionsOptions = {}): Sessions {
   const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
   const events = lazyEvents(conn, options.events);
-  let store: Promise<SessionStore> | undefined;
-  const sessions = () => {
-    store ??= SessionStore.open(conn);
-    return store;
-  };
+  const sessions = lazySessionStore(conn);
 
   return {
     async get(sessionId) {

@@ -18,7 +18,7 @@ import {
   invokeLifecycleHook,
   KeepRecord,
   lazyEvents,
-  SessionStore,
+  lazySessionStore,
   TERMINAL_STATUSES,
 } from "./sessions.js";
 
@@ -88,11 +88,7 @@ export interface SubagentsOptions {
 export function createSubagents(conn: GeodeConnection, options: SubagentsOptions = {}): Subagents {
   const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
   const events = lazyEvents(conn, options.events);
-  let store: Promise<SessionStore> | undefined;
-  const sessions = () => {
-    store ??= SessionStore.open(conn);
-    return store;
-  };
+  const sessions = lazySessionStore(conn);
 
   return {
     async start(request) {

@@ -69,6 +69,19 @@ export const TurnRecordSchema = z.strictObject({
 });
 export type TurnRecord = z.infer<typeof TurnRecordSchema>;
 
+/** The record of a root turn before its first attempt. */
+export function newTurnRecord(sessionId: string, turnId: string, now: number): TurnRecord {
+  return {
+    session_id: sessionId,
+    turn_id: turnId,
+    status: "open",
+    attempts: [],
+    pending: null,
+    final: null,
+    updated_at: now,
+  };
+}
+
 const parse = (raw: unknown) => TurnRecordSchema.parse(raw);
 
 /** Sums rounds, tool calls and usage over the attempts that were not aborted. */
@@ -127,15 +140,7 @@ export class AttemptStore {
     let attempt = -1;
     await this.mutate(sessionId, turnId, (current) => {
       const now = Date.now();
-      const base: TurnRecord = current ?? {
-        session_id: sessionId,
-        turn_id: turnId,
-        status: "open",
-        attempts: [],
-        pending: null,
-        final: null,
-        updated_at: now,
-      };
+      const base: TurnRecord = current ?? newTurnRecord(sessionId, turnId, now);
       if (base.status === "parked")
         throw new GeodeError(
           ErrorCode.SessionPaused,

@@ -23,7 +23,7 @@ import {
 } from "@geode/contracts";
 import { createHookClient, KeepRecord, SessionStore } from "@geode/sdk";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AttemptStore, type TurnRecord, totalsOf } from "./attempt-store.js";
+import { AttemptStore, newTurnRecord, type TurnRecord, totalsOf } from "./attempt-store.js";
 import { compileRubric, runBuiltInVerifier } from "./built-in-verifier.js";
 import {
   applyBudget,
@@ -199,15 +199,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
 
     const { value } = await attempts.mutate(sessionId, turnId, (current) => {
       const now = Date.now();
-      const rec: TurnRecord = current ?? {
-        session_id: sessionId,
-        turn_id: turnId,
-        status: "open",
-        attempts: [],
-        pending: null,
-        final: null,
-        updated_at: now,
-      };
+      const rec: TurnRecord = current ?? newTurnRecord(sessionId, turnId, now);
       const updatedAttempts = rec.attempts.map((a) =>
         a.attempt === attempt
           ? { ...a, state: "decided" as const, policy_action: action, built_in: builtIn, decided_at: now }

@@ -40,6 +40,8 @@ export interface RuntimeEventBusOptions {
   ackTimeoutMs?: number;
 }
 
+const ackDecoder = new TextDecoder();
+
 /** A publish waiting for its JetStream ack. */
 interface PendingPublish {
   subject: string;
@@ -250,7 +252,7 @@ export class RuntimeEventBus {
     if (msg.headers?.hasError) return;
     let ack: { error?: unknown; seq?: unknown };
     try {
-      ack = JSON.parse(new TextDecoder().decode(msg.data)) as { error?: unknown; seq?: unknown };
+      ack = JSON.parse(ackDecoder.decode(msg.data)) as { error?: unknown; seq?: unknown };
     } catch {
       return;
     }

@@ -20,6 +20,7 @@ export {
   RequestFailedError,
   type RequestJsonOptions,
   requestJson,
+  requestMsg,
   type TransportFailure,
 } from "./request.js";
 export { type RequestHandler, type Responder, serveRequests } from "./responder.js";

@@ -1,5 +1,11 @@
 import { ErrorCode, GeodeError, isErrorReply } from "@geode/contracts";
-import { type MsgHdrs, type NatsConnection, RequestError, TimeoutError } from "@nats-io/transport-node";
+import {
+  createInbox,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 
 export interface RequestJsonOptions {
@@ -32,6 +38,153 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
 }
 
+interface Waiter {
+  subject: string;
+  timeoutMs: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  resolve(msg: Msg): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * One reply inbox per connection (`{inboxPrefix}.{nuid}.*`) shared by every request, like the
+ * client's own request mux, but without what that one pays on every call: two Error objects with
+ * captured stacks (one for the timeout, one when the request is settled). Errors are created only
+ * when a request really fails.
+ */
+class RequestMux {
+  private static readonly byConnection = new WeakMap<NatsConnection, RequestMux>();
+  private readonly prefix: string;
+  private readonly subscription: Subscription;
+  private readonly pending = new Map<string, Waiter>();
+  private next = 0;
+  private dead = false;
+
+  static of(nc: NatsConnection): RequestMux {
+    let mux = RequestMux.byConnection.get(nc);
+    if (!mux || mux.dead) {
+      mux = new RequestMux(nc);
+      RequestMux.byConnection.set(nc, mux);
+    }
+    return mux;
+  }
+
+  private constructor(private readonly nc: NatsConnection) {
+    const inboxPrefix = (nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix;
+    this.prefix = `${createInbox(inboxPrefix)}.`;
+    this.subscription = nc.subscribe(`${this.prefix}*`, {
+      callback: (err, msg) => {
+        if (err) {
+          // The inbox itself is refused (permissions): nothing can be answered through it.
+          this.dead = true;
+          this.failAll(() => err);
+          return;
+        }
+        this.settle(msg);
+      },
+    });
+    void this.subscription.closed.then(() => {
+      this.dead = true;
+      this.failAll(() => new GeodeError(ErrorCode.Unavailable, "connection closed"));
+    });
+    void this.watchPermissions();
+  }
+
+  request(subject: string, data: Uint8Array, options: RequestJsonOptions): Promise<Msg> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    const token = (this.next++).toString(36);
+    const timeoutMs = Math.max(1, Math.ceil(options.timeoutMs));
+    return new Promise<Msg>((resolve, reject) => {
+      let onAbort: (() => void) | undefined;
+      const done = () => {
+        this.pending.delete(token);
+        if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+        if (onAbort) signal?.removeEventListener("abort", onAbort);
+      };
+      const waiter: Waiter = {
+        subject,
+        timeoutMs,
+        timer: undefined,
+        resolve: (msg) => {
+          done();
+          resolve(msg);
+        },
+        reject: (err) => {
+          done();
+          reject(err);
+        },
+      };
+      this.pending.set(token, waiter);
+      waiter.timer = setTimeout(
+        () => waiter.reject(new RequestFailedError("timeout", subject, `timed out after ${timeoutMs} ms`)),
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
+      if (signal) {
+        onAbort = () => waiter.reject(abortReason(signal));
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+      try {
+        this.nc.publish(subject, data, {
+          reply: this.prefix + token,
+          ...(options.headers ? { headers: options.headers } : {}),
+        });
+      } catch (err) {
+        // Closed or draining connection, bad subject: fail now, as the client's request does.
+        waiter.reject(err);
+      }
+    });
+  }
+
+  private settle(msg: Msg): void {
+    const waiter = this.pending.get(msg.subject.slice(this.prefix.length));
+    if (!waiter) return; // late: the request already timed out or was cancelled
+    if (msg.data.length === 0 && msg.headers?.code === 503)
+      waiter.reject(new RequestFailedError("no_responders", waiter.subject, "no responders"));
+    else waiter.resolve(msg);
+  }
+
+  private failAll(error: () => unknown): void {
+    for (const waiter of [...this.pending.values()]) waiter.reject(error());
+  }
+
+  /** A publish the server refuses (permissions) fails the requests to that subject at once. */
+  private async watchPermissions(): Promise<void> {
+    try {
+      for await (const status of this.nc.status()) {
+        if (this.dead) return;
+        if (status.type !== "error") continue;
+        const err = status.error as { operation?: string; subject?: string } | undefined;
+        if (err?.operation !== "publish") continue;
+        for (const waiter of [...this.pending.values()])
+          if (waiter.subject === err.subject) waiter.reject(status.error);
+      }
+    } catch {
+      // the connection closed: the subscription's close fails what is left
+    }
+  }
+}
+
+/** setTimeout's largest delay (about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Raw request/reply on the connection's shared reply inbox. A timeout or no-responders answer
+ * rejects with RequestFailedError; an abort rejects with the signal's reason.
+ */
+export function requestMsg(
+  nc: NatsConnection,
+  subject: string,
+  data: Uint8Array,
+  options: RequestJsonOptions,
+): Promise<Msg> {
+  try {
+    return RequestMux.of(nc).request(subject, data, options);
+  } catch (err) {
+    return Promise.reject(err); // a closed connection refuses the inbox subscription
+  }
+}
+
 /**
  * JSON request/reply. An error reply is rebuilt and thrown as GeodeError; a timeout or
  * no-responders answer throws RequestFailedError; an abort rejects with the signal's reason.
@@ -42,43 +195,7 @@ export async function requestJson(
   body: unknown,
   options: RequestJsonOptions,
 ): Promise<unknown> {
-  const { signal } = options;
-  if (signal?.aborted) throw abortReason(signal);
-  const pending = nc.request(subject, encodeJson(body), {
-    timeout: Math.max(1, Math.ceil(options.timeoutMs)),
-    ...(options.headers ? { headers: options.headers } : {}),
-  });
-  let msg: Awaited<typeof pending>;
-  try {
-    if (signal) {
-      let onAbort: (() => void) | undefined;
-      const aborted = new Promise<never>((_, reject) => {
-        onAbort = () => reject(abortReason(signal));
-        signal.addEventListener("abort", onAbort, { once: true });
-      });
-      try {
-        msg = await Promise.race([pending, aborted]);
-      } finally {
-        if (onAbort) signal.removeEventListener("abort", onAbort);
-        pending.catch(() => undefined);
-      }
-    } else {
-      msg = await pending;
-    }
-  } catch (err) {
-    if (err instanceof TimeoutError) {
-      throw new RequestFailedError(
-        "timeout",
-        subject,
-        `timed out after ${Math.ceil(options.timeoutMs)} ms`,
-        err,
-      );
-    }
-    if (err instanceof RequestError && err.isNoResponders()) {
-      throw new RequestFailedError("no_responders", subject, "no responders", err);
-    }
-    throw err;
-  }
+  const msg = await requestMsg(nc, subject, encodeJson(body), options);
   const decoded = decodeJson(msg.data);
   if (isErrorReply(decoded)) throw GeodeError.fromReply(decoded);
   return decoded;

@@ -21,7 +21,15 @@ export interface Responder {
 export function serveRequests(
   nc: NatsConnection,
   subject: string,
-  options: { queue?: string; log?: Logger },
+  options: {
+    queue?: string;
+    log?: Logger;
+    /**
+     * Runs once a request's reply was sent (after an error reply too): work that must not delay
+     * the reply, such as publishing its audit events, which then share the reply's socket write.
+     */
+    afterReply?: (msg: Msg) => void;
+  },
   handler: RequestHandler,
 ): Responder {
   const inflight = new Set<Promise<void>>();
@@ -39,6 +47,13 @@ export function serveRequests(
         msg.respond(encodeJson(reply));
       } catch (err) {
         options.log?.warn({ err, subject: msg.subject }, "could not send reply");
+      }
+    }
+    if (options.afterReply) {
+      try {
+        options.afterReply(msg);
+      } catch (err) {
+        options.log?.warn({ err, subject: msg.subject }, "after-reply work failed");
       }
     }
   };

@@ -60,6 +60,8 @@ export const PROBE_HEADER = "Geode-Probe";
 /** `details.kind` of the error reply sent for a decision the handler got wrong. */
 const INVALID_DECISION_KIND = "invalid_decision";
 
+const envelopeDecoder = new TextDecoder();
+
 const invalid = (message: string) => new GeodeError(ErrorCode.InvalidRequest, message);
 
 function hasWildcard(s: string): boolean {
@@ -174,7 +176,7 @@ export async function serveHook(
     }
     let reply: unknown;
     try {
-      const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as HookEnvelope;
+      const envelope = JSON.parse(envelopeDecoder.decode(msg.data)) as HookEnvelope;
       const decision = await handler(envelope);
       const check = validateDecision(hook, decision);
       reply = check.ok

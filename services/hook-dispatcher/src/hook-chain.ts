@@ -1,4 +1,4 @@
-import type { Logger, RuntimeEventBus } from "@geode/bus";
+import { encodeJson, type Logger, RequestFailedError, type RuntimeEventBus, requestMsg } from "@geode/bus";
 import {
   type AttributedDecision,
   applyRewrite,
@@ -16,7 +16,7 @@ import {
   toCorrelationV1,
   validateDecision,
 } from "@geode/contracts";
-import { type NatsConnection, RequestError, TimeoutError } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { HandlerRegistry, RegisteredHandler } from "./handler-registry.js";
 
 /**
@@ -61,6 +61,11 @@ export interface ChainInput {
   deadline: number | undefined;
   /** Set when the caller gave up; the chain stops before the next handler. */
   signal?: AbortSignal;
+  /**
+   * When given, audit events are collected here instead of being published at once, so the
+   * caller can publish them after its reply (one socket write for both, the reply first).
+   */
+  audits?: ExtensionInvokedPayload[];
 }
 
 const textDecoder = new TextDecoder();
@@ -114,7 +119,8 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
       duration_ms: Math.round((performance.now() - startedAt) * 1000) / 1000,
     };
     // Never awaited on the hot path: the bus retries and logs; stop() flushes it.
-    void ctx.events.emit("extension_invoked", event, correlation);
+    if (input.audits) input.audits.push(event);
+    else void ctx.events.emit("extension_invoked", event, correlation);
   };
 
   const fail = (h: RegisteredHandler, type: HandlerErrorType, message: string, startedAt: number) => {
@@ -165,18 +171,16 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
 
     let result: CallResult;
     try {
-      const msg = await ctx.nc.request(h.subject, JSON.stringify(envelope), {
-        timeout: Math.max(1, Math.ceil(waitMs)),
-      });
+      const msg = await requestMsg(ctx.nc, h.subject, encodeJson(envelope), { timeoutMs: waitMs });
       result = decodeReply(msg.data);
     } catch (err) {
-      if (err instanceof TimeoutError) {
+      if (err instanceof RequestFailedError && err.failure === "timeout") {
         if (limitedByCaller) {
           audit(reg.name, "error", "Timeout", startedAt);
           throw deadlinePassed(input);
         }
         result = { ok: false, type: "Timeout", message: `timed out after ${reg.timeout_ms} ms` };
-      } else if (err instanceof RequestError && err.isNoResponders()) {
+      } else if (err instanceof RequestFailedError && err.failure === "no_responders") {
         result = { ok: false, type: "NoResponders", message: "no responders" };
       } else {
         result = {

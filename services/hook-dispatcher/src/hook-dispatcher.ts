@@ -1,6 +1,8 @@
 import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import {
+  type Correlation,
   ErrorCode,
+  type ExtensionInvokedPayload,
   GeodeError,
   type HandlerRegistration,
   HookInvokeRequestSchema,
@@ -10,7 +12,7 @@ import {
   QueueGroup,
   validateHookPayload,
 } from "@geode/contracts";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { HandlerRegistry } from "./handler-registry.js";
 import { runChain } from "./hook-chain.js";
 
@@ -43,11 +45,22 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
     options.events ?? (await RuntimeEventBus.create({ nc, names, source: "hook-dispatcher", log }));
   const registry = await HandlerRegistry.start({ nc, names, log });
   const prefix = names.hookInvoke("");
+  // Audit events of an invocation, published right after its reply (see afterReply).
+  const audits = new WeakMap<Msg, { correlation: Correlation; events: ExtensionInvokedPayload[] }>();
 
   const responder = serveRequests(
     nc,
     names.hookInvokeAll,
-    { queue: QueueGroup.HookDispatcher, log },
+    {
+      queue: QueueGroup.HookDispatcher,
+      log,
+      afterReply(msg) {
+        const pending = audits.get(msg);
+        if (!pending) return;
+        audits.delete(msg);
+        for (const event of pending.events) void events.emit("extension_invoked", event, pending.correlation);
+      },
+    },
     async (body, msg) => {
       const receivedAt = Date.now();
       const hook = msg.subject.slice(prefix.length);
@@ -56,6 +69,8 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       const request = parseOrThrow(HookInvokeRequestSchema, body, ErrorCode.InvalidRequest);
       const checked = validateHookPayload(hook, request.payload);
       if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
+      const pending = { correlation: request.correlation, events: [] as ExtensionInvokedPayload[] };
+      audits.set(msg, pending);
       return runChain(
         { nc, registry, events, log },
         {
@@ -63,6 +78,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
           correlation: request.correlation,
           payload: checked.payload,
           deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
+          audits: pending.events,
         },
       );
     },

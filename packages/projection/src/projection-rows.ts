@@ -79,10 +79,12 @@ function stripNulDeep(v: unknown): unknown {
 
 /**
  * Bounds a payload for storage: sanitized again (the recorder does not trust publishers to have
- * done it), and free of U+0000.
+ * done it), and free of U+0000. `mayHoldNul: false` skips the NUL pass when the caller knows
+ * there is none (the message text had no `\u0000` escape, the only way JSON carries one).
  */
-export function storedPayload(payload: unknown): Record<string, unknown> {
+export function storedPayload(payload: unknown, mayHoldNul = true): Record<string, unknown> {
   const clean = sanitizePayload(payload);
+  if (!mayHoldNul) return clean;
   return JSON.stringify(clean).includes("\\u0000") ? (stripNulDeep(clean) as Record<string, unknown>) : clean;
 }
 
@@ -115,9 +117,13 @@ function extensionFields(p: Record<string, unknown>) {
   };
 }
 
-function parseBody(data: Uint8Array): { ok: true; body: unknown } | { ok: false; reason: string } {
+function parseBody(
+  data: Uint8Array,
+): { ok: true; body: unknown; mayHoldNul: boolean } | { ok: false; reason: string } {
   try {
-    return { ok: true, body: JSON.parse(decoder.decode(data)) as unknown };
+    const text = decoder.decode(data);
+    // JSON strings cannot hold a raw U+0000, only the escape: without it, no string needs cleaning.
+    return { ok: true, body: JSON.parse(text) as unknown, mayHoldNul: text.includes("\\u0000") };
   } catch {
     return { ok: false, reason: "not UTF-8 JSON" };
   }
@@ -165,12 +171,12 @@ export function decodeStreamMessage(stream: StreamKind, streamSeq: number, data:
         extension: { stream_seq: streamSeq, ts: e.ts, ...f, ...corr },
       };
     }
-    return { type: "event", activity: { ...base, payload: storedPayload(e.payload) } };
+    return { type: "event", activity: { ...base, payload: storedPayload(e.payload, parsed.mayHoldNul) } };
   }
   const r = TimelineRecordSchema.safeParse(parsed.body);
   if (!r.success) return { type: "rejected", reason: "not a timeline record" };
   const t = r.data;
-  const payload = storedPayload(t.payload);
+  const payload = storedPayload(t.payload, parsed.mayHoldNul);
   return {
     type: "timeline",
     session: {

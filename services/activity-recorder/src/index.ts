@@ -12,6 +12,8 @@ export { type ProjectorStats, StreamProjector } from "./stream-projector.js";
 /** The durable consumer name every replica shares, on both streams. */
 export const RECORDER_CONSUMER = "activity-recorder";
 export const DEFAULT_BATCH_SIZE = 1_000;
+/** Batches of one stream written at once (each its own transaction and connection). */
+export const DEFAULT_WRITERS = 2;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
 
 export interface ActivityRecorderOptions {
@@ -30,6 +32,8 @@ export interface ActivityRecorderOptions {
   runFileMaxBytes?: number;
   /** Messages per batch/transaction (default 1,000). */
   batchSize?: number;
+  /** Batches of one stream written concurrently (default 2; 1 writes strictly one after another). */
+  writers?: number;
   /** Redelivery delay of an unacked message, e.g. after a crash (default 30 s). */
   ackWaitMs?: number;
   streams?: StreamOptions;
@@ -49,12 +53,15 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
   const { nc, names: n } = options;
   const log = options.log ?? silentLogger();
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const writers = Math.max(1, options.writers ?? DEFAULT_WRITERS);
   await ensureEventStreams(nc, n, options.streams);
   const db =
     options.db ??
     (await openProjectionDb({
       ns: n.ns,
       databaseUrl: options.databaseUrl,
+      // Both streams' writers hold a connection each while their transactions are open.
+      poolSize: Math.max(4, 2 * writers),
       ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
     }));
   const ownsDb = options.db === undefined;
@@ -80,6 +87,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         db: db.db,
         mirror,
         batchSize,
+        writers,
         log: log.child({ stream }),
         source: {
           async open(onMessage) {
@@ -103,7 +111,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
     };
     const events = projector("events", n.eventsStream);
     const timeline = projector("timeline", n.timelineStream);
-    log.info({ batch_size: batchSize, db: db.kind }, "activity-recorder consuming");
+    log.info({ batch_size: batchSize, writers, db: db.kind }, "activity-recorder consuming");
     return {
       db,
       stats: () => ({ events: { ...events.stats }, timeline: { ...timeline.stats } }),

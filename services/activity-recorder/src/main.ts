@@ -1,8 +1,8 @@
 import { runService } from "@geode/bus";
-import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, startActivityRecorder } from "./index.js";
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, DEFAULT_WRITERS, startActivityRecorder } from "./index.js";
 import { DEFAULT_RUN_FILE_MAX_BYTES } from "./run-mirror.js";
 
-/** Optional tuning beyond DESIGN §10 (positive integers): batch size, ack wait, run file bound. */
+/** Optional tuning beyond DESIGN §10 (positive integers): batch size, writers, ack wait, run file bound. */
 function intEnv(name: string, def: number): number {
   const v = process.env[name];
   if (v === undefined || v.trim() === "") return def;
@@ -15,6 +15,7 @@ function intEnv(name: string, def: number): number {
 }
 
 const batchSize = intEnv("GEODE_RECORDER_BATCH_SIZE", DEFAULT_BATCH_SIZE);
+const writers = intEnv("GEODE_RECORDER_WRITERS", DEFAULT_WRITERS);
 const ackWaitMs = intEnv("GEODE_RECORDER_ACK_WAIT_MS", DEFAULT_ACK_WAIT_MS);
 const runFileMaxBytes = intEnv("GEODE_RUN_FILE_MAX_BYTES", DEFAULT_RUN_FILE_MAX_BYTES);
 
@@ -26,6 +27,7 @@ await runService("activity-recorder", ({ config, nc, names, log }) =>
     databaseUrl: config.databaseUrl,
     runsDir: config.runsDir,
     batchSize,
+    writers,
     ackWaitMs,
     runFileMaxBytes,
   }),

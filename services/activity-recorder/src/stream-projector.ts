@@ -30,6 +30,11 @@ export interface BatchSource {
  * `batchSize`) is decoded, written in one transaction with the offset, mirrored to run files, and
  * only then acked. A failed write naks the batch for redelivery; nothing is acked before it is
  * committed, so a crash at any point loses nothing.
+ *
+ * Up to `writers` batches are written at once, each in its own transaction on its own connection:
+ * while one commits (WAL flush), the next is already inserting, so Postgres works on both cores.
+ * Rows are idempotent and the offset is a high-water mark, so commit order does not matter; the
+ * mirror and the acks still follow batch (stream) order.
  */
 export class StreamProjector {
   readonly stats: ProjectorStats = {
@@ -45,7 +50,10 @@ export class StreamProjector {
   private iter: ConsumerMessages | undefined;
   private loop: Promise<void> | undefined;
   private readonly queue: JsMsg[] = [];
-  private draining: Promise<void> | undefined;
+  private pumpScheduled = false;
+  private readonly inflight = new Set<Promise<void>>();
+  /** Settles when the latest started batch has been mirrored and acked (or nakked). */
+  private ordered: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly options: {
@@ -56,6 +64,8 @@ export class StreamProjector {
       db: Kysely<ProjectionDatabase>;
       mirror: RunMirror | undefined;
       batchSize: number;
+      /** Batches written concurrently (default 1). */
+      writers?: number;
       log: Logger;
     },
   ) {}
@@ -64,12 +74,12 @@ export class StreamProjector {
     this.loop = this.run();
   }
 
-  /** Stops pulling, finishes the batch being written; queued messages stay unacked (redelivered). */
+  /** Stops pulling, finishes the batches being written; queued messages stay unacked (redelivered). */
   async stop(): Promise<void> {
     this.stopping = true;
     await this.iter?.close();
     await this.loop;
-    await this.draining;
+    while (this.inflight.size > 0) await Promise.all(this.inflight);
   }
 
   private async run(): Promise<void> {
@@ -94,65 +104,83 @@ export class StreamProjector {
   }
 
   /**
-   * Messages queue up while a batch is being written, so the next batch takes everything that
+   * Messages queue up while batches are being written, so the next batch takes everything that
    * arrived meanwhile (up to `batchSize`): one message when idle (low latency), full batches under
    * load. The consumer's max_ack_pending bounds the queue.
    */
   private enqueue(m: JsMsg): void {
     this.queue.push(m);
-    if (this.draining !== undefined) return;
-    this.draining = new Promise<void>((resolve) => {
-      setImmediate(() => {
-        void this.drain().finally(() => {
-          this.draining = undefined;
-          resolve();
-        });
-      });
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    // Let the rest of the socket read arrive first, so a burst becomes one batch.
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
     });
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0 && !this.stopping) {
+  private pump(): void {
+    const writers = Math.max(1, this.options.writers ?? 1);
+    while (this.queue.length > 0 && !this.stopping && this.inflight.size < writers) {
       const batch = this.queue.splice(0, this.options.batchSize);
-      await this.flush(batch);
+      const done: Promise<void> = this.flush(batch).finally(() => {
+        this.inflight.delete(done);
+        this.pump();
+      });
+      this.inflight.add(done);
     }
   }
 
   private async flush(batch: JsMsg[]): Promise<void> {
     const { kind, stream, consumer, db, mirror, log } = this.options;
-    const rows = projectMessages(kind, stream, batch);
-    for (const r of rows.rejects)
-      log.warn({ stream, stream_seq: r.seq, reason: r.reason }, "message rejected: stored nowhere, acked");
+    // Take this batch's place in the mirror/ack order before the first await.
+    const previous = this.ordered;
+    let settled!: () => void;
+    this.ordered = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
     try {
-      const result = await writeBatch(db, {
-        consumer,
-        stream,
-        lastSeq: rows.lastSeq,
-        activity: rows.activity,
-        extension: rows.extension,
-        session: rows.session,
-      });
-      this.stats.inserted += result.activity + result.session;
-    } catch (err) {
-      this.stats.failedBatches++;
-      log.error(
-        { err, stream, first_seq: batch[0]?.seq, size: batch.length },
-        "batch not written; redelivering",
-      );
-      for (const m of batch) m.nak(1_000);
-      return;
+      const rows = projectMessages(kind, stream, batch);
+      let inserted: number;
+      try {
+        const result = await writeBatch(db, {
+          consumer,
+          stream,
+          lastSeq: rows.lastSeq,
+          activity: rows.activity,
+          extension: rows.extension,
+          session: rows.session,
+        });
+        inserted = result.activity + result.session;
+      } catch (err) {
+        this.stats.failedBatches++;
+        log.error(
+          { err, stream, first_seq: batch[0]?.seq, size: batch.length },
+          "batch not written; redelivering",
+        );
+        for (const m of batch) m.nak(1_000);
+        // Keep the order chain intact for the batches behind this one.
+        await previous;
+        return;
+      }
+      await previous;
+      for (const r of rows.rejects)
+        log.warn({ stream, stream_seq: r.seq, reason: r.reason }, "message rejected: stored nowhere, acked");
+      // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
+      // The run timeline mirrors activity rows (the seed's "same typed activity row"), one per event.
+      if (mirror) {
+        const activity = rows.rows.filter((r) => r.type === "activity_events");
+        if (activity.length > 0) await mirror.append(activity);
+      }
+      for (const m of batch) m.ack();
+      this.stats.inserted += inserted;
+      this.stats.applied += batch.length;
+      this.stats.skipped += rows.skipped;
+      this.stats.rejected += rows.rejects.length;
+      this.stats.batches++;
+      this.stats.lastSeq = Math.max(this.stats.lastSeq, rows.lastSeq);
+    } finally {
+      settled();
     }
-    // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
-    // The run timeline mirrors activity rows (the seed's "same typed activity row"), one per event.
-    if (mirror) {
-      const activity = rows.rows.filter((r) => r.type === "activity_events");
-      if (activity.length > 0) await mirror.append(activity);
-    }
-    for (const m of batch) m.ack();
-    this.stats.applied += batch.length;
-    this.stats.skipped += rows.skipped;
-    this.stats.rejected += rows.rejects.length;
-    this.stats.batches++;
-    this.stats.lastSeq = Math.max(this.stats.lastSeq, rows.lastSeq);
   }
 }

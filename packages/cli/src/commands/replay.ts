@@ -21,6 +21,8 @@ import { type Command, type CommandIO, UsageError } from "../command.js";
 /** The consumer name replay writes into `projection_offsets`. */
 export const REPLAY_CONSUMER = "replay";
 const DEFAULT_REPLAY_BATCH = 2_000;
+/** Batches written at once, each in its own transaction (as the recorder does). */
+const DEFAULT_REPLAY_WRITERS = 2;
 
 /** Config, NATS and the namespace's names, from the CLI's environment (DESIGN §10). */
 export async function connectFromEnv(
@@ -56,6 +58,8 @@ export interface ReplayOptions {
   /** First stream sequence to apply (default: the stream's first). */
   fromSeq?: number;
   batchSize?: number;
+  /** Batches written concurrently (default 2). */
+  writers?: number;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -97,37 +101,58 @@ export async function replayStream(options: ReplayOptions): Promise<ReplayResult
     opt_start_seq: first,
   });
   const iter = await oc.consume({ max_messages: batchSize * 2 });
-  let batch: JsMsg[] = [];
-  const apply = async () => {
-    const p = projectMessages(options.kind, options.stream, batch);
-    const r = await writeBatch(options.db.db, {
+  const writers = Math.max(1, options.writers ?? DEFAULT_REPLAY_WRITERS);
+  const inflight = new Set<Promise<void>>();
+  let failure: { err: unknown } | undefined;
+  let done = 0;
+  // Decoding the next batch overlaps the writes in flight; each batch is one transaction with
+  // the offset (a high-water mark), so their commit order does not matter.
+  const apply = (msgs: JsMsg[]) => {
+    const p = projectMessages(options.kind, options.stream, msgs);
+    const write = writeBatch(options.db.db, {
       consumer: REPLAY_CONSUMER,
       stream: options.stream,
       lastSeq: p.lastSeq,
       activity: p.activity,
       extension: p.extension,
       session: p.session,
-    });
-    result.messages += batch.length;
-    result.inserted += r.activity + r.session;
-    result.skipped += p.skipped;
-    result.rejected += p.rejects.length;
-    batch = [];
-    options.onProgress?.(Math.min(total, p.lastSeq - first + 1), total);
+    }).then(
+      (r) => {
+        result.messages += msgs.length;
+        result.inserted += r.activity + r.session;
+        result.skipped += p.skipped;
+        result.rejected += p.rejects.length;
+        done = Math.max(done, Math.min(total, p.lastSeq - first + 1));
+        options.onProgress?.(done, total);
+      },
+      (err: unknown) => {
+        failure ??= { err };
+      },
+    );
+    const tracked: Promise<void> = write.finally(() => inflight.delete(tracked));
+    inflight.add(tracked);
   };
+  let batch: JsMsg[] = [];
   try {
     for await (const m of iter) {
       if (m.seq > target) break;
       batch.push(m);
       // The end: the last sequence seen at start, or nothing left (it may have aged out meanwhile).
       const end = m.seq >= target || m.info.pending === 0;
-      if (end || batch.length >= batchSize) await apply();
+      if (end || batch.length >= batchSize) {
+        apply(batch);
+        batch = [];
+        while (inflight.size >= writers) await Promise.race(inflight);
+        if (failure) break;
+      }
       if (end) break;
     }
-    if (batch.length > 0) await apply();
+    if (batch.length > 0 && !failure) apply(batch);
   } finally {
+    await Promise.all(inflight);
     await iter.close();
   }
+  if (failure) throw failure.err;
   result.seconds = (performance.now() - started) / 1000;
   return result;
 }

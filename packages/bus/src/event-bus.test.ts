@@ -60,6 +60,26 @@ describe("RuntimeEventBus", () => {
     expect(stored?.payload).toEqual({ note: "ok", _redacted_fields: ["api_key"] });
   });
 
+  it("with batched publishes, stores every event once and in emit order, and flush waits for them", async () => {
+    const { nc, names, jsm } = env();
+    const bus = await RuntimeEventBus.create({ nc, names, source: "test", batchPublishes: true });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      void bus.emit("tool_exec_started", { i }, { session_id: "batch" }).then((e) => e && ids.push(e.id));
+    }
+    await bus.flush();
+    expect(ids).toHaveLength(5);
+    // The file's tests share one namespace: look at this test's events only.
+    const info = await jsm.streams.info(names.eventsStream);
+    const stored: number[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const msg = await jsm.streams.getMessage(names.eventsStream, { seq });
+      const e = EventEnvelopeSchema.parse(decodeJson(msg!.data));
+      if (e.correlation.session_id === "batch") stored.push((e.payload as { i: number }).i);
+    }
+    expect(stored).toEqual([0, 1, 2, 3, 4]);
+  });
+
   it("isolates timeline observers too and stores the record with the sha256 of its payload", async () => {
     const { nc, names, jsm } = env();
     const bus = await RuntimeEventBus.create({ nc, names, source: "test" });

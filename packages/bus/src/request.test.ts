@@ -15,7 +15,9 @@ describe("requestJson / requestMsg (shared reply inbox)", () => {
     const held: Array<() => void> = [];
     responder.subscribe(subject, {
       callback: (_err, m) => {
-        held.push(() => m.respond(m.data));
+        held.push(() => {
+          m.respond(m.data);
+        });
         if (held.length === 20) for (const reply of held.reverse()) reply();
       },
     });
@@ -35,7 +37,9 @@ describe("requestJson / requestMsg (shared reply inbox)", () => {
     const subject = `${names.ns}.test.slow`;
     let late: (() => void) | undefined;
     responder.subscribe(subject, {
-      callback: (_err, m) => (late = () => m.respond(encodeJson({ late: true }))),
+      callback: (_err, m) => {
+        late = () => m.respond(encodeJson({ late: true }));
+      },
     });
     await responder.flush();
     const err = await requestJson(nc, subject, {}, { timeoutMs: 50 }).catch((e: unknown) => e);
@@ -44,7 +48,11 @@ describe("requestJson / requestMsg (shared reply inbox)", () => {
     late?.();
     await responder.flush();
     // The connection keeps working after the late reply arrives for a request nobody waits for.
-    responder.subscribe(`${names.ns}.test.after`, { callback: (_e, m) => m.respond(m.data) });
+    responder.subscribe(`${names.ns}.test.after`, {
+      callback: (_e, m) => {
+        m.respond(m.data);
+      },
+    });
     await responder.flush();
     expect(await requestJson(nc, `${names.ns}.test.after`, { ok: 1 }, { timeoutMs: 5_000 })).toEqual({
       ok: 1,
@@ -56,8 +64,9 @@ describe("requestJson / requestMsg (shared reply inbox)", () => {
     const responder = await env().connect("errors");
     responder.subscribe(`${names.ns}.test.never`, { callback: () => undefined });
     responder.subscribe(`${names.ns}.test.err`, {
-      callback: (_e, m) =>
-        m.respond(encodeJson(new GeodeError(ErrorCode.UnknownTool, "unknown tool: x").toReply())),
+      callback: (_e, m) => {
+        m.respond(encodeJson(new GeodeError(ErrorCode.UnknownTool, "unknown tool: x").toReply()));
+      },
     });
     await responder.flush();
     const ac = new AbortController();

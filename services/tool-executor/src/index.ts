@@ -52,7 +52,10 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   const middleware = options.middleware ?? new MiddlewareRegistry();
   await loadMiddlewareModules(config.middlewareModules, middleware);
   const events =
-    options.events ?? (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log }));
+    options.events ??
+    // Batched: a call's events share one socket write after the request that is on its critical
+    // path (PreToolUse, the receipt, PostToolUse), instead of a write each before it.
+    (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log, batchPublishes: true }));
   const [receiptsKv, toolsKv] = await Promise.all([
     ensureBucket(nc, n, "toolReceipts"),
     ensureBucket(nc, n, "tools"),

@@ -61,15 +61,17 @@ const SESSION_COLUMNS = [
 type ColumnList = ReadonlyArray<readonly [string, string]>;
 
 /**
- * `select … from jsonb_to_recordset($1)`: the whole batch travels as ONE parameter, so a batch of
+ * `select … from json_to_recordset($1)`: the whole batch travels as ONE parameter, so a batch of
  * thousands of rows is one short statement (no 65,535-parameter limit, little parse work), and it
- * behaves the same on PostgreSQL and PGlite.
+ * behaves the same on PostgreSQL and PGlite. `json` (not `jsonb`) because Postgres then reads each
+ * row as it goes instead of first building a binary document of the whole batch; unnest of one
+ * array per column costs Postgres about as little but node-pg more (see bench/recorder).
  */
 function recordset(rows: readonly object[], columns: ColumnList): RawBuilder<unknown> {
   const json = JSON.stringify(rows);
   const defs = sql.raw(columns.map(([c, t]) => `"${c}" ${t}`).join(", "));
   const cols = sql.raw(columns.map(([c]) => `x."${c}"`).join(", "));
-  return sql`select ${cols} from jsonb_to_recordset(cast(cast(${json} as text) as jsonb)) as x(${defs})`;
+  return sql`select ${cols} from json_to_recordset(cast(cast(${json} as text) as json)) as x(${defs})`;
 }
 
 async function insertRows(

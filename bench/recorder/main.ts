@@ -1,7 +1,7 @@
 /**
  * Recorder benchmark (`pnpm bench recorder`): in one run, on a unique namespace,
  *   1. the floors: raw multi-row INSERTs into a copy of activity_events (pg, no NATS, no decode),
- *      as VALUES, unnest and jsonb_to_recordset, on one and on two connections;
+ *      as VALUES, unnest and json_to_recordset, on one and on two connections;
  *   2. end to end: N events published while the activity-recorder (a separate process) runs,
  *      timed from the first publish to the last row committed;
  *   3. replay: `geode replay --rebuild` of the same stream.
@@ -131,8 +131,9 @@ try {
       `insert into ${floorTable} (${cols}) select * from unnest(${FLOOR_COLUMNS.map(([, t], k) => `$${k + 1}::${t}[]`).join(",")}) on conflict do nothing`,
       FLOOR_COLUMNS.map((_, k) => rows.map((r) => r[k])),
     ],
-    "jsonb_to_recordset($1)": (rows) => [
-      `insert into ${floorTable} (${cols}) select * from jsonb_to_recordset($1::jsonb) as x(${FLOOR_COLUMNS.map(([c, t]) => `${c} ${t}`).join(",")}) on conflict do nothing`,
+    // What the recorder sends (packages/projection's batch writer).
+    "json_to_recordset($1)": (rows) => [
+      `insert into ${floorTable} (${cols}) select * from json_to_recordset($1::json) as x(${FLOOR_COLUMNS.map(([c, t]) => `${c} ${t}`).join(",")}) on conflict do nothing`,
       [
         JSON.stringify(
           rows.map((r) =>

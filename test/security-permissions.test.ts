@@ -1,40 +1,18 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { ensureBucket, ensureEventStreams } from "@geode/bus";
-import { freePort, type NatsServerProcess, startNatsServer } from "@geode/cli";
 import { names as buildNames } from "@geode/contracts";
 import { uniqueNamespace } from "@geode/testing";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { natsUsers, passwordEnv, renderNatsConfig } from "../infra/nats/nats-roles.js";
+import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
 // A second nats-server with the generated per-role configuration, on its own loopback port.
 const ns = uniqueNamespace("sec");
 const n = buildNames(ns);
 const roles = { namespace: ns, handlers: ["guard", "other"], toolProviders: ["fs.write"] };
-const users = natsUsers(roles);
-const passwords = new Map(users.map((u) => [u.user, `p${randomBytes(12).toString("hex")}`]));
-const dir = mkdtempSync(path.join(tmpdir(), "geode-sec-"));
-let server: NatsServerProcess;
-const open: NatsConnection[] = [];
-
-async function as(user: string): Promise<NatsConnection> {
-  const u = users.find((x) => x.user === user);
-  if (!u) throw new Error(`no user ${user}`);
-  const nc = await connect({
-    servers: server.url,
-    user,
-    pass: passwords.get(user),
-    inboxPrefix: u.inboxPrefix,
-    reconnect: false,
-  });
-  open.push(nc);
-  return nc;
-}
+let secured: SecuredNats;
+const as = (user: string) => secured.as(user, { reconnect: false });
 
 const kv = (nc: NatsConnection, bucket: string) => new Kvm(nc).open(bucket);
 const json = (v: unknown) => JSON.stringify(v);
@@ -43,28 +21,21 @@ const json = (v: unknown) => JSON.stringify(v);
 const denied = /Permissions Violation for Publish/;
 
 beforeAll(async () => {
-  const configFile = path.join(dir, "geode.conf");
-  writeFileSync(configFile, renderNatsConfig(roles));
-  server = await startNatsServer({
-    port: await freePort(),
-    storeDir: path.join(dir, "js"),
-    configFile,
-    env: passwordEnv(users, (u) => passwords.get(u.user) ?? ""),
-  });
+  secured = await startSecuredNats(roles);
 });
 
 afterAll(async () => {
-  for (const nc of open) await nc.close().catch(() => undefined);
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await secured?.stop();
 });
 
 describe("the generated configuration", () => {
   it("refuses a wrong password and an unknown user", async () => {
     await expect(
-      connect({ servers: server.url, user: "runtime", pass: "nope", reconnect: false }),
+      connect({ servers: secured.server.url, user: "runtime", pass: "nope", reconnect: false }),
     ).rejects.toThrow(/authorization/i);
-    await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/authorization/i);
+    await expect(connect({ servers: secured.server.url, reconnect: false })).rejects.toThrow(
+      /authorization/i,
+    );
   });
 });
 

@@ -1,9 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { startActivityRecorder } from "@geode/activity-recorder";
-import { freePort, type NatsServerProcess, startNatsServer } from "@geode/cli";
 import { HookName } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
 import {
@@ -17,33 +12,21 @@ import {
 import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { startVerifier } from "@geode/verifier";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { natsUsers, passwordEnv, renderNatsConfig } from "../infra/nats/nats-roles.js";
+import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
 // The four services, a handler, an approver, a tool provider and the runtime, each connected to a
 // nats-server that runs the generated per-role configuration, each as its own user.
 const env = useTestEnv(); // namespace and Postgres schema (dropped afterwards)
-const dir = mkdtempSync(path.join(tmpdir(), "geode-sec-e2e-"));
-let server: NatsServerProcess;
-let users: ReturnType<typeof natsUsers>;
-const passwords = new Map<string, string>();
-const conns: NatsConnection[] = [];
+let secured: SecuredNats;
 const stops: Array<() => Promise<void>> = [];
 /** Every permission error any connection saw (an event bus, for one, swallows publish failures). */
 const violations: string[] = [];
 
 async function as(user: string): Promise<NatsConnection> {
-  const u = users.find((x) => x.user === user);
-  if (!u) throw new Error(`no user ${user}`);
-  const nc = await connect({
-    servers: server.url,
-    user,
-    pass: passwords.get(user),
-    inboxPrefix: u.inboxPrefix,
-  });
-  conns.push(nc);
+  const nc = await secured.as(user);
   void (async () => {
     for await (const s of nc.status()) if (s.type === "error") violations.push(`${user}: ${s.error.message}`);
   })();
@@ -51,24 +34,12 @@ async function as(user: string): Promise<NatsConnection> {
 }
 
 beforeAll(async () => {
-  const roles = { namespace: env().ns, handlers: ["guard"], toolProviders: ["crm.note"] };
-  users = natsUsers(roles);
-  for (const u of users) passwords.set(u.user, `p${randomBytes(12).toString("hex")}`);
-  const configFile = path.join(dir, "geode.conf");
-  writeFileSync(configFile, renderNatsConfig(roles));
-  server = await startNatsServer({
-    port: await freePort(),
-    storeDir: path.join(dir, "js"),
-    configFile,
-    env: passwordEnv(users, (u) => passwords.get(u.user) ?? ""),
-  });
+  secured = await startSecuredNats({ namespace: env().ns, handlers: ["guard"], toolProviders: ["crm.note"] });
 });
 
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  for (const nc of conns) await nc.close().catch(() => undefined);
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await secured?.stop();
 });
 
 describe("the services on a secured NATS, each with its own user", () => {

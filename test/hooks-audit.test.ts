@@ -132,6 +132,49 @@ describe("hook audit and wire hygiene", () => {
     ]);
   });
 
+  it("a caller's cancellation reaches the dispatcher: the chain stops and the running handler is audited Cancelled", async () => {
+    let wake: () => void = () => undefined;
+    const asleep = new Promise<null>((r) => {
+      wake = () => r(null);
+    });
+    let slowCalled = false;
+    let laterCalls = 0;
+    await scope.serve(HookName.SessionEnd, { name: "slow", priority: 1, timeoutMs: 0 }, () => {
+      slowCalled = true;
+      return asleep;
+    });
+    await scope.serve(HookName.SessionEnd, { name: "later", priority: 2 }, () => {
+      laterCalls++;
+      return null;
+    });
+    const correlation = { ...CORRELATION, session_id: "audit-cancel" };
+    const controller = new AbortController();
+    const pending = hooks
+      .invoke(HookName.SessionEnd, { reason: "done", status: "completed" }, correlation, {
+        signal: controller.signal,
+      })
+      .catch((e: unknown) => e);
+    await waitFor(() => slowCalled);
+    controller.abort(new Error("user pressed stop"));
+    expect(((await pending) as Error).message).toBe("user pressed stop");
+    const events = await eventsAtLeast("audit-cancel", 1);
+    expect(events.map((e) => [e.payload["extension"], e.payload["status"], e.payload["reason"]])).toEqual([
+      ["slow", "error", "Cancelled"],
+    ]);
+    // The slow handler answering now must not restart the chain: `later` is never called.
+    wake();
+    const probe = await hooks.invoke(
+      HookName.SessionEnd,
+      { reason: "again", status: "completed" },
+      {
+        ...CORRELATION,
+        session_id: "audit-cancel-2",
+      },
+    );
+    expect(probe.handler_errors).toEqual([]);
+    expect(laterCalls).toBe(1); // only the probe invocation reached it
+  });
+
   it("answers bad wire input with an error reply and keeps serving", async () => {
     const { nc, names } = env();
     const subject = names.hookInvoke(HookName.UserPromptSubmit);

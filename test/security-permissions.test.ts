@@ -1,6 +1,6 @@
 import { ensureBucket, ensureEventStreams } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
-import { uniqueNamespace } from "@geode/testing";
+import { uniqueNamespace, waitFor } from "@geode/testing";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -169,6 +169,26 @@ describe("a handler is confined to its own subjects and registration", () => {
       guard.request(n.toolExecute, json({ tool_name: "shell" }), { timeout: 5_000 }),
     ).rejects.toThrow(denied);
     expect(calls).toBe(0);
+  });
+
+  it("cannot cancel other callers' hook invocations; the runtime can", async () => {
+    const dispatcher = await as("hook-dispatcher");
+    const heard: string[] = [];
+    dispatcher.subscribe(n.hookCancelAll, {
+      callback: (_err, m) => {
+        heard.push(m.subject);
+      },
+    });
+    await dispatcher.flush();
+    const guard = await as("handler-guard");
+    guard.publish(n.hookCancel("from-handler"));
+    await guard.flush();
+    const runtime = await as("runtime");
+    runtime.publish(n.hookCancel("from-runtime"));
+    await runtime.flush();
+    await waitFor(() => heard.length > 0);
+    await dispatcher.flush();
+    expect(heard).toEqual([n.hookCancel("from-runtime")]);
   });
 
   it("cannot receive or answer approval requests", async () => {

@@ -150,6 +150,7 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
     user("runtime", "runtime", {
       publish: [
         n.hookInvokeAll,
+        n.hookCancelAll,
         n.toolExecute,
         n.verifyFinalize,
         n.verifyResolve,
@@ -174,12 +175,13 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...readBucket(b.hookHandlers),
         ...provisionBucket(b.hookHandlers),
       ],
-      subscribe: [n.hookInvokeAll, n.health("hook-dispatcher")],
+      subscribe: [n.hookInvokeAll, n.hookCancelAll, n.health("hook-dispatcher")],
       allowResponses: true,
     }),
     user("tool-executor", "tool-executor", {
       publish: [
         n.hookInvokeAll,
+        n.hookCancelAll,
         n.approvalRequest,
         `${n.ns}.tool.terminal.>`,
         n.health("tool-executor"),
@@ -197,6 +199,7 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
     user("verifier", "verifier", {
       publish: [
         n.hookInvokeAll,
+        n.hookCancelAll,
         n.health("verifier"),
         ...jsInfo,
         ...emitEvents(n),

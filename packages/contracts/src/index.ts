@@ -76,6 +76,8 @@ export * from "./messages.js";
 export {
   DEFAULT_NAMESPACE,
   HANDLER_NAME_PATTERN,
+  INVOCATION_ID_HEADER,
+  INVOCATION_ID_PATTERN,
   NAMESPACE_PATTERN,
   type Names,
   NamespaceSchema,

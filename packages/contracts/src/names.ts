@@ -8,6 +8,9 @@ export const NamespaceSchema = z
   .regex(NAMESPACE_PATTERN, "namespace must match [a-z][a-z0-9_]{0,31}");
 export const DEFAULT_NAMESPACE = "geode";
 export const HANDLER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** Header carrying a hook invocation's id, so the caller can cancel it on `{ns}.hook.cancel.{id}`. */
+export const INVOCATION_ID_HEADER = "Geode-Invocation-Id";
+export const INVOCATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export const SERVICE_NAMES = ["hook-dispatcher", "tool-executor", "verifier", "activity-recorder"] as const;
@@ -27,6 +30,12 @@ export interface Names {
   readonly NS: string;
   hookInvoke(hook: HookName | string): string;
   readonly hookInvokeAll: string;
+  /**
+   * Cancels an invocation in flight (an addition to DESIGN's names): the caller publishes an empty
+   * message here, with the id it sent in the `Geode-Invocation-Id` header, when it gives up.
+   */
+  hookCancel(invocationId: string): string;
+  readonly hookCancelAll: string;
   hookHandler(hook: HookName, handler: string): string;
   readonly hookHandlerAll: string;
   readonly toolExecute: string;
@@ -83,6 +92,8 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
     NS,
     hookInvoke: (hook) => `${ns}.hook.invoke.${hook}`,
     hookInvokeAll: `${ns}.hook.invoke.>`,
+    hookCancel: (id) => `${ns}.hook.cancel.${id}`,
+    hookCancelAll: `${ns}.hook.cancel.*`,
     hookHandler: (hook, handler) => `${ns}.hook.handler.${hook}.${handler}`,
     hookHandlerAll: `${ns}.hook.handler.>`,
     toolExecute: `${ns}.tool.execute`,

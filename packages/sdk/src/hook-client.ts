@@ -7,14 +7,19 @@ import {
   GeodeError,
   type HookName,
   type HookPayloadInput,
+  INVOCATION_ID_HEADER,
   type Names,
 } from "@geode/contracts";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection, nuid } from "@nats-io/transport-node";
 
 export interface InvokeOptions {
   /** The caller's whole budget in ms (default 30 s); the dispatcher stops when it passes. */
   timeoutMs?: number;
-  /** Cancels the invocation; the promise rejects with the signal's reason. */
+  /**
+   * Cancels the invocation: the promise rejects with the signal's reason at once, and the
+   * dispatcher is told (`{ns}.hook.cancel.{id}`) so it stops the chain and audits the running
+   * handler as `error` / `Cancelled`.
+   */
   signal?: AbortSignal;
 }
 
@@ -39,13 +44,30 @@ export function createHookClient(nc: NatsConnection, n: Names): HookClient {
   return {
     async invoke(hook, payload, correlation = {}, options = {}) {
       const timeoutMs = options.timeoutMs ?? DEFAULT_INVOKE_TIMEOUT_MS;
-      const body = await requestJson(
-        nc,
-        n.hookInvoke(hook),
-        { correlation, payload, timeout_ms: timeoutMs },
-        // A little slack beyond the budget so the dispatcher's own timeout reply can arrive.
-        { timeoutMs: timeoutMs + 250, signal: options.signal },
-      );
+      const { signal } = options;
+      let h: ReturnType<typeof headers> | undefined;
+      let onAbort: (() => void) | undefined;
+      if (signal && !signal.aborted) {
+        const id = nuid.next();
+        h = headers();
+        h.set(INVOCATION_ID_HEADER, id);
+        onAbort = () => {
+          if (!nc.isClosed()) nc.publish(n.hookCancel(id));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+      let body: unknown;
+      try {
+        body = await requestJson(
+          nc,
+          n.hookInvoke(hook),
+          { correlation, payload, timeout_ms: timeoutMs },
+          // A little slack beyond the budget so the dispatcher's own timeout reply can arrive.
+          { timeoutMs: timeoutMs + 250, signal, ...(h ? { headers: h } : {}) },
+        );
+      } finally {
+        if (onAbort) signal?.removeEventListener("abort", onAbort);
+      }
       const parsed = DispatchOutcomeSchema.safeParse(body);
       if (!parsed.success)
         throw new GeodeError(ErrorCode.Internal, "malformed dispatch outcome from hook-dispatcher");

@@ -29,7 +29,8 @@ export type HandlerErrorType =
   | "HandlerError"
   | "InvalidDecision"
   | "InvalidRewrite"
-  | "LeaseExpired";
+  | "LeaseExpired"
+  | "Cancelled";
 
 /** Set by the SDK on an error reply for a decision it refused, so the audit names the cause. */
 export const INVALID_DECISION_KIND = "invalid_decision";
@@ -152,7 +153,7 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
       }
       continue;
     }
-    if (input.signal?.aborted) throw new GeodeError(ErrorCode.Timeout, "invocation cancelled");
+    if (input.signal?.aborted) throw cancelled(input);
     const remaining = input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - Date.now();
     if (remaining <= 0) throw deadlinePassed(input);
     const own = reg.timeout_ms === 0 ? Number.POSITIVE_INFINITY : reg.timeout_ms;
@@ -171,9 +172,17 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
 
     let result: CallResult;
     try {
-      const msg = await requestMsg(ctx.nc, h.subject, encodeJson(envelope), { timeoutMs: waitMs });
+      const msg = await requestMsg(ctx.nc, h.subject, encodeJson(envelope), {
+        timeoutMs: waitMs,
+        signal: input.signal,
+      });
       result = decodeReply(msg.data);
     } catch (err) {
+      if (input.signal?.aborted) {
+        // The caller cancelled while this handler ran: stop here, audit only the error type.
+        audit(reg.name, "error", "Cancelled", startedAt);
+        throw cancelled(input);
+      }
       if (err instanceof RequestFailedError && err.failure === "timeout") {
         if (limitedByCaller) {
           audit(reg.name, "error", "Timeout", startedAt);
@@ -241,6 +250,12 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
     handler_errors: errors,
     blocked,
   };
+}
+
+function cancelled(input: ChainInput): GeodeError {
+  return new GeodeError(ErrorCode.Timeout, "hook invocation cancelled by the caller", {
+    details: { hook: input.hook, cancelled: true },
+  });
 }
 
 function deadlinePassed(input: ChainInput): GeodeError {

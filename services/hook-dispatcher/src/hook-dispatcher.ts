@@ -6,6 +6,8 @@ import {
   GeodeError,
   type HandlerRegistration,
   HookInvokeRequestSchema,
+  INVOCATION_ID_HEADER,
+  INVOCATION_ID_PATTERN,
   isHookName,
   type Names,
   parseOrThrow,
@@ -47,6 +49,15 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
   const prefix = names.hookInvoke("");
   // Audit events of an invocation, published right after its reply (see afterReply).
   const audits = new WeakMap<Msg, { correlation: Correlation; events: ExtensionInvokedPayload[] }>();
+  // Invocations in flight that their caller may cancel, by the id of their `Geode-Invocation-Id`
+  // header. Every replica hears every cancel (no queue group); only the one running it acts.
+  const cancellable = new Map<string, AbortController>();
+  const cancels = nc.subscribe(names.hookCancelAll, {
+    callback: (err, msg) => {
+      if (err) return;
+      cancellable.get(msg.subject.slice(names.hookCancel("").length))?.abort();
+    },
+  });
 
   const responder = serveRequests(
     nc,
@@ -71,16 +82,24 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
       const pending = { correlation: request.correlation, events: [] as ExtensionInvokedPayload[] };
       audits.set(msg, pending);
-      return runChain(
-        { nc, registry, events, log },
-        {
-          hook,
-          correlation: request.correlation,
-          payload: checked.payload,
-          deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
-          audits: pending.events,
-        },
-      );
+      const invocationId = msg.headers?.get(INVOCATION_ID_HEADER) ?? "";
+      const controller = INVOCATION_ID_PATTERN.test(invocationId) ? new AbortController() : undefined;
+      if (controller) cancellable.set(invocationId, controller);
+      try {
+        return await runChain(
+          { nc, registry, events, log },
+          {
+            hook,
+            correlation: request.correlation,
+            payload: checked.payload,
+            deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
+            audits: pending.events,
+            ...(controller ? { signal: controller.signal } : {}),
+          },
+        );
+      } finally {
+        if (controller) cancellable.delete(invocationId);
+      }
     },
   );
 
@@ -91,6 +110,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
     stop() {
       stopped ??= (async () => {
         await responder.drain();
+        if (!cancels.isClosed()) cancels.unsubscribe();
         await registry.stop();
         await events.flush();
         if (ownEvents) log.debug("hook-dispatcher event bus flushed");

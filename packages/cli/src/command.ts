@@ -21,3 +21,27 @@ export interface CommandIO {
 export class UsageError extends Error {
   override readonly name = "UsageError";
 }
+
+/**
+ * Reads an optional whole-number option (`--limit 10`): undefined when absent, else an integer in
+ * `[min, max]`, else a UsageError naming the flag.
+ */
+export function intOption(
+  value: string | undefined,
+  flag: string,
+  min = 1,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    const range =
+      max === Number.MAX_SAFE_INTEGER
+        ? min === 1
+          ? "a positive integer"
+          : `an integer ≥ ${min}`
+        : `an integer between ${min} and ${max}`;
+    throw new UsageError(`--${flag} must be ${range}, got ${value}`);
+  }
+  return n;
+}

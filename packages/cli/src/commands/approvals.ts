@@ -4,7 +4,7 @@ import { connectBus, loadConfig } from "@geode/bus";
 import { type ApprovalRequest, names as buildNames } from "@geode/contracts";
 import { type ApprovalAnswer, serveApprovals } from "@geode/sdk";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type Command, UsageError } from "../command.js";
+import { type Command, intOption, UsageError } from "../command.js";
 
 function describe(req: ApprovalRequest): string {
   const c = req.correlation;
@@ -27,9 +27,7 @@ export const approvalsWatchCommand: Command = {
     const auto = values.auto;
     if (auto !== undefined && auto !== "allow" && auto !== "deny")
       throw new UsageError(`--auto must be allow or deny, got ${auto}`);
-    const count = values.count === undefined ? Number.POSITIVE_INFINITY : Number(values.count);
-    if (!(count > 0) || (Number.isFinite(count) && !Number.isInteger(count)))
-      throw new UsageError("--count must be a positive integer");
+    const count = intOption(values.count, "count") ?? Number.POSITIVE_INFINITY;
     const approver = values.approver ?? io.env["USER"] ?? "cli";
     const config = loadConfig(io.env);
     const n = buildNames(config.namespace);

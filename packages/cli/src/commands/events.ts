@@ -9,7 +9,7 @@ import {
   TimelineRecordSchema,
 } from "@geode/contracts";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { type Command, UsageError } from "../command.js";
+import { type Command, intOption, UsageError } from "../command.js";
 import { connectFromEnv } from "./replay.js";
 
 const SUMMARY_CHARS = 96;
@@ -64,12 +64,8 @@ export const eventsTailCommand: Command = {
           `unknown ${values.timeline ? "timeline kind" : "event"}: ${values.event} (one of ${(values.timeline ? TIMELINE_KINDS : RUNTIME_EVENTS).join(", ")})`,
         );
     }
-    const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
-    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
-      throw new UsageError("--from-seq must be a positive integer");
-    const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : Number(values.limit);
-    if (!(limit === Number.POSITIVE_INFINITY || (Number.isInteger(limit) && limit > 0)))
-      throw new UsageError("--limit must be a positive integer");
+    const fromSeq = intOption(values["from-seq"], "from-seq");
+    const limit = intOption(values.limit, "limit") ?? Number.POSITIVE_INFINITY;
 
     const { nc, names: n } = await connectFromEnv(io, "geode-events-tail");
     const stream = values.timeline ? n.timelineStream : n.eventsStream;

@@ -7,7 +7,7 @@ import {
   isHookName,
 } from "@geode/contracts";
 import { type Command, type CommandIO, UsageError } from "../command.js";
-import { renderTable } from "../up/health-probe.js";
+import { renderTable } from "../render-table.js";
 
 type Conn = Awaited<ReturnType<typeof connectBus>>;
 

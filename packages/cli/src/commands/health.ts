@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
 import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
-import { type Command, UsageError } from "../command.js";
-import { probeHealth, renderTable } from "../up/health-probe.js";
+import { type Command, intOption } from "../command.js";
+import { renderTable } from "../render-table.js";
+import { probeHealth } from "../up/health-probe.js";
 
 /**
  * `geode health [service...]`: asks each service on `{ns}.health.{service}`; exit 0 only when every
@@ -18,9 +19,7 @@ export const healthCommand: Command = {
       allowPositionals: true,
       options: { timeout: { type: "string", default: "2000" }, json: { type: "boolean", default: false } },
     });
-    const timeoutMs = Number(values.timeout);
-    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
-      throw new UsageError(`--timeout must be a positive integer (ms), got ${values.timeout}`);
+    const timeoutMs = intOption(values.timeout, "timeout") ?? 2_000; // ms
     const services = positionals.length > 0 ? positionals : [...SERVICE_NAMES];
     const config = loadConfig(io.env);
     const n = buildNames(config.namespace);

@@ -18,6 +18,7 @@ import {
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Command, type CommandIO, UsageError } from "../command.js";
+import { renderTable } from "../render-table.js";
 
 async function withReceipts(
   io: CommandIO,
@@ -76,25 +77,19 @@ export const receiptsLsCommand: Command = {
         io.out("no receipts\n");
         return 0;
       }
-      const table = [
-        ["KEY", "STATE", "TOOL", "STATUS", "ADMITTED", "COMPLETED"],
-        ...rows.map((r) => [
-          r.key,
-          r.state,
-          r.tool_name,
-          r.status ?? "-",
-          time(r.admitted_at),
-          time(r.completed_at),
-        ]),
-      ];
-      const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-      for (const row of table)
-        io.out(
-          `${row
-            .map((c, i) => c.padEnd(widths[i]!))
-            .join("  ")
-            .trimEnd()}\n`,
-        );
+      io.out(
+        renderTable(
+          ["KEY", "STATE", "TOOL", "STATUS", "ADMITTED", "COMPLETED"],
+          rows.map((r) => [
+            r.key,
+            r.state,
+            r.tool_name,
+            r.status ?? "-",
+            time(r.admitted_at),
+            time(r.completed_at),
+          ]),
+        ),
+      );
       return 0;
     });
   },

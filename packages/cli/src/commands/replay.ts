@@ -16,7 +16,7 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
-import { type Command, type CommandIO, UsageError } from "../command.js";
+import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
 
 /** The consumer name replay writes into `projection_offsets`. */
 export const REPLAY_CONSUMER = "replay";
@@ -210,12 +210,8 @@ export const replayCommand: Command = {
           ? [values.stream]
           : [];
     if (kinds.length === 0) throw new UsageError(`--stream must be events or timeline, got ${values.stream}`);
-    const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
-    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
-      throw new UsageError("--from-seq must be a positive integer");
-    const batchSize = values.batch === undefined ? undefined : Number(values.batch);
-    if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50_000))
-      throw new UsageError("--batch must be an integer between 1 and 50000");
+    const fromSeq = intOption(values["from-seq"], "from-seq");
+    const batchSize = intOption(values.batch, "batch", 1, 50_000);
     if (values.rebuild && (values.stream !== undefined || fromSeq !== undefined))
       throw new UsageError(
         "--rebuild drops every projection table, so it replays every stream from the start",

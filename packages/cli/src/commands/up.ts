@@ -4,7 +4,8 @@ import { ConfigError, type GeodeConfig, loadConfig } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Command, type CommandIO, UsageError } from "../command.js";
-import { probeHealth, renderTable } from "../up/health-probe.js";
+import { renderTable } from "../render-table.js";
+import { probeHealth } from "../up/health-probe.js";
 import {
   findNatsServerBinary,
   freePort,

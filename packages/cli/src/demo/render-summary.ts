@@ -1,14 +1,5 @@
+import { renderTable } from "../render-table.js";
 import type { DemoResult } from "./run-demo.js";
-
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (r: string[]) =>
-    r
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  return [line(headers), widths.map((w) => "─".repeat(w)).join("  "), ...rows.map(line)].join("\n");
-}
 
 /** The demo's closing summary, for people. */
 export function renderSummary(r: DemoResult): string {
@@ -32,7 +23,7 @@ export function renderSummary(r: DemoResult): string {
     story,
     "",
     `Every hook and join point, as audited in the Postgres projection (${ran}/${r.surfaces.length} ran)`,
-    table(["surface", "name", "handlers / middleware", "calls", "statuses", "median"], rows),
+    renderTable(["surface", "name", "handlers / middleware", "calls", "statuses", "median"], rows).trimEnd(),
     "",
     "Recorded",
     `  Postgres (${r.database}) activity rows of run ${s.runId}: ${r.postgresRows}`,

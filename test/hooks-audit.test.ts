@@ -1,28 +1,11 @@
 import { requestJson } from "@geode/bus";
 import { type EventEnvelope, type GeodeError, HookName } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
-import { createHookClient, type HookClient } from "@geode/sdk";
-import { useTestEnv, waitFor } from "@geode/testing";
+import { waitFor } from "@geode/testing";
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CORRELATION, HandlerScope, startDispatcher } from "./hooks-support.js";
+import { describe, expect, it } from "vitest";
+import { CORRELATION, useHookFixture } from "./hooks-support.js";
 
-const env = useTestEnv();
-let dispatcher: HookDispatcher;
-let hooks: HookClient;
-let scope: HandlerScope;
-
-beforeAll(async () => {
-  dispatcher = await startDispatcher(env());
-  hooks = createHookClient(env().nc, env().names);
-  scope = new HandlerScope(env(), [dispatcher]);
-});
-afterEach(async () => {
-  await scope.close();
-});
-afterAll(async () => {
-  await dispatcher?.stop();
-});
+const { env, hooks, scope } = useHookFixture();
 
 /** Every `extension_invoked` event of one session stored in `{NS}_EVENTS` so far. */
 async function storedEvents(sessionId: string): Promise<EventEnvelope[]> {
@@ -56,25 +39,25 @@ async function eventsAtLeast(sessionId: string, n: number): Promise<EventEnvelop
 describe("hook audit and wire hygiene", () => {
   it("stores one extension_invoked event per handler call, with no payload content", async () => {
     const secretInput = "my-very-private-prompt-text";
-    await scope.serve(HookName.UserPromptSubmit, { name: "ok-one", priority: 1 }, () => null);
-    await scope.serve(HookName.UserPromptSubmit, { name: "rewriter", priority: 2 }, () => ({
+    await scope().serve(HookName.UserPromptSubmit, { name: "ok-one", priority: 1 }, () => null);
+    await scope().serve(HookName.UserPromptSubmit, { name: "rewriter", priority: 2 }, () => ({
       action: "rewrite",
       updates: { user_input: `${secretInput} (edited)` },
     }));
-    await scope.serve(HookName.UserPromptSubmit, { name: "broken", priority: 3 }, () => {
+    await scope().serve(HookName.UserPromptSubmit, { name: "broken", priority: 3 }, () => {
       throw new Error(`failed on ${secretInput}`);
     });
-    await scope.serve(HookName.UserPromptSubmit, { name: "blocker", priority: 4 }, () => ({
+    await scope().serve(HookName.UserPromptSubmit, { name: "blocker", priority: 4 }, () => ({
       action: "block",
       reason: "policy says no; key sk-abcdefghijklmnopqrstuvwx",
     }));
     let neverCalls = 0;
-    await scope.serve(HookName.UserPromptSubmit, { name: "never", priority: 5 }, () => {
+    await scope().serve(HookName.UserPromptSubmit, { name: "never", priority: 5 }, () => {
       neverCalls++;
       return null;
     });
     const correlation = { ...CORRELATION, session_id: "audit-1" };
-    const out = await hooks.invoke(HookName.UserPromptSubmit, { user_input: secretInput }, correlation);
+    const out = await hooks().invoke(HookName.UserPromptSubmit, { user_input: secretInput }, correlation);
     expect(out.blocked).toBe(true);
 
     const events = await eventsAtLeast("audit-1", 4);
@@ -107,7 +90,7 @@ describe("hook audit and wire hygiene", () => {
     const asleep = new Promise<null>((r) => {
       wake = () => r(null);
     });
-    await scope.serve(HookName.Stop, { name: "dawdler", timeoutMs: 0 }, () => asleep);
+    await scope().serve(HookName.Stop, { name: "dawdler", timeoutMs: 0 }, () => asleep);
     const correlation = { ...CORRELATION, session_id: "audit-2" };
     const payload = {
       passed: true,
@@ -121,7 +104,7 @@ describe("hook audit and wire hygiene", () => {
       policy_action: "accept",
       evidence_refs: [],
     };
-    const err = await hooks
+    const err = await hooks()
       .invoke(HookName.Stop, payload, correlation, { timeoutMs: 200 })
       .catch((e: unknown) => e);
     wake();
@@ -139,17 +122,17 @@ describe("hook audit and wire hygiene", () => {
     });
     let slowCalled = false;
     let laterCalls = 0;
-    await scope.serve(HookName.SessionEnd, { name: "slow", priority: 1, timeoutMs: 0 }, () => {
+    await scope().serve(HookName.SessionEnd, { name: "slow", priority: 1, timeoutMs: 0 }, () => {
       slowCalled = true;
       return asleep;
     });
-    await scope.serve(HookName.SessionEnd, { name: "later", priority: 2 }, () => {
+    await scope().serve(HookName.SessionEnd, { name: "later", priority: 2 }, () => {
       laterCalls++;
       return null;
     });
     const correlation = { ...CORRELATION, session_id: "audit-cancel" };
     const controller = new AbortController();
-    const pending = hooks
+    const pending = hooks()
       .invoke(HookName.SessionEnd, { reason: "done", status: "completed" }, correlation, {
         signal: controller.signal,
       })
@@ -163,7 +146,7 @@ describe("hook audit and wire hygiene", () => {
     ]);
     // The slow handler answering now must not restart the chain: `later` is never called.
     wake();
-    const probe = await hooks.invoke(
+    const probe = await hooks().invoke(
       HookName.SessionEnd,
       { reason: "again", status: "completed" },
       {
@@ -204,7 +187,7 @@ describe("hook audit and wire hygiene", () => {
     expect((lowercase as GeodeError).code).toBe("unknown_hook");
 
     // Still serving, with correlation defaults filled in.
-    const out = await hooks.invoke(HookName.UserPromptSubmit, { user_input: "still here" });
+    const out = await hooks().invoke(HookName.UserPromptSubmit, { user_input: "still here" });
     expect(out.payload).toEqual({ user_input: "still here" });
     expect(out.correlation.session_id).toBe("");
     expect(out.correlation.session_generation).toBe(0);

@@ -5,8 +5,16 @@
 import { ensureBucket } from "@geode/bus";
 import type { HandlerRegistration, HookName } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
-import { type GeodeConnection, type HookHandler, type ServeHookOptions, serveHook } from "@geode/sdk";
-import { type TestEnv, waitFor } from "@geode/testing";
+import {
+  createHookClient,
+  type GeodeConnection,
+  type HookClient,
+  type HookHandler,
+  type ServeHookOptions,
+  serveHook,
+} from "@geode/sdk";
+import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
+import { afterAll, afterEach, beforeAll } from "vitest";
 
 export const CORRELATION = {
   session_id: "s-1",
@@ -98,4 +106,35 @@ export class HandlerScope {
 
 export async function startDispatcher(env: TestEnv): Promise<HookDispatcher> {
   return startHookDispatcher({ nc: env.nc, names: env.names });
+}
+
+/**
+ * The usual hook test file: its own namespace, one dispatcher, a hook client, and a handler scope
+ * emptied after every test. Call at the top of the file; use the getters inside tests.
+ */
+export function useHookFixture(): {
+  env: () => TestEnv;
+  hooks: () => HookClient;
+  scope: () => HandlerScope;
+} {
+  const env = useTestEnv();
+  let dispatcher: HookDispatcher | undefined;
+  let hooks: HookClient | undefined;
+  let scope: HandlerScope | undefined;
+  beforeAll(async () => {
+    dispatcher = await startDispatcher(env());
+    hooks = createHookClient(env().nc, env().names);
+    scope = new HandlerScope(env(), [dispatcher]);
+  });
+  afterEach(async () => {
+    await scope?.close();
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+  });
+  const ready = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error("hook fixture is not ready: use it inside a test or hook");
+    return v;
+  };
+  return { env, hooks: () => ready(hooks), scope: () => ready(scope) };
 }

@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { RuntimeEventBus } from "@geode/bus";
 import { runCli } from "@geode/cli";
-import { names as buildNames } from "@geode/contracts";
+import { names as buildNames, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
 import {
   cleanupNamespace,
@@ -197,7 +197,7 @@ try {
           await projection.db
             .selectFrom("projection_offsets")
             .select("last_seq")
-            .where("consumer", "=", "activity-recorder")
+            .where("consumer", "=", RECORDER_CONSUMER)
             .where("stream", "=", n.eventsStream)
             .executeTakeFirst()
         )?.last_seq ?? 0,
@@ -210,7 +210,7 @@ try {
   const untilConsuming = async () => {
     for (;;) {
       try {
-        await jsm.consumers.info(n.eventsStream, "activity-recorder");
+        await jsm.consumers.info(n.eventsStream, RECORDER_CONSUMER);
         return;
       } catch {
         await new Promise((r) => setTimeout(r, 50));
@@ -250,7 +250,7 @@ try {
     // 2b. The recorder alone: a fresh projection and consumer, the whole stream as backlog.
     await recorder.stop("SIGTERM");
     progress("recorder backlog: drop projection and consumer, restart the recorder");
-    await jsm.consumers.delete(n.eventsStream, "activity-recorder");
+    await jsm.consumers.delete(n.eventsStream, RECORDER_CONSUMER);
     await projection.root.schema.dropSchema(ns).cascade().execute();
     await projection.migrate();
     recorder = spawnService("services/activity-recorder/src/main.ts", recorderEnv);

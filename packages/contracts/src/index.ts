@@ -83,6 +83,7 @@ export {
   NamespaceSchema,
   names,
   QueueGroup,
+  RECORDER_CONSUMER,
   SERVICE_NAMES,
   type ServiceName,
   TOOL_NAME_PATTERN,

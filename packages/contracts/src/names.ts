@@ -16,6 +16,9 @@ export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 export const SERVICE_NAMES = ["hook-dispatcher", "tool-executor", "verifier", "activity-recorder"] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
+/** The durable consumer the activity-recorder replicas share on each stream. */
+export const RECORDER_CONSUMER = "activity-recorder";
+
 /** Queue groups of DESIGN section 2. */
 export const QueueGroup = {
   HookDispatcher: "hook-dispatcher",

@@ -1,5 +1,5 @@
 import { ensureBucket, ensureEventStreams, type Logger, type StreamOptions, silentLogger } from "@geode/bus";
-import type { Names } from "@geode/contracts";
+import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
@@ -10,7 +10,7 @@ export { DEFAULT_RUN_FILE_MAX_BYTES, type MirrorItem, RunMirror } from "./run-mi
 export { type ProjectorStats, StreamProjector } from "./stream-projector.js";
 
 /** The durable consumer name every replica shares, on both streams. */
-export const RECORDER_CONSUMER = "activity-recorder";
+export { RECORDER_CONSUMER };
 export const DEFAULT_BATCH_SIZE = 1_000;
 /** Batches of one stream written at once (each its own transaction and connection). */
 export const DEFAULT_WRITERS = 2;

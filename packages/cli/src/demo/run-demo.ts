@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { RuntimeEventBus } from "@geode/bus";
-import { names as buildNames, HOOK_NAMES } from "@geode/contracts";
+import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
 import { connectGeode } from "@geode/sdk";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -22,8 +22,6 @@ import {
 } from "../up/service-processes.js";
 import { type DemoSessionResult, runDemoSession } from "./demo-session.js";
 
-/** The durable consumer the activity-recorder shares across replicas (one per stream). */
-const RECORDER_CONSUMER = "activity-recorder";
 const JOIN_POINTS = ["tool_request", "tool_execution", "llm_request", "llm_execution"] as const;
 /** The example handlers, each in its own process. */
 const HANDLER_SCRIPTS = ["policy-guard", "redaction-check", "ci-evaluator", "observer", "approver"] as const;

@@ -1,3 +1,4 @@
+import net from "node:net";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
 import { RuntimeEventBus } from "@geode/bus";
 import { runCliCaptured } from "@geode/cli";
@@ -84,6 +85,24 @@ describe("geode replay, events tail, prune", () => {
     expect((await cli(["replay", "--stream", "nope"], env().env)).code).toBe(2);
     expect((await cli(["replay", "--rebuild", "--from-seq", "3"], env().env)).code).toBe(2);
     expect((await cli(["events", "tail", "--event", "not_an_event"], env().env)).code).toBe(2);
+  });
+
+  it("replay and prune against an unreachable PostgreSQL: one line naming it, no password, no stack", async () => {
+    // A loopback port nobody listens on (the listener is closed again before the commands run).
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, "127.0.0.1", () => {
+        const addr = srv.address() as net.AddressInfo;
+        srv.close(() => resolve(addr.port));
+      });
+    });
+    const databaseUrl = `postgres://geode:s3cret@127.0.0.1:${port}/test`;
+    for (const args of [["replay"], ["prune"]]) {
+      const r = await cli(args, { ...env().env, DATABASE_URL: databaseUrl });
+      expect(r.code).toBe(1);
+      expect(r.err).toBe(
+        `geode ${args[0]}: PostgreSQL at postgres://geode:***@127.0.0.1:${port}/test is not reachable: connect ECONNREFUSED 127.0.0.1:${port}\n`,
+      );
+    }
   });
 
   it("events tail prints live events as human-readable lines, filtered by event and session", async () => {

@@ -29,5 +29,6 @@ export {
   type RunningService,
   runService,
   type ServiceContext,
+  type ServiceHealth,
   serveHealth,
 } from "./service-runtime.js";

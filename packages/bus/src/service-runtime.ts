@@ -7,20 +7,34 @@ import { type Responder, serveRequests } from "./responder.js";
 
 export const GEODE_VERSION = "0.1.0";
 
-/** Answers `{ns}.health.{service}` with `{service, status, version, started_at}`. */
+/** A service's own view of its health: `degraded` says why in `reason`. */
+export interface ServiceHealth {
+  status: HealthReply["status"];
+  reason?: string | undefined;
+}
+
+/**
+ * Answers `{ns}.health.{service}` with `{service, status, version, started_at}`, plus `reason`
+ * while the service is degraded.
+ */
 export function serveHealth(
   nc: NatsConnection,
   n: Names,
   service: string,
-  status: () => HealthReply["status"] = () => "ok",
+  health: () => ServiceHealth | HealthReply["status"] = () => "ok",
 ): Responder {
   const startedAt = Date.now();
-  return serveRequests(nc, n.health(service), {}, () => ({
-    service,
-    status: status(),
-    version: GEODE_VERSION,
-    started_at: startedAt,
-  }));
+  return serveRequests(nc, n.health(service), {}, (): HealthReply => {
+    const h = health();
+    const { status, reason } = typeof h === "string" ? { status: h, reason: undefined } : h;
+    return {
+      service,
+      status,
+      version: GEODE_VERSION,
+      started_at: startedAt,
+      ...(status === "degraded" && reason ? { reason } : {}),
+    };
+  });
 }
 
 export interface ServiceContext {
@@ -33,6 +47,8 @@ export interface ServiceContext {
 export interface RunningService {
   /** Stops taking work, finishes what is in flight. */
   stop(): Promise<void>;
+  /** What health answers (default: ok). */
+  health?(): ServiceHealth;
 }
 
 /**
@@ -60,7 +76,7 @@ export async function runService(
   }
   const n = buildNames(config.namespace);
   const running = await start({ config, nc, names: n, log });
-  const health = serveHealth(nc, n, service);
+  const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok");
   log.info({ namespace: config.namespace, version: GEODE_VERSION }, `${service} started`);
   let stopping = false;
   const shutdown = async (signal: string) => {

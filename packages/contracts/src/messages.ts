@@ -244,5 +244,7 @@ export const HealthReplySchema = z.strictObject({
   status: z.enum(["ok", "degraded"]),
   version: z.string(),
   started_at: z.number().int(),
+  /** Why a degraded service is degraded, one line (absent when ok). */
+  reason: z.string().optional(),
 });
 export type HealthReply = z.infer<typeof HealthReplySchema>;

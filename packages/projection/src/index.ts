@@ -1,4 +1,10 @@
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
+export {
+  describeDbError,
+  isConnectionError,
+  ProjectionUnavailableError,
+  redactDatabaseUrl,
+} from "./errors.js";
 export { dropProjection, migrateProjection, PROJECTION_MIGRATIONS } from "./migrations.js";
 export {
   DEFAULT_PGLITE_DIR,
@@ -6,6 +12,21 @@ export {
   type ProjectionDb,
   type ProjectionDbOptions,
 } from "./projection-db.js";
+export {
+  type CommittedBatch,
+  ProjectionLoop,
+  type ProjectionLoopOptions,
+  type ProjectionStats,
+  type StreamMessage,
+} from "./projection-loop.js";
+export {
+  backoffDelay,
+  DEFAULT_RETRY,
+  type ProjectionHealth,
+  type ProjectionLogger,
+  ProjectionOutage,
+  type RetryPolicy,
+} from "./projection-outage.js";
 export {
   type ActivityEventRow,
   type DecodedMessage,

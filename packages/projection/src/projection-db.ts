@@ -3,6 +3,12 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
+import {
+  describeDbError,
+  isConnectionError,
+  ProjectionUnavailableError,
+  redactDatabaseUrl,
+} from "./errors.js";
 import { migrateProjection } from "./migrations.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
@@ -45,10 +51,9 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
   let kind: ProjectionDb["kind"];
   if (options.databaseUrl) {
     kind = "postgres";
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 4 });
-    // An idle client losing its connection must not crash the process; the next query reconnects.
-    pool.on("error", () => undefined);
-    root = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    root = new Kysely({
+      dialect: new PostgresDialect({ pool: resilientPool(options.databaseUrl, options.poolSize) }),
+    });
   } else {
     kind = "pglite";
     const dir = options.pgliteDir ?? DEFAULT_PGLITE_DIR;
@@ -69,8 +74,35 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
       await handle.migrate();
     } catch (err) {
       await root.destroy().catch(() => undefined);
-      throw err;
+      throw unavailable(err, options.databaseUrl);
     }
   }
   return handle;
+}
+
+/**
+ * A pg pool whose connections may die at any time (Postgres stopped fast or immediate, a network
+ * reset) without taking the process down: pg emits `error` on a client that loses its connection
+ * while no query runs on it, and an `error` event without a listener throws. The pool already
+ * listens on idle clients; a client that is checked out (between two statements of a transaction)
+ * has no listener, so each one gets its own. The failing statement still reports the error, and
+ * the pool drops the broken client.
+ */
+function resilientPool(connectionString: string, max = 4): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 10_000 });
+  pool.on("error", () => undefined);
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+  });
+  return pool;
+}
+
+/** The one-line error of a projection that could not be opened. */
+function unavailable(err: unknown, databaseUrl: string | undefined): Error {
+  if (err instanceof ProjectionUnavailableError || !databaseUrl) return err as Error;
+  const what = isConnectionError(err) ? "is not reachable" : "failed";
+  return new ProjectionUnavailableError(
+    `PostgreSQL at ${redactDatabaseUrl(databaseUrl)} ${what}: ${describeDbError(err)}`,
+    { cause: err },
+  );
 }

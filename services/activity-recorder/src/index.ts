@@ -1,6 +1,14 @@
 import { ensureBucket, ensureEventStreams, type Logger, type StreamOptions, silentLogger } from "@geode/bus";
 import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
-import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import {
+  backoffDelay,
+  DEFAULT_RETRY,
+  openProjectionDb,
+  type ProjectionDb,
+  type ProjectionHealth,
+  ProjectionOutage,
+  type RetryPolicy,
+} from "@geode/projection";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
 import { DEFAULT_RUN_FILE_MAX_BYTES, RunMirror } from "./run-mirror.js";
@@ -14,7 +22,12 @@ export { RECORDER_CONSUMER };
 export const DEFAULT_BATCH_SIZE = 1_000;
 /** Batches of one stream written at once (each its own transaction and connection). */
 export const DEFAULT_WRITERS = 2;
-export const DEFAULT_ACK_WAIT_MS = 30_000;
+/**
+ * Redelivery delay of a message nobody acked or marked in progress: after a replica dies, its
+ * messages reach another replica within this time. Held messages are marked in progress three
+ * times per period, so a long batch or a database outage never triggers a redelivery.
+ */
+export const DEFAULT_ACK_WAIT_MS = 3_000;
 
 export interface ActivityRecorderOptions {
   nc: NatsConnection;
@@ -34,26 +47,35 @@ export interface ActivityRecorderOptions {
   batchSize?: number;
   /** Batches of one stream written concurrently (default 2; 1 writes strictly one after another). */
   writers?: number;
-  /** Redelivery delay of an unacked message, e.g. after a crash (default 30 s). */
+  /** Redelivery delay of a message held by a replica that stopped answering (default 3 s). */
   ackWaitMs?: number;
+  /** Backoff of failed projection writes (default 100 ms doubling to 2 s). */
+  retry?: RetryPolicy;
   streams?: StreamOptions;
 }
 
 export interface ActivityRecorder {
   readonly db: ProjectionDb;
   stats(): { events: ProjectorStats; timeline: ProjectorStats };
+  /** `degraded` with the reason while the projection cannot be written. */
+  health(): ProjectionHealth;
   stop(): Promise<void>;
 }
 
 /**
  * The activity-recorder: the only writer of the Postgres projection. One durable pull consumer
- * per stream, shared by replicas; batches commit with their offset, then ack.
+ * per stream, shared by replicas; batches commit with their offset, then ack. A database that is
+ * down at start or goes away later degrades it (health says why); writes are retried with backoff
+ * and it catches up by itself when the database is back.
  */
 export async function startActivityRecorder(options: ActivityRecorderOptions): Promise<ActivityRecorder> {
   const { nc, names: n } = options;
   const log = options.log ?? silentLogger();
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const writers = Math.max(1, options.writers ?? DEFAULT_WRITERS);
+  const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const outage = new ProjectionOutage(log);
   await ensureEventStreams(nc, n, options.streams);
   const db =
     options.db ??
@@ -62,9 +84,13 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       databaseUrl: options.databaseUrl,
       // Both streams' writers hold a connection each while their transactions are open.
       poolSize: Math.max(4, 2 * writers),
+      // Migrated below, with retries: a database that is down at start only delays the projection.
+      migrate: false,
       ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
     }));
   const ownsDb = options.db === undefined;
+  let stopped = false;
+  const projectors: StreamProjector[] = [];
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const js = jetstream(nc);
@@ -79,8 +105,8 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       );
       await mirror.start();
     }
-    const projector = (kind: "events" | "timeline", stream: string) => {
-      const p = new StreamProjector({
+    const projector = (kind: "events" | "timeline", stream: string) =>
+      new StreamProjector({
         kind,
         stream,
         consumer: RECORDER_CONSUMER,
@@ -88,6 +114,8 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         mirror,
         batchSize,
         writers,
+        ackWaitMs,
+        outage,
         log: log.child({ stream }),
         source: {
           async open(onMessage) {
@@ -96,7 +124,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
               durable_name: RECORDER_CONSUMER,
               ack_policy: AckPolicy.Explicit,
               deliver_policy: DeliverPolicy.All,
-              ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+              ack_wait: nanos(ackWaitMs),
               max_deliver: -1,
               // Bounds what all replicas hold unacked, hence each replica's in-memory queue.
               max_ack_pending: Math.max(10_000, batchSize * 10),
@@ -106,17 +134,25 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
           },
         },
       });
-      p.start();
-      return p;
-    };
-    const events = projector("events", n.eventsStream);
-    const timeline = projector("timeline", n.timelineStream);
-    log.info({ batch_size: batchSize, writers, db: db.kind }, "activity-recorder consuming");
+    projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
+    // Consumption starts once the tables exist; until then health says why it waits.
+    const started = (async () => {
+      if (ownsDb) await retryUntilDone(() => db.migrate(), { retry, outage, stopped: () => stopped });
+      if (stopped) return;
+      for (const p of projectors) p.start();
+      log.info(
+        { batch_size: batchSize, writers, ack_wait_ms: ackWaitMs, db: db.kind },
+        "activity-recorder consuming",
+      );
+    })();
     return {
       db,
-      stats: () => ({ events: { ...events.stats }, timeline: { ...timeline.stats } }),
+      stats: () => ({ events: { ...projectors[0]!.stats }, timeline: { ...projectors[1]!.stats } }),
+      health: () => outage.health,
       async stop() {
-        await Promise.all([events.stop(), timeline.stop()]);
+        stopped = true;
+        await started;
+        await Promise.all(projectors.map((p) => p.stop()));
         await mirror?.stop();
         if (ownsDb) await db.close();
       },
@@ -124,5 +160,22 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
   } catch (err) {
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
+  }
+}
+
+/** Runs `work` until it succeeds (or `stopped()`), reporting failures to the outage tracker. */
+async function retryUntilDone(
+  work: () => Promise<void>,
+  options: { retry: RetryPolicy; outage: ProjectionOutage; stopped: () => boolean },
+): Promise<void> {
+  for (let attempt = 0; !options.stopped(); attempt++) {
+    try {
+      await work();
+      options.outage.succeeded();
+      return;
+    } catch (err) {
+      options.outage.failed(0, err);
+      await new Promise((r) => setTimeout(r, backoffDelay(options.retry, attempt)));
+    }
   }
 }

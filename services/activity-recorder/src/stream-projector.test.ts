@@ -100,7 +100,37 @@ describe("activity-recorder with several batches in flight", () => {
     }
   });
 
-  it("a batch that fails while others commit is redelivered: nothing lost, nothing twice", {
+  it("a batch that waits longer than the ack wait is kept alive in progress, not redelivered", {
+    timeout: 40_000,
+  }, async () => {
+    const recorder = await startActivityRecorder({
+      nc: env().nc,
+      names: env().names,
+      db,
+      runsDir: null,
+      batchSize: 50,
+      ackWaitMs: 1_000,
+    });
+    try {
+      // Another transaction holds the table for four ack waits: the batch's insert waits on it.
+      const info = await db.db.transaction().execute(async (trx) => {
+        await sql`lock table ${sql.id(env().ns, "activity_events")} in access exclusive mode`.execute(trx);
+        await publish("s-slow", "run-slow");
+        await new Promise((r) => setTimeout(r, 4_000));
+        return env().jsm.consumers.info(env().names.eventsStream, "activity-recorder");
+      });
+      // Held, and never handed out again meanwhile.
+      expect(info.num_ack_pending).toBe(TOTAL);
+      expect(info.num_redelivered).toBe(0);
+      await settled(recorder);
+      expect(await storedIds("s-slow")).toHaveLength(TOTAL);
+      expect(info.config.ack_wait).toBe(1_000_000_000);
+    } finally {
+      await recorder.stop();
+    }
+  });
+
+  it("a batch that fails while others commit is retried: nothing lost, nothing twice", {
     timeout: 40_000,
   }, async () => {
     // A real Postgres failure for the first insert that carries the poisoned event (a sequence is

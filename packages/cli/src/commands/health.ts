@@ -37,7 +37,7 @@ export const healthCommand: Command = {
         io.out(
           renderTable(
             ["service", "status", "version", "detail"],
-            probes.map((p) => [p.service, p.status, p.version ?? "", p.error ?? ""]),
+            probes.map((p) => [p.service, p.status, p.version ?? "", p.reason ?? p.error ?? ""]),
           ),
         );
       return probes.every((p) => p.status === "ok") ? 0 : 1;

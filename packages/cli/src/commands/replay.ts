@@ -1,13 +1,14 @@
 import { parseArgs } from "node:util";
-import { connectBus, type GeodeConfig, loadConfig, type NatsConnection } from "@geode/bus";
+import { connectBus, type GeodeConfig, loadConfig, type NatsConnection, silentLogger } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
 import {
+  describeDbError,
   dropProjection,
   openProjectionDb,
   type ProjectionDb,
-  projectMessages,
+  ProjectionLoop,
+  ProjectionUnavailableError,
   type StreamKind,
-  writeBatch,
 } from "@geode/projection";
 import {
   DeliverPolicy,
@@ -65,8 +66,8 @@ export interface ReplayOptions {
 
 /**
  * Applies a stream to the projection through an ordered consumer, up to the stream's last
- * sequence at start. Uses the recorder's own decoder and writer, so the rows are identical and a
- * replay over rows already present changes nothing (idempotent).
+ * sequence at start, with the recorder's own projection loop (decoder, batching, writer), so the
+ * rows are identical and a replay over rows already present changes nothing (idempotent).
  */
 export async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
   const started = performance.now();
@@ -101,60 +102,54 @@ export async function replayStream(options: ReplayOptions): Promise<ReplayResult
     opt_start_seq: first,
   });
   const iter = await oc.consume({ max_messages: batchSize * 2 });
-  const writers = Math.max(1, options.writers ?? DEFAULT_REPLAY_WRITERS);
-  const inflight = new Set<Promise<void>>();
-  let failure: { err: unknown } | undefined;
   let done = 0;
-  // Decoding the next batch overlaps the writes in flight; each batch is one transaction with
-  // the offset (a high-water mark), so their commit order does not matter.
-  const apply = (msgs: JsMsg[]) => {
-    const p = projectMessages(options.kind, options.stream, msgs);
-    const write = writeBatch(options.db.db, {
-      consumer: REPLAY_CONSUMER,
-      stream: options.stream,
-      lastSeq: p.lastSeq,
-      activity: p.activity,
-      extension: p.extension,
-      session: p.session,
-    }).then(
-      (r) => {
-        result.messages += msgs.length;
-        result.inserted += r.activity + r.session;
-        result.skipped += p.skipped;
-        result.rejected += p.rejects.length;
-        done = Math.max(done, Math.min(total, p.lastSeq - first + 1));
-        options.onProgress?.(done, total);
-      },
-      (err: unknown) => {
-        failure ??= { err };
-      },
-    );
-    const tracked: Promise<void> = write.finally(() => inflight.delete(tracked));
-    inflight.add(tracked);
-  };
-  let batch: JsMsg[] = [];
+  const loop = new ProjectionLoop<JsMsg>({
+    kind: options.kind,
+    stream: options.stream,
+    consumer: REPLAY_CONSUMER,
+    db: options.db.db,
+    batchSize,
+    writers: options.writers ?? DEFAULT_REPLAY_WRITERS,
+    // An operator runs replay: a database error ends it with that error, no retrying.
+    retry: false,
+    log: silentLogger(),
+    committed({ rows }) {
+      done = Math.max(done, Math.min(total, rows.lastSeq - first + 1));
+      options.onProgress?.(done, total);
+    },
+  });
   try {
     for await (const m of iter) {
       if (m.seq > target) break;
-      batch.push(m);
+      loop.push(m);
       // The end: the last sequence seen at start, or nothing left (it may have aged out meanwhile).
-      const end = m.seq >= target || m.info.pending === 0;
-      if (end || batch.length >= batchSize) {
-        apply(batch);
-        batch = [];
-        while (inflight.size >= writers) await Promise.race(inflight);
-        if (failure) break;
-      }
-      if (end) break;
+      if (m.seq >= target || m.info.pending === 0) break;
+      // Decoding and reading overlap the writes in flight, a few batches ahead at most.
+      if (loop.queued >= batchSize) await loop.room(batchSize);
     }
-    if (batch.length > 0 && !failure) apply(batch);
+    await loop.drain();
+  } catch (err) {
+    throw replayFailed(err, options.db);
   } finally {
-    await Promise.all(inflight);
+    await loop.stop();
     await iter.close();
   }
-  if (failure) throw failure.err;
+  const stats = loop.stats;
+  result.messages = stats.applied;
+  result.inserted = stats.inserted;
+  result.skipped = stats.skipped;
+  result.rejected = stats.rejected;
   result.seconds = (performance.now() - started) / 1000;
   return result;
+}
+
+/** A write error of replay, as one line. */
+function replayFailed(err: unknown, db: ProjectionDb): unknown {
+  if (!(err instanceof Error) || err instanceof ProjectionUnavailableError || !("code" in err)) return err;
+  const where = db.kind === "pglite" ? "the embedded database" : "PostgreSQL";
+  return new ProjectionUnavailableError(`replay stopped: ${where} failed: ${describeDbError(err)}`, {
+    cause: err,
+  });
 }
 
 /** A progress bar on a terminal; otherwise a plain line every 10%. */

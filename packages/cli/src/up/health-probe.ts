@@ -9,6 +9,8 @@ export interface HealthProbe {
   status: "ok" | "degraded" | "down";
   version?: string;
   started_at?: number;
+  /** Why a degraded service is degraded. */
+  reason?: string;
   error?: string;
 }
 
@@ -23,8 +25,8 @@ export async function probeHealth(
     const m = await nc.request(n.health(service), new Uint8Array(), { timeout: timeoutMs });
     const parsed = HealthReplySchema.safeParse(decodeJson(m.data));
     if (!parsed.success) return { service, status: "down", error: "malformed health reply" };
-    const { status, version, started_at } = parsed.data;
-    return { service, status, version, started_at };
+    const { status, version, started_at, reason } = parsed.data;
+    return { service, status, version, started_at, ...(reason !== undefined ? { reason } : {}) };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     return { service, status: "down", error: /no responders/i.test(message) ? "no responders" : message };

@@ -1,0 +1,68 @@
+import { ErrorCode, GeodeError } from "@geode/contracts";
+
+/**
+ * The projection database cannot be used right now: PostgreSQL is unreachable or failing, or the
+ * embedded database is owned by a process that does not answer. The message is one line, names
+ * the database without its password, and never carries a stack.
+ */
+export class ProjectionUnavailableError extends GeodeError {
+  override readonly name = "ProjectionUnavailableError";
+
+  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(ErrorCode.Unavailable, message, options);
+  }
+}
+
+/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`: safe to print and log. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparsable URL)";
+  }
+}
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+
+/**
+ * One line for an error from the database driver. Node reports a refused connect to a name with
+ * several addresses as an AggregateError with an empty message, so its first inner error speaks.
+ */
+export function describeDbError(err: unknown): string {
+  if (err instanceof AggregateError && err.message === "" && err.errors.length > 0)
+    return describeDbError(err.errors[0]);
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    const message = err.message.split("\n")[0] || err.name;
+    // SQLSTATE codes (five characters) add what the message may not say; errno codes are in it.
+    return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !message.includes(code)
+      ? `${message} (SQLSTATE ${code})`
+      : message;
+  }
+  return String(err);
+}
+
+/**
+ * True for failures of the connection rather than of the statement: refused or reset
+ * connections, a server shutting down or starting up (SQLSTATE classes 08 and 57P), timeouts.
+ */
+export function isConnectionError(err: unknown): boolean {
+  if (err instanceof AggregateError) return err.errors.some(isConnectionError);
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string" && (CONNECTION_CODES.has(code) || /^(08|57P)/.test(code))) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    err.message,
+  );
+}

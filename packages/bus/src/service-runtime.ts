@@ -77,6 +77,8 @@ export async function runService(
   const n = buildNames(config.namespace);
   const running = await start({ config, nc, names: n, log });
   const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok");
+  // "started" means health answers: the subscription has reached the server.
+  await nc.flush();
   log.info({ namespace: config.namespace, version: GEODE_VERSION }, `${service} started`);
   let stopping = false;
   const shutdown = async (signal: string) => {

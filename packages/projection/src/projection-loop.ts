@@ -225,6 +225,7 @@ export class ProjectionLoop<M extends StreamMessage> {
     const retry = this.options.retry === undefined ? DEFAULT_RETRY : this.options.retry;
     const id = ++nextBatchId;
     for (let attempt = 0; ; attempt++) {
+      const startedAt = outage?.attempt() ?? 0;
       try {
         const result = await writeBatch(this.options.db, {
           consumer,
@@ -234,7 +235,7 @@ export class ProjectionLoop<M extends StreamMessage> {
           extension: rows.extension,
           session: rows.session,
         });
-        outage?.succeeded();
+        outage?.succeeded(startedAt);
         return result;
       } catch (err) {
         this.stats.failedBatches++;
@@ -244,7 +245,7 @@ export class ProjectionLoop<M extends StreamMessage> {
           this.abandonQueue();
           return undefined;
         }
-        if (outage) outage.failed(id, err);
+        if (outage) outage.failed(id, err, startedAt);
         else log.warn({ err, stream }, "batch not written; retrying");
         if (this.stopping) return undefined;
         await this.sleep(backoffDelay(retry, attempt));

@@ -41,6 +41,8 @@ export class ProjectionOutage {
   private reason = "";
   private readonly waiting = new Set<number>();
   private failedAttempts = 0;
+  /** When the last successful attempt started: older attempts that fail later reopen nothing. */
+  private lastSuccessStart = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly log: ProjectionLogger,
@@ -51,8 +53,18 @@ export class ProjectionOutage {
     return this.downSince === undefined ? { status: "ok" } : { status: "degraded", reason: this.reason };
   }
 
-  /** An attempt of `work` (a batch id, or any number naming what waits) failed. */
-  failed(work: number, err: unknown): void {
+  /** Marks the start of an attempt; pass the result to `failed` or `succeeded`. */
+  attempt(): number {
+    return this.now();
+  }
+
+  /**
+   * An attempt of `work` (a batch id, or any number naming what waits), started at `startedAt`,
+   * failed. An attempt that started before the last success is stale news: writers run
+   * concurrently, and one that was already failing must not reopen an outage that just ended.
+   */
+  failed(work: number, err: unknown, startedAt: number = this.now()): void {
+    if (this.downSince === undefined && startedAt < this.lastSuccessStart) return;
     this.reason = `projection database unavailable: ${describeDbError(err)}`;
     this.failedAttempts++;
     this.waiting.add(work);
@@ -61,8 +73,9 @@ export class ProjectionOutage {
     this.log.error({ reason: this.reason }, "projection unavailable; retrying with backoff");
   }
 
-  /** An attempt succeeded: ends the outage, if there was one. */
-  succeeded(): void {
+  /** An attempt that started at `startedAt` succeeded: ends the outage, if there was one. */
+  succeeded(startedAt: number = this.now()): void {
+    this.lastSuccessStart = Math.max(this.lastSuccessStart, startedAt);
     if (this.downSince === undefined) return;
     const downMs = this.now() - this.downSince;
     this.log.info(

@@ -135,9 +135,11 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         },
       });
     projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
-    // Consumption starts once the tables exist; until then health says why it waits.
+    // Consumption starts once the tables exist. A database that is down at start delays that
+    // (health says why) instead of stopping the service.
+    const migrated = ownsDb ? await migrateOnce(db, outage) : true;
     const started = (async () => {
-      if (ownsDb) await retryUntilDone(() => db.migrate(), { retry, outage, stopped: () => stopped });
+      if (!migrated) await retryUntilDone(() => db.migrate(), { retry, outage, stopped: () => stopped });
       if (stopped) return;
       for (const p of projectors) p.start();
       log.info(
@@ -163,18 +165,31 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
   }
 }
 
+/** One migration attempt: false (and the outage reported) when the database cannot be reached. */
+async function migrateOnce(db: ProjectionDb, outage: ProjectionOutage): Promise<boolean> {
+  const startedAt = outage.attempt();
+  try {
+    await db.migrate();
+    return true;
+  } catch (err) {
+    outage.failed(0, err, startedAt);
+    return false;
+  }
+}
+
 /** Runs `work` until it succeeds (or `stopped()`), reporting failures to the outage tracker. */
 async function retryUntilDone(
   work: () => Promise<void>,
   options: { retry: RetryPolicy; outage: ProjectionOutage; stopped: () => boolean },
 ): Promise<void> {
   for (let attempt = 0; !options.stopped(); attempt++) {
+    const startedAt = options.outage.attempt();
     try {
       await work();
-      options.outage.succeeded();
+      options.outage.succeeded(startedAt);
       return;
     } catch (err) {
-      options.outage.failed(0, err);
+      options.outage.failed(0, err, startedAt);
       await new Promise((r) => setTimeout(r, backoffDelay(options.retry, attempt)));
     }
   }

@@ -9,6 +9,7 @@ import { openProjectionDb, type ProjectionDb, readOffsets } from "@geode/project
 import { createRuns } from "@geode/sdk";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countActivity } from "./recorder-support.js";
 
 const TOTAL = 4_000;
 
@@ -32,16 +33,7 @@ describe("activity-recorder crash and replicas", () => {
     rmSync(runsDir, { recursive: true, force: true });
   });
 
-  const count = async (session: string) =>
-    Number(
-      (
-        await db.db
-          .selectFrom("activity_events")
-          .select((eb) => eb.fn.countAll().as("n"))
-          .where("session_id", "=", session)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = (session: string) => countActivity(db, { session });
 
   async function publish(session: string, n: number, runId = ""): Promise<string[]> {
     const bus = await RuntimeEventBus.create({ nc: env().nc, names: env().names, source: "crash-test" });

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -6,6 +5,7 @@ import { RuntimeEventBus } from "@geode/bus";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countActivity, steadyLoad } from "./recorder-support.js";
 
 /** Events per second of the steady load. */
 const RATE = 300;
@@ -16,31 +16,21 @@ describe("activity-recorder replica SIGKILLed under load", () => {
   let bus: RuntimeEventBus;
   const replicas: SpawnedProcess[] = [];
   const runsDir = mkdtempSync(path.join(tmpdir(), "geode-runs-"));
-  let loadTimer: NodeJS.Timeout | undefined;
-  const ids: string[] = [];
+  let load: ReturnType<typeof steadyLoad> | undefined;
 
   beforeAll(async () => {
     db = await openProjectionDb({ ns: env().ns, databaseUrl: env().databaseUrl });
     bus = await RuntimeEventBus.create({ nc: env().nc, names: env().names, source: "failover-test" });
   });
   afterAll(async () => {
-    clearInterval(loadTimer);
+    await load?.stop();
     for (const r of replicas) await r.stop("SIGKILL");
     await db?.close();
     rmSync(runsDir, { recursive: true, force: true });
   });
 
   /** Rows of the events stream up to `seq` (every message of this namespace is one row). */
-  const storedUpTo = async (seq: number) =>
-    Number(
-      (
-        await db.db
-          .selectFrom("activity_events")
-          .select((eb) => eb.fn.countAll().as("n"))
-          .where("stream_seq", "<=", seq)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const storedUpTo = (seq: number) => countActivity(db, { upToSeq: seq });
 
   it("the other replica has every event the dead one held within a few seconds; each exactly once", {
     timeout: 120_000,
@@ -51,13 +41,8 @@ describe("activity-recorder replica SIGKILLed under load", () => {
       replicas.push(r);
       await r.waitForOutput(/activity-recorder consuming/);
     }
-    loadTimer = setInterval(() => {
-      for (let k = 0; k < RATE / 50; k++) {
-        const id = randomUUID();
-        ids.push(id);
-        void bus.emit("turn_completed", { i: ids.length }, { session_id: "s-failover" }, { id });
-      }
-    }, 20);
+    load = steadyLoad(bus, { perSecond: RATE, session: "s-failover" });
+    const ids = load.ids;
     // Both replicas hold batches of the shared consumer by now.
     await new Promise((r) => setTimeout(r, 3_000));
     await replicas[0]!.stop("SIGKILL");
@@ -70,8 +55,7 @@ describe("activity-recorder replica SIGKILLed under load", () => {
     const lagMs = Date.now() - killedAt;
 
     await new Promise((r) => setTimeout(r, 1_000));
-    clearInterval(loadTimer);
-    await bus.flush();
+    await load.stop();
     await waitFor(async () => (await storedUpTo(Number.MAX_SAFE_INTEGER)) === ids.length, 30_000, 50);
     const rows = await db.db.selectFrom("activity_events").select("event_id").execute();
     const distinct = new Set(rows.map((r) => r.event_id));

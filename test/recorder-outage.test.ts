@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +13,7 @@ import {
   waitFor,
 } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countActivity, steadyLoad } from "./recorder-support.js";
 
 /** Events per second of the steady load (the rate at which the recorder used to die). */
 const RATE = 300;
@@ -24,8 +24,7 @@ describe("activity-recorder through PostgreSQL outages under load", () => {
   let db: ProjectionDb;
   let recorder: SpawnedProcess;
   let bus: RuntimeEventBus;
-  const ids: string[] = [];
-  let loadTimer: NodeJS.Timeout | undefined;
+  let load: ReturnType<typeof steadyLoad> | undefined;
   const session = "s-outage";
   const runsDir = mkdtempSync(path.join(tmpdir(), "geode-runs-"));
 
@@ -35,7 +34,7 @@ describe("activity-recorder through PostgreSQL outages under load", () => {
     bus = await RuntimeEventBus.create({ nc: env().nc, names: env().names, source: "outage-test" });
   }, 120_000);
   afterAll(async () => {
-    clearInterval(loadTimer);
+    await load?.stop();
     await recorder?.stop("SIGKILL");
     await db?.close();
     await pgServer?.destroy();
@@ -47,28 +46,7 @@ describe("activity-recorder through PostgreSQL outages under load", () => {
       (await env().nc.request(env().names.health("activity-recorder"), "", { timeout: 5_000 })).json(),
     );
 
-  /** Publishes RATE events a second (in 20 ms steps) until stopped; remembers every id. */
-  function startLoad(): void {
-    const perTick = RATE / 50;
-    loadTimer = setInterval(() => {
-      for (let k = 0; k < perTick; k++) {
-        const id = randomUUID();
-        ids.push(id);
-        void bus.emit("turn_completed", { i: ids.length }, { session_id: session }, { id });
-      }
-    }, 20);
-  }
-
-  const stored = async () =>
-    Number(
-      (
-        await db.db
-          .selectFrom("activity_events")
-          .select((eb) => eb.fn.countAll().as("n"))
-          .where("session_id", "=", session)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const stored = () => countActivity(db, { session });
 
   it("stays up, says degraded with the reason, logs one line down and one up, and catches up with every event once", {
     timeout: 180_000,
@@ -80,7 +58,8 @@ describe("activity-recorder through PostgreSQL outages under load", () => {
       LOG_LEVEL: "info",
     });
     await recorder.waitForOutput(/activity-recorder consuming/);
-    startLoad();
+    load = steadyLoad(bus, { perSecond: RATE, session });
+    const ids = load.ids;
     const measured: string[] = [];
     for (const mode of ["fast", "immediate"] as const) {
       await waitFor(async () => (await stored()) > 0 && (await health()).status === "ok", 30_000, 100);
@@ -106,8 +85,7 @@ describe("activity-recorder through PostgreSQL outages under load", () => {
       await waitFor(async () => (await stored()) >= publishedAtRestart, 60_000, 50);
       measured.push(`${mode}: caught up ${((Date.now() - restarted) / 1000).toFixed(1)} s after restart`);
     }
-    clearInterval(loadTimer);
-    await bus.flush();
+    await load.stop();
     await waitFor(async () => (await stored()) === ids.length, 60_000, 100);
 
     // Every event exactly once.

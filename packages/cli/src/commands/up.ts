@@ -2,6 +2,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, type GeodeConfig, loadConfig } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
+import { redactDatabaseUrl } from "@geode/projection";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
@@ -23,17 +24,6 @@ function firstServer(natsUrl: string): { host: string; port: number } {
   const first = (natsUrl.split(",")[0] ?? "").trim();
   const url = new URL(first.includes("://") ? first : `nats://${first}`);
   return { host: url.hostname, port: url.port === "" ? 4222 : Number(url.port) };
-}
-
-/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`, for the summary line. */
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(set)";
-  }
 }
 
 function connectOnce(config: GeodeConfig, servers: string): Promise<NatsConnection> {
@@ -172,7 +162,7 @@ export const upCommand: Command = {
     const env = { ...io.env, NATS_URL: plan.url };
     io.out(
       `geode up: namespace ${config.namespace}, NATS ${plan.url}${plan.embedded ? " (embedded)" : ""}, ` +
-        `database ${config.databaseUrl ? redactUrl(config.databaseUrl) : "embedded PGlite (.geode/pgdata)"}\n`,
+        `database ${config.databaseUrl ? redactDatabaseUrl(config.databaseUrl) : "embedded PGlite (.geode/pgdata)"}\n`,
     );
     for (const s of services) {
       procs.push(

@@ -56,6 +56,11 @@ describe("each role can do its own job", () => {
     const recorder = await as("activity-recorder");
     await ensureEventStreams(recorder, n);
     await ensureBucket(recorder, n, "runs");
+    const gateway = await as("agent-gateway");
+    await ensureEventStreams(gateway, n);
+    await ensureBucket(gateway, n, "agents");
+    await ensureBucket(gateway, n, "sessions");
+    await ensureBucket(gateway, n, "runs");
     const jsm = await jetstreamManager(await as("operator"));
     const streams: string[] = [];
     for await (const s of jsm.streams.names()) streams.push(s);
@@ -230,6 +235,26 @@ describe("a handler is confined to its own subjects and registration", () => {
   it("cannot serve another handler's subject", async () => {
     const guard = await as("handler-guard");
     const sub = guard.subscribe(n.hookHandler("PreToolUse", "other"));
+    expect(await sub.closed).toMatchObject({ name: "PermissionViolationError" });
+  });
+});
+
+describe("the agent gateway", () => {
+  it("reads the agents an operator writes, but cannot write one itself", async () => {
+    await (await kv(await as("operator"), n.buckets.agents)).put("laptop", json({ name: "laptop" }));
+    const agents = await kv(await as("agent-gateway"), n.buckets.agents);
+    expect((await agents.get("laptop"))?.json()).toEqual({ name: "laptop" });
+    await expect(agents.put("intruder", json({ name: "intruder" }))).rejects.toThrow(denied);
+    await expect(agents.delete("laptop")).rejects.toThrow(denied);
+  });
+
+  it("cannot write receipts or registrations, nor answer approvals", async () => {
+    const gateway = await as("agent-gateway");
+    await expect((await kv(gateway, n.buckets.toolReceipts)).put("s1.c9", json({}))).rejects.toThrow(denied);
+    await expect((await kv(gateway, n.buckets.hookHandlers)).put("Stop.fake", json({}))).rejects.toThrow(
+      denied,
+    );
+    const sub = gateway.subscribe(n.approvalRequest);
     expect(await sub.closed).toMatchObject({ name: "PermissionViolationError" });
   });
 });

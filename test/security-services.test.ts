@@ -1,5 +1,6 @@
 import { startActivityRecorder } from "@geode/activity-recorder";
-import { HookName } from "@geode/contracts";
+import { startAgentGateway } from "@geode/agent-gateway";
+import { CLAUDE_CODE_HOOK_PATH, HookName } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
 import {
   createHookClient,
@@ -15,9 +16,10 @@ import { startVerifier } from "@geode/verifier";
 import type { NatsConnection } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addAgent, ccInput } from "./gateway-support.js";
 import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
-// The four services, a handler, an approver, a tool provider and the runtime, each connected to a
+// The five services, a handler, an approver, a tool provider and the runtime, each connected to a
 // nats-server that runs the generated per-role configuration, each as its own user.
 const env = useTestEnv(); // namespace and Postgres schema (dropped afterwards)
 let secured: SecuredNats;
@@ -121,6 +123,37 @@ describe("the services on a secured NATS, each with its own user", () => {
     } finally {
       await db.end();
     }
+
+    // The agent gateway (its own user): Claude Code's calls reach the same guard, verifier and approver.
+    const operator = await as("operator");
+    const token = await addAgent({ ...env(), nc: operator }, "laptop");
+    const gateway = await startAgentGateway({
+      nc: await as("agent-gateway"),
+      names,
+      config: { host: "127.0.0.1", port: 0 },
+    });
+    stops.push(() => gateway.stop());
+    await waitFor(() => gateway.agents() === 1);
+    const post = async (body: unknown) =>
+      (await fetch(`${gateway.url}${CLAUDE_CODE_HOOK_PATH}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      }).then((r) => r.json())) as unknown;
+    const session = { session_id: "cc-1", prompt_id: "p-1" };
+    expect(
+      await post(ccInput("PreToolUse", { tool_name: "shell", tool_input: { cmd: "rm -rf /" } }, session)),
+    ).toMatchObject({
+      hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: "guard: no shell" },
+    });
+    expect(
+      await post(ccInput("PermissionRequest", { tool_name: "Bash", tool_input: { command: "ls" } }, session)),
+    ).toEqual({
+      hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "allow" } },
+    });
+    expect(await post(ccInput("Stop", { last_assistant_message: "Listed." }, session))).toEqual({});
+    expect(await post(ccInput("SessionEnd", { reason: "other" }, session))).toEqual({});
+
     expect(violations).toEqual([]);
   }, 120_000);
 });

@@ -28,7 +28,8 @@ interface Run {
 function geode(args: string[], env: Record<string, string>, cwd: string): Run {
   const child = spawn(process.execPath, ["--import", TSX_LOADER, CLI, ...args], {
     cwd,
-    env: { ...process.env, ...env },
+    // The agent gateway listens on a free port, never on the default one.
+    env: { ...process.env, GEODE_GATEWAY_ADDR: "127.0.0.1:0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -95,9 +96,12 @@ const env = useTestEnv();
 describe("geode up", () => {
   it("starts every service against the configured NATS, reports ready, and stops all on SIGINT", async () => {
     expect(SERVICES.length).toBeGreaterThan(0);
-    const run = geode(["up"], env().env, REPO_ROOT);
+    const run = geode(["up"], { ...env().env, LOG_LEVEL: "info" }, REPO_ROOT);
     try {
       await run.waitFor(/geode up: ready/);
+      // The agent gateway's HTTP front door answers too.
+      const [, url] = await run.waitFor(/agent-gateway listening on (http:\/\/[0-9.:]+)/);
+      expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
       const pids = pidsOf(run.output(), SERVICES);
       expect([...pids.keys()].sort()).toEqual([...SERVICES].sort());
       for (const s of SERVICES) {

@@ -21,6 +21,7 @@ export type NatsRole =
   | "tool-executor"
   | "verifier"
   | "activity-recorder"
+  | "agent-gateway"
   | "handler"
   | "tool-provider"
   | "approver"
@@ -116,6 +117,16 @@ const emitEvents = (n: Names) => [
   ...provisionStream(n.timelineStream),
 ];
 
+/** Keep session and run records (the runtime, and the agent gateway for the agents it fronts). */
+const ownSessionsAndRuns = (n: Names) => [
+  ...readBucket(n.buckets.sessions),
+  ...provisionBucket(n.buckets.sessions),
+  ...writeBucket(n.buckets.sessions),
+  ...readBucket(n.buckets.runs),
+  ...provisionBucket(n.buckets.runs),
+  ...writeBucket(n.buckets.runs),
+];
+
 const uniq = (xs: string[]) => [...new Set(xs)];
 
 function user(
@@ -157,12 +168,7 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         `${n.ns}.health.>`,
         ...jsInfo,
         ...emitEvents(n),
-        ...readBucket(b.sessions),
-        ...provisionBucket(b.sessions),
-        ...writeBucket(b.sessions),
-        ...readBucket(b.runs),
-        ...provisionBucket(b.runs),
-        ...writeBucket(b.runs),
+        ...ownSessionsAndRuns(n),
       ],
       subscribe: [],
     }),
@@ -226,6 +232,25 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...provisionBucket(b.runs),
       ],
       subscribe: [n.health("activity-recorder")],
+      allowResponses: true,
+    }),
+    // The agent gateway plays the runtime for agents with hook systems of their own: it invokes
+    // hooks, verifies, asks approvers, publishes its sessions' events and timeline, keeps their
+    // session and run records, and reads (never writes) the agents bucket.
+    user("agent-gateway", "agent-gateway", {
+      publish: [
+        n.hookInvokeAll,
+        n.hookCancelAll,
+        n.verifyFinalize,
+        n.approvalRequest,
+        n.health("agent-gateway"),
+        ...jsInfo,
+        ...emitEvents(n),
+        ...ownSessionsAndRuns(n),
+        ...readBucket(b.agents),
+        ...provisionBucket(b.agents),
+      ],
+      subscribe: [n.health("agent-gateway")],
       allowResponses: true,
     }),
     // Approvers answer `{ns}.approval.request` (queue group `approvers`) and nothing else.

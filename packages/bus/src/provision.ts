@@ -74,6 +74,7 @@ const BUCKET_HISTORY: Record<BucketName, number> = {
   sessions: 5,
   runs: 1,
   tools: 1,
+  agents: 1,
 };
 
 /** Opens a KV bucket, creating it (file storage) if absent; never reconfigures an existing one. */

@@ -1,4 +1,13 @@
 export {
+  CLAUDE_CODE_EVENTS,
+  CLAUDE_CODE_HOOK_PATH,
+  ClaudeCodeEventFields,
+  type ClaudeCodeEventName,
+  type ClaudeCodeHookInput,
+  ClaudeCodeHookInputSchema,
+  type ClaudeCodeHookOutput,
+} from "./claude-code.js";
+export {
   CORRELATION_FIELDS,
   type Correlation,
   type CorrelationInput,
@@ -74,6 +83,7 @@ export {
 } from "./hook-payloads.js";
 export * from "./messages.js";
 export {
+  AGENT_NAME_PATTERN,
   DEFAULT_NAMESPACE,
   HANDLER_NAME_PATTERN,
   INVOCATION_ID_HEADER,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { CorrelationInputSchema } from "./correlation.js";
 import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
 import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
-import { HANDLER_NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
+import { AGENT_NAME_PATTERN, HANDLER_NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
 import { sha256 } from "./sanitize.js";
 
 const correlationIn = CorrelationInputSchema.default(CorrelationInputSchema.parse({}));
@@ -236,6 +236,19 @@ export const RunRecordSchema = z.strictObject({
   closed_at: z.number().int().nullable(),
 });
 export type RunRecord = z.infer<typeof RunRecordSchema>;
+
+// ---- agents (KV {ns}_agents, key = agent name) ----
+
+export const AgentNameSchema = z
+  .string()
+  .regex(AGENT_NAME_PATTERN, "agent names match [a-z0-9][a-z0-9_-]{0,63}");
+/** An agent allowed to call the agent gateway: its bearer token is kept only as a SHA-256 hex digest. */
+export const AgentRecordSchema = z.strictObject({
+  name: AgentNameSchema,
+  token_sha256: z.string().regex(/^[0-9a-f]{64}$/, "token_sha256 is a SHA-256 hex digest"),
+  created_at: z.number().int(),
+});
+export type AgentRecord = z.infer<typeof AgentRecordSchema>;
 
 // ---- health ----
 

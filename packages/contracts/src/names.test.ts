@@ -29,6 +29,7 @@ describe("names(ns)", () => {
       sessions: "acme_1_sessions",
       runs: "acme_1_runs",
       tools: "acme_1_tools",
+      agents: "acme_1_agents",
     });
     expect(n.pgSchema).toBe("acme_1");
     expect(n.handlerKey("PreToolUse", "guard")).toBe("PreToolUse.guard");

@@ -12,8 +12,16 @@ export const HANDLER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const INVOCATION_ID_HEADER = "Geode-Invocation-Id";
 export const INVOCATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Agent names (KV `{ns}_agents` keys) of the agent gateway. */
+export const AGENT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
-export const SERVICE_NAMES = ["hook-dispatcher", "tool-executor", "verifier", "activity-recorder"] as const;
+export const SERVICE_NAMES = [
+  "hook-dispatcher",
+  "tool-executor",
+  "verifier",
+  "activity-recorder",
+  "agent-gateway",
+] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** The durable consumer the activity-recorder replicas share on each stream. */
@@ -60,6 +68,7 @@ export interface Names {
     readonly sessions: string;
     readonly runs: string;
     readonly tools: string;
+    readonly agents: string;
   };
   /** Postgres schema of the projection. */
   readonly pgSchema: string;
@@ -118,6 +127,7 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       sessions: `${ns}_sessions`,
       runs: `${ns}_runs`,
       tools: `${ns}_tools`,
+      agents: `${ns}_agents`,
     },
     pgSchema: ns,
     handlerKey: (hook, handler) => `${hook}.${handler}`,

@@ -1,10 +1,13 @@
 import type { Command } from "../command.js";
+import { agentsAddCommand, agentsLsCommand, agentsRmCommand } from "./agents.js";
 import { approvalsWatchCommand } from "./approvals.js";
+import { connectClaudeCodeCommand } from "./connect.js";
 import { demoCommand } from "./demo.js";
 import { docsCommand } from "./docs.js";
 import { eventsTailCommand } from "./events.js";
 import { handlersLsCommand, handlersRmCommand } from "./handlers.js";
 import { healthCommand } from "./health.js";
+import { hookShimCommand } from "./hook-shim.js";
 import { pruneCommand } from "./prune.js";
 import { receiptsLsCommand, receiptsResolveCommand, receiptsShowCommand } from "./receipts.js";
 import { replayCommand } from "./replay.js";
@@ -27,4 +30,9 @@ export const COMMANDS: Command[] = [
   receiptsLsCommand,
   receiptsShowCommand,
   receiptsResolveCommand,
+  agentsAddCommand,
+  agentsLsCommand,
+  agentsRmCommand,
+  connectClaudeCodeCommand,
+  hookShimCommand,
 ];

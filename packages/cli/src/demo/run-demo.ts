@@ -122,7 +122,7 @@ function median(values: number[]): number {
 }
 
 /**
- * Runs the whole demo: the four services and the example handlers as processes, the scripted
+ * Runs the whole demo: the plane's services (all but the agent gateway) and the example handlers as processes, the scripted
  * session, then the audit read back from the Postgres projection and the run's events.jsonl.
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
@@ -164,7 +164,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     else delete env["DATABASE_URL"];
 
     progress(`namespace ${ns}; starting the services`);
-    for (const s of discoverServices()) {
+    // The scripted session is the demo's runtime; the agent gateway (an HTTP port of its own) is
+    // not needed, and may already be bound by a running `geode up`.
+    for (const s of discoverServices().filter((d) => d.name !== "agent-gateway")) {
       services.push(spawnServiceProcess(s, env, (name, line) => progress(`[${name}] ${line}`)));
     }
     const conn = await connectGeode({ natsUrl, namespace: ns, name: "demo-runtime" });

@@ -1,0 +1,128 @@
+import { randomBytes } from "node:crypto";
+import { parseArgs } from "node:util";
+import { connectBus, ensureBucket, isRevisionConflict, loadConfig } from "@geode/bus";
+import {
+  AgentNameSchema,
+  type AgentRecord,
+  AgentRecordSchema,
+  names as buildNames,
+  sha256,
+} from "@geode/contracts";
+import type { KV } from "@nats-io/kv";
+import { type Command, type CommandIO, UsageError } from "../command.js";
+import { renderTable } from "../render-table.js";
+
+/** A fresh bearer token: 256 random bits, prefixed so it is recognisable in a secret scanner. */
+export function newAgentToken(): string {
+  return `geode_agent_${randomBytes(32).toString("base64url")}`;
+}
+
+async function withAgents<T>(io: CommandIO, body: (kv: KV) => Promise<T>): Promise<T | number> {
+  const config = loadConfig(io.env);
+  const n = buildNames(config.namespace);
+  let nc: Awaited<ReturnType<typeof connectBus>>;
+  try {
+    nc = await connectBus(config, "geode-agents");
+  } catch (err) {
+    io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
+    return 1;
+  }
+  try {
+    return await body(await ensureBucket(nc, n, "agents"));
+  } finally {
+    await nc.close();
+  }
+}
+
+function agentName(value: string | undefined): string {
+  if (value === undefined) throw new UsageError("give an agent name");
+  const parsed = AgentNameSchema.safeParse(value);
+  if (!parsed.success) throw new UsageError(`agent names match [a-z0-9][a-z0-9_-]{0,63}, got ${value}`);
+  return parsed.data;
+}
+
+/**
+ * `geode agents add NAME`: creates an agent allowed to call the agent gateway and prints its
+ * bearer token once, alone on the last line; KV `{ns}_agents` keeps only its SHA-256.
+ */
+export const agentsAddCommand: Command = {
+  path: ["agents", "add"],
+  summary: "create an agent for the agent gateway and print its bearer token (once)",
+  usage: "geode agents add <name>",
+  async run(args, io) {
+    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+    if (positionals.length > 1) throw new UsageError("give one agent name");
+    const name = agentName(positionals[0]);
+    const token = newAgentToken();
+    const record: AgentRecord = { name, token_sha256: sha256(token), created_at: Date.now() };
+    return withAgents(io, async (kv) => {
+      try {
+        await kv.create(name, JSON.stringify(record));
+      } catch (err) {
+        if (!isRevisionConflict(err)) throw err;
+        io.err(`agent ${name} already exists (remove it first with 'geode agents rm ${name}')\n`);
+        return 1;
+      }
+      io.out(
+        `agent ${name} added. Its token is shown only now; Claude Code reads it from GEODE_AGENT_TOKEN:\n${token}\n`,
+      );
+      return 0;
+    });
+  },
+};
+
+export const agentsLsCommand: Command = {
+  path: ["agents", "ls"],
+  summary: "list the agents allowed to call the agent gateway",
+  usage: "geode agents ls [--json]",
+  async run(args, io) {
+    const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
+    return withAgents(io, async (kv) => {
+      const agents: AgentRecord[] = [];
+      for await (const key of await kv.keys()) {
+        const entry = await kv.get(key);
+        if (entry?.operation !== "PUT") continue;
+        const parsed = AgentRecordSchema.safeParse(entry.json());
+        if (parsed.success) agents.push(parsed.data);
+        else io.err(`skipping malformed agent record ${key}\n`);
+      }
+      agents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      if (values.json) {
+        io.out(`${JSON.stringify(agents.map(({ name, created_at }) => ({ name, created_at })))}\n`);
+        return 0;
+      }
+      if (agents.length === 0) {
+        io.out("no agents (add one with 'geode agents add <name>')\n");
+        return 0;
+      }
+      io.out(
+        renderTable(
+          ["name", "created"],
+          agents.map((a) => [a.name, new Date(a.created_at).toISOString()]),
+        ),
+      );
+      return 0;
+    });
+  },
+};
+
+export const agentsRmCommand: Command = {
+  path: ["agents", "rm"],
+  summary: "remove an agent: its token stops working at once",
+  usage: "geode agents rm <name>",
+  async run(args, io) {
+    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+    if (positionals.length > 1) throw new UsageError("give one agent name");
+    const name = agentName(positionals[0]);
+    return withAgents(io, async (kv) => {
+      const entry = await kv.get(name);
+      if (entry?.operation !== "PUT") {
+        io.err(`no agent ${name}\n`);
+        return 1;
+      }
+      await kv.purge(name);
+      io.out(`removed agent ${name}\n`);
+      return 0;
+    });
+  },
+};

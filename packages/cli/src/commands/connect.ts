@@ -1,0 +1,85 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "@geode/bus";
+import { type Command, UsageError } from "../command.js";
+import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
+import { hookEndpoint } from "./hook-shim.js";
+
+/** `'…'` for a POSIX shell. */
+const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** The command that runs this CLI's hook shim (this Node, this checkout's `geode`). */
+export function shimCommand(hookUrl: string, failClosed: boolean): string {
+  const bin = path.resolve(import.meta.dirname, "../../bin/geode.mjs");
+  return [process.execPath, bin, "hook-shim", "--url", hookUrl]
+    .map(shellQuote)
+    .concat(failClosed ? ["--fail-closed"] : [])
+    .join(" ");
+}
+
+/**
+ * `geode connect claude-code`: prints the Claude Code `hooks` settings that send every mapped
+ * event to the agent gateway, or merges them into a settings file (keeping the hooks there).
+ */
+export const connectClaudeCodeCommand: Command = {
+  path: ["connect", "claude-code"],
+  summary: "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway",
+  usage: "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-closed]",
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        url: { type: "string" },
+        write: { type: "string" },
+        "fail-closed": { type: "boolean", default: false },
+      },
+    });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+    let hookUrl: string;
+    try {
+      hookUrl = hookEndpoint(values.url, io.env);
+    } catch {
+      throw new UsageError(`--url is not a URL: ${values.url}`);
+    }
+    const failClosed = values["fail-closed"] === true;
+    const hooks = claudeCodeHooks({
+      hookUrl,
+      shimCommand: shimCommand(hookUrl, failClosed),
+      approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
+      failClosed,
+    });
+    if (values.write === undefined) {
+      io.out(`${JSON.stringify({ hooks }, null, 2)}\n`);
+      return 0;
+    }
+    const file = path.resolve(values.write);
+    let current: unknown = {};
+    if (existsSync(file)) {
+      const text = readFileSync(file, "utf8");
+      try {
+        current = text.trim() === "" ? {} : (JSON.parse(text) as unknown);
+      } catch {
+        io.err(`${file} is not valid JSON; nothing written\n`);
+        return 1;
+      }
+    }
+    let merged: Record<string, unknown>;
+    try {
+      merged = mergeHooks(current, hooks);
+    } catch (err) {
+      io.err(`${file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
+      return 1;
+    }
+    mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.geode-${process.pid}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`);
+    renameSync(tmp, file);
+    io.out(
+      `wrote the hooks of ${Object.keys(hooks).length} Claude Code events to ${file} (gateway ${hookUrl}).\n` +
+        `Claude Code reads the agent token from ${TOKEN_ENV}.\n`,
+    );
+    return 0;
+  },
+};

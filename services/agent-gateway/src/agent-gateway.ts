@@ -1,0 +1,73 @@
+import { type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
+import type { Names } from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { AgentDirectory } from "./agent-directory.js";
+import { handleClaudeCodeHook } from "./claude-code/claude-code-hook.js";
+import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
+import { startHttpServer } from "./http-server.js";
+import { createPlane } from "./plane.js";
+import { SessionTracker } from "./session-tracker.js";
+
+export interface AgentGatewayOptions {
+  nc: NatsConnection;
+  names: Names;
+  log?: Logger;
+  /** Listen address and limits; fields given here override the environment's. */
+  config?: Partial<GatewayConfig>;
+  /** Publisher of events and timeline records (default: a bus with source `agent-gateway`). */
+  events?: RuntimeEventBus;
+}
+
+export interface AgentGateway {
+  /** `http://host:port` as bound. */
+  readonly url: string;
+  /** Agents currently known (tests and health). */
+  agents(): number;
+  /** Stops taking requests, answers the ones in flight, flushes its events. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the agent gateway (DESIGN §11): HTTP for agents with hook systems of their own, each call
+ * mapped to the plane's hooks, verifier and approvers. Stateless apart from NATS: replicas behind
+ * any HTTP balancer share nothing but the plane.
+ */
+export async function startAgentGateway(options: AgentGatewayOptions): Promise<AgentGateway> {
+  const { nc, names } = options;
+  const log = options.log ?? silentLogger();
+  const config: GatewayConfig = { ...gatewayConfig(), ...options.config };
+  const events =
+    options.events ?? (await RuntimeEventBus.create({ nc, names, source: "agent-gateway", log }));
+  const plane = await createPlane({
+    nc,
+    names,
+    events,
+    log,
+    hookTimeoutMs: config.hookTimeoutMs,
+    verifyTimeoutMs: config.verifyTimeoutMs,
+    approvalTimeoutMs: config.approvalTimeoutMs,
+  });
+  const directory = await AgentDirectory.start(plane);
+  const sessions = new SessionTracker(plane, log);
+  const http = await startHttpServer({
+    host: config.host,
+    port: config.port,
+    maxBodyBytes: config.maxBodyBytes,
+    log,
+    routes: {
+      identify: (authorization) => directory.identify(authorization),
+      claudeCodeHook: (body, signal) => handleClaudeCodeHook({ plane, sessions, log }, body, signal),
+      healthy: () => plane.connected(),
+    },
+  });
+  log.info({ url: http.url }, `agent-gateway listening on ${http.url}`);
+  return {
+    url: http.url,
+    agents: () => directory.size(),
+    async stop() {
+      await http.close();
+      directory.stop();
+      if (!options.events) await events.close();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import type { ClaudeCodeHookOutput, DispatchOutcome } from "@geode/contracts";
+
+/** `handler: reason` of the first decision with one of `actions`, else `fallback by handler`. */
+export function decisionReason(
+  outcome: DispatchOutcome,
+  actions: readonly string[],
+  fallback: string,
+): string {
+  const d = outcome.decisions.find((x) => actions.includes(x.action));
+  if (!d) return fallback;
+  return d.reason ? `${d.handler}: ${d.reason}` : `${fallback} by ${d.handler}`;
+}
+
+/** True when the chain stopped with `block` (a handler's, or a closed guard's failure). */
+export function isBlocked(outcome: DispatchOutcome, action = "block"): boolean {
+  return outcome.blocked || outcome.decisions.some((d) => d.action === action);
+}
+
+export const NOTHING: ClaudeCodeHookOutput = {};
+
+/** PreToolUse: the tool call does not run; the reason is shown to Claude. */
+export function denyTool(reason: string, updatedInput?: Record<string, unknown>): ClaudeCodeHookOutput {
+  return preToolUse("deny", reason, updatedInput);
+}
+
+export function preToolUse(
+  permissionDecision: "allow" | "deny" | "ask" | undefined,
+  reason: string | undefined,
+  updatedInput?: Record<string, unknown>,
+): ClaudeCodeHookOutput {
+  return {
+    hookSpecificOutput: {
+      hookEventName: "PreToolUse",
+      ...(permissionDecision ? { permissionDecision } : {}),
+      ...(reason ? { permissionDecisionReason: reason } : {}),
+      ...(updatedInput ? { updatedInput } : {}),
+    },
+  };
+}
+
+/** PermissionRequest: Claude Code's permission prompt answered for its user. */
+export function permissionAnswer(behavior: "allow" | "deny", message?: string): ClaudeCodeHookOutput {
+  return {
+    hookSpecificOutput: {
+      hookEventName: "PermissionRequest",
+      decision: behavior === "allow" ? { behavior } : { behavior, ...(message ? { message } : {}) },
+    },
+  };
+}
+
+/** `{"decision": "block", "reason"}`: the prompt is not sent, the result is flagged, or Claude goes on. */
+export function block(reason: string): ClaudeCodeHookOutput {
+  return { decision: "block", reason };
+}
+
+/** `{"continue": false, "stopReason"}`: Claude Code stops and shows the reason. */
+export function stopWith(stopReason: string): ClaudeCodeHookOutput {
+  return { continue: false, stopReason };
+}

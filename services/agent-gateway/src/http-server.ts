@@ -1,0 +1,163 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "@geode/bus";
+import { CLAUDE_CODE_HOOK_PATH, ErrorCode } from "@geode/contracts";
+
+export interface HttpRoutes {
+  /** The agent a bearer token belongs to, or null. */
+  identify(authorization: string | undefined): string | null;
+  /** Handles a parsed Claude Code hook body. */
+  claudeCodeHook(body: unknown, signal: AbortSignal): Promise<{ status: number; body: unknown }>;
+  /** Whether the gateway can reach the plane now (for `/healthz`). */
+  healthy(): boolean;
+}
+
+export interface GatewayHttpServer {
+  readonly server: Server;
+  /** `http://host:port` as bound (port 0 resolved). */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+function send(res: ServerResponse, status: number, body: unknown, close = false): void {
+  const data = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(data),
+    ...(close ? { connection: "close" } : {}),
+  });
+  res.end(data);
+}
+
+const error = (code: string, message: string) => ({ error: { code, message } });
+
+/** Reads a body of at most `limit` bytes; null when it is larger (the rest is drained, not kept). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      resolve(null);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on("data", (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > limit) {
+        over = true;
+        chunks.length = 0;
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => {
+      if (!over) resolve(Buffer.concat(chunks, size));
+    });
+    req.on("error", reject);
+  });
+}
+
+/**
+ * The gateway's HTTP front door (node:http): `GET /healthz`, `POST /v1/claude-code/hook`.
+ * Every request to the hook path needs a known bearer token (401 otherwise, nothing invoked); a
+ * body over `maxBodyBytes` is 413, one that is not a UTF-8 JSON object is 400.
+ */
+export async function startHttpServer(options: {
+  host: string;
+  port: number;
+  maxBodyBytes: number;
+  routes: HttpRoutes;
+  log: Logger;
+}): Promise<GatewayHttpServer> {
+  const { routes, log, maxBodyBytes } = options;
+  const inflight = new Set<Promise<void>>();
+
+  const hook = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (routes.identify(req.headers.authorization) === null) {
+      req.resume();
+      send(res, 401, error(ErrorCode.PolicyDenied, "missing or unknown bearer token"), true);
+      return;
+    }
+    const raw = await readBody(req, maxBodyBytes);
+    if (raw === null) {
+      send(res, 413, error(ErrorCode.InvalidRequest, `request body over ${maxBodyBytes} bytes`), true);
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(decoder.decode(raw));
+    } catch {
+      send(res, 400, error(ErrorCode.InvalidRequest, "body is not UTF-8 JSON"));
+      return;
+    }
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      send(res, 400, error(ErrorCode.InvalidRequest, "body must be a JSON object"));
+      return;
+    }
+    // Claude Code gives up after its hook timeout: stop the work it no longer waits for.
+    const ac = new AbortController();
+    res.once("close", () => {
+      if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
+    });
+    const reply = await routes.claudeCodeHook(body, ac.signal);
+    if (!res.destroyed) send(res, reply.status, reply.body);
+  };
+
+  const server = createServer((req, res) => {
+    const url = req.url ?? "/";
+    const path = url.split("?", 1)[0];
+    let work: Promise<void>;
+    if (path === "/healthz") {
+      if (req.method !== "GET" && req.method !== "HEAD")
+        work = Promise.resolve(send(res, 405, error(ErrorCode.InvalidRequest, "use GET")));
+      else
+        work = Promise.resolve(
+          routes.healthy() ? send(res, 200, { status: "ok" }) : send(res, 503, { status: "unavailable" }),
+        );
+    } else if (path === CLAUDE_CODE_HOOK_PATH) {
+      if (req.method !== "POST") {
+        req.resume();
+        work = Promise.resolve(send(res, 405, error(ErrorCode.InvalidRequest, "use POST")));
+      } else work = hook(req, res);
+    } else {
+      req.resume();
+      work = Promise.resolve(send(res, 404, error(ErrorCode.InvalidRequest, `no route ${path}`)));
+    }
+    const p = work
+      .catch((err: unknown) => {
+        log.error({ err_type: err instanceof Error ? err.name : typeof err }, "request failed");
+        if (!res.headersSent) send(res, 500, error(ErrorCode.Internal, "internal error"), true);
+      })
+      .finally(() => inflight.delete(p));
+    inflight.add(p);
+  });
+  server.keepAliveTimeout = 65_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  return {
+    server,
+    url: `http://${host}:${addr.port}`,
+    async close() {
+      // Stop taking connections, answer what is in flight, then drop idle keep-alive sockets.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      while (inflight.size > 0) await Promise.allSettled([...inflight]);
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,10 @@
+export { AgentDirectory } from "./agent-directory.js";
+export { type AgentGateway, type AgentGatewayOptions, startAgentGateway } from "./agent-gateway.js";
+export { handleClaudeCodeHook, unavailableOutput } from "./claude-code/claude-code-hook.js";
+export {
+  DEFAULT_GATEWAY_ADDR,
+  DEFAULT_MAX_BODY_BYTES,
+  type GatewayConfig,
+  GatewayConfigError,
+  gatewayConfig,
+} from "./gateway-config.js";

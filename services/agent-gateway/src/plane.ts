@@ -1,0 +1,195 @@
+/**
+ * Everything the gateway asks of the plane over NATS, in one place: invoke a hook, verify a
+ * candidate, ask a human approver, publish events and timeline records, keep session and run
+ * records, and follow the agents bucket. The rest of the gateway sees only this interface.
+ */
+import { ensureBucket, type Logger, RequestFailedError, type RuntimeEventBus, requestJson } from "@geode/bus";
+import {
+  type AgentRecord,
+  AgentRecordSchema,
+  type ApprovalReply,
+  ApprovalReplySchema,
+  type ApprovalRequest,
+  type Correlation,
+  type DispatchOutcome,
+  type HookName,
+  type HookPayloadInput,
+  type Names,
+  type RuntimeEvent,
+  type SessionRecord,
+  type TimelineKind,
+  type VerifyFinalizeRequest,
+  type VerifyReply,
+} from "@geode/contracts";
+import { createHookClient, createRuns, createVerifyClient, SessionStore } from "@geode/sdk";
+import type { KvWatchEntry } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+export { KeepRecord } from "@geode/sdk";
+
+/** A human approver's answer, or why there was none. */
+export type ApprovalAnswer =
+  | (ApprovalReply & { source: "approver" })
+  | { source: "no_approver" | "timeout" | "invalid_reply" | "error"; reason: string };
+
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+}
+
+export interface Plane {
+  readonly names: Names;
+  /** Invokes a public hook through the hook-dispatcher (cancelled with `signal`). */
+  invokeHook<H extends HookName>(
+    hook: H,
+    payload: HookPayloadInput<H>,
+    correlation: Correlation,
+    options?: CallOptions,
+  ): Promise<DispatchOutcome>;
+  /** `{ns}.verify.finalize`. */
+  finalize(request: VerifyFinalizeRequest, options?: CallOptions): Promise<VerifyReply>;
+  /** `{ns}.approval.request` (queue group `approvers`; the first reply wins). */
+  requestApproval(request: ApprovalRequest, options?: CallOptions): Promise<ApprovalAnswer>;
+  /** Publishes a runtime event (never throws; failures are counted by the bus). */
+  emit(event: RuntimeEvent, payload: Record<string, unknown>, correlation: Correlation, id?: string): void;
+  /** Publishes a timeline record (never throws). */
+  timeline(kind: TimelineKind, payload: Record<string, unknown>, correlation: Correlation): void;
+  /** Revision-checked update of a session record (KV `{ns}_sessions`); throw `KeepRecord` to keep it. */
+  mutateSession(
+    sessionId: string,
+    update: (current: SessionRecord | null) => SessionRecord,
+  ): Promise<{ written: boolean; value: SessionRecord | null }>;
+  openRun(runId: string): Promise<void>;
+  closeRun(runId: string): Promise<void>;
+  /**
+   * Follows KV `{ns}_agents`: `apply` gets every current entry, then each change (null = deleted);
+   * resolves once the current entries were applied.
+   */
+  followAgents(apply: (name: string, record: AgentRecord | null) => void): Promise<{ stop(): void }>;
+  /** True while the NATS connection is up. */
+  connected(): boolean;
+}
+
+export interface PlaneOptions {
+  nc: NatsConnection;
+  names: Names;
+  events: RuntimeEventBus;
+  log: Logger;
+  hookTimeoutMs: number;
+  verifyTimeoutMs: number;
+  approvalTimeoutMs: number;
+}
+
+export async function createPlane(options: PlaneOptions): Promise<Plane> {
+  const { nc, names: n, events, log } = options;
+  const conn = { nc, names: n };
+  const sessions = await SessionStore.open(conn);
+  const runs = createRuns(conn);
+  const hooks = createHookClient(nc, n);
+  const verify = createVerifyClient(conn);
+  let up = true;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") up = false;
+      else if (s.type === "reconnect") up = true;
+    }
+  })().catch(() => undefined);
+
+  return {
+    names: n,
+
+    invokeHook(hook, payload, correlation, callOptions = {}) {
+      return hooks.invoke(hook, payload, correlation, {
+        timeoutMs: options.hookTimeoutMs,
+        ...(callOptions.signal ? { signal: callOptions.signal } : {}),
+      });
+    },
+
+    finalize(request, callOptions = {}) {
+      return verify.finalize(request, {
+        timeoutMs: options.verifyTimeoutMs,
+        ...(callOptions.signal ? { signal: callOptions.signal } : {}),
+      });
+    },
+
+    async requestApproval(request, callOptions = {}) {
+      const timeoutMs = Math.max(1, options.approvalTimeoutMs);
+      try {
+        const body = await requestJson(nc, n.approvalRequest, request, {
+          timeoutMs,
+          signal: callOptions.signal,
+        });
+        const parsed = ApprovalReplySchema.safeParse(body);
+        if (!parsed.success) return { source: "invalid_reply", reason: "invalid approver reply" };
+        return { ...parsed.data, source: "approver" };
+      } catch (err) {
+        if (err instanceof RequestFailedError && err.failure === "no_responders")
+          return { source: "no_approver", reason: "no approver available" };
+        if (err instanceof RequestFailedError && err.failure === "timeout")
+          return { source: "timeout", reason: `no approval within ${timeoutMs} ms` };
+        if (callOptions.signal?.aborted) throw err;
+        return { source: "error", reason: err instanceof Error ? err.message : String(err) };
+      }
+    },
+
+    emit(event, payload, correlation, id) {
+      void events.emit(event, payload, correlation, id === undefined ? {} : { id });
+    },
+
+    timeline(kind, payload, correlation) {
+      void events.timeline(kind, payload, correlation);
+    },
+
+    async mutateSession(sessionId, update) {
+      const r = await sessions.mutate(sessionId, update);
+      return { written: r.written, value: r.value };
+    },
+
+    async openRun(runId) {
+      await runs.open(runId);
+    },
+
+    async closeRun(runId) {
+      await runs.close(runId);
+    },
+
+    async followAgents(apply) {
+      const kv = await ensureBucket(nc, n, "agents");
+      // The newest message of the bucket's stream is some key's newest entry: once the watch has
+      // delivered it, every current agent was applied.
+      const status = await kv.status();
+      const lastSeq = status.streamInfo.state.last_seq;
+      let markReady: () => void = () => undefined;
+      const ready = new Promise<void>((resolve) => {
+        markReady = resolve;
+      });
+      if (status.streamInfo.state.messages === 0) markReady();
+      const watcher = await kv.watch({ key: ">" });
+      const onEntry = (e: KvWatchEntry) => {
+        if (e.operation !== "PUT") return apply(e.key, null);
+        let record: AgentRecord | null = null;
+        try {
+          const parsed = AgentRecordSchema.safeParse(e.json());
+          if (parsed.success && parsed.data.name === e.key) record = parsed.data;
+        } catch {
+          // not JSON: treated as absent
+        }
+        if (!record) log.warn({ key: e.key }, "ignoring malformed agent record");
+        apply(e.key, record);
+      };
+      void (async () => {
+        for await (const e of watcher) {
+          onEntry(e);
+          if (e.revision >= lastSeq) markReady();
+        }
+        markReady();
+      })().catch((err: unknown) => {
+        log.error({ err }, "agents watch failed");
+        markReady();
+      });
+      await ready;
+      return { stop: () => watcher.stop() };
+    },
+
+    connected: () => up && !nc.isClosed(),
+  };
+}

@@ -1,10 +1,15 @@
 #!/usr/bin/env node
-import { runCli } from "./cli.js";
+export {}; // a module: top-level await below
 
-const code = await runCli(process.argv.slice(2), {
-  out: (t) => process.stdout.write(t),
-  err: (t) => process.stderr.write(t),
-  env: process.env,
-  isTTY: Boolean(process.stdout.isTTY),
-});
-process.exitCode = code;
+const argv = process.argv.slice(2);
+const out = (t: string) => process.stdout.write(t);
+const err = (t: string) => process.stderr.write(t);
+
+if (argv[0] === "hook-shim") {
+  // Runs once per hook call of an agent: load the shim alone, not every command.
+  const { runHookShim } = await import("./commands/hook-shim.js");
+  process.exitCode = await runHookShim(argv.slice(1), { stdin: process.stdin, out, err, env: process.env });
+} else {
+  const { runCli } = await import("./cli.js");
+  process.exitCode = await runCli(argv, { out, err, env: process.env, isTTY: Boolean(process.stdout.isTTY) });
+}

@@ -62,6 +62,9 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
+// Each case starts real CLI processes: give them room on a loaded machine.
+const SPAWNS = { timeout: 120_000 };
+
 describe("geode hook-shim", () => {
   it("uses the contract's path", () => {
     expect(HOOK_PATH).toBe(CLAUDE_CODE_HOOK_PATH);
@@ -74,7 +77,7 @@ describe("geode hook-shim", () => {
     expect(refusalOf({ hookSpecificOutput: { permissionDecision: "allow" } })).toBeNull();
   });
 
-  it("forwards stdin with the token and prints the gateway's output (exit 0)", async () => {
+  it("forwards stdin with the token and prints the gateway's output (exit 0)", SPAWNS, async () => {
     const input = JSON.stringify({ session_id: "s", hook_event_name: "PostToolUse", tool_name: "Bash" });
     const r = await shim(["--url", url], input, { GEODE_AGENT_TOKEN: "tok-1" });
     expect(r).toMatchObject({ code: 0, err: "" });
@@ -82,7 +85,7 @@ describe("geode hook-shim", () => {
     expect(got.at(-1)).toEqual({ auth: "Bearer tok-1", body: JSON.parse(input) });
   });
 
-  it("exits 2 with the reason on stderr when the gateway denies or blocks", async () => {
+  it("exits 2 with the reason on stderr when the gateway denies or blocks", SPAWNS, async () => {
     const deny = await shim(
       ["--url", url],
       JSON.stringify({ session_id: "s", hook_event_name: "PreToolUse" }),
@@ -92,7 +95,7 @@ describe("geode hook-shim", () => {
     expect(block).toEqual({ code: 2, out: "", err: "add tests\n" });
   });
 
-  it("an error answer or an unreachable gateway: exit 1, or 2 with --fail-closed", async () => {
+  it("an error answer or an unreachable gateway: exit 1, or 2 with --fail-closed", SPAWNS, async () => {
     const refused = await shim(
       ["--url", url],
       JSON.stringify({ session_id: "s", hook_event_name: "UserPromptSubmit" }),

@@ -81,7 +81,9 @@ describe("admission receipts", () => {
       );
       expect(terminalCalls).toBe(1);
       expect(replies.filter((r) => r.executed)).toHaveLength(1);
-      for (const r of replies) expect(["completed", "replayed", "indeterminate"]).toContain(r.status);
+      // The others found the receipt admitted under a live lease, or already completed: never
+      // `indeterminate` while the replica running it lives.
+      for (const r of replies) expect(["completed", "replayed", "in_progress"]).toContain(r.status);
       // Once committed, every later retry replays.
       const later = await client.execute({
         tool_name: "ledger.append",
@@ -97,7 +99,78 @@ describe("admission receipts", () => {
     }
   });
 
-  it("an executor killed after admission leaves the call indeterminate; a retry never re-runs the terminal", async () => {
+  it("a second call while the first runs gets in_progress (the lease is renewed past its length), then replays", async () => {
+    const { nc, names } = env();
+    const toolConn = await env().connect("slow-provider");
+    let terminalCalls = 0;
+    let finish: () => void = () => undefined;
+    const finished = new Promise<void>((r) => {
+      finish = r;
+    });
+    const served = await serveTool(
+      { nc: toolConn, names },
+      {
+        name: "report.build",
+        description: "slow: runs until the test lets go",
+        input_schema: { type: "object" },
+        effect: "mutation",
+        requires_approval: false,
+      },
+      async () => {
+        terminalCalls++;
+        await finished;
+        return { result: { built: true } };
+      },
+    );
+    const dispatcher = await startHookDispatcher({ nc, names });
+    const executor = await startToolExecutor({ nc, names, tools: [], config: { receiptLeaseMs: 300 } });
+    try {
+      const client = createToolClient({ nc, names });
+      const call = {
+        tool_name: "report.build",
+        arguments: { month: "2024-05" },
+        correlation: { session_id: "s", tool_call_id: "build-1" },
+      };
+      const first = client.execute(call);
+      await waitFor(() => terminalCalls === 1);
+      // Several lease lengths later the first call still holds its lease: it renews it while it runs.
+      await new Promise((r) => setTimeout(r, 1_000));
+      // Another call of the same logical operation (its own tool call id, the same operation key).
+      const second = await client.execute({
+        ...call,
+        operation_key: "s.build-1",
+        correlation: { session_id: "s", tool_call_id: "build-2" },
+      });
+      expect(second).toMatchObject({
+        status: "in_progress",
+        executed: false,
+        has_error: false,
+        result: {},
+        receipt: { key: "s.build-1", state: "admitted" },
+      });
+      expect(second.reason).toContain("still running");
+      expect(await client.execute(call)).toMatchObject({ status: "in_progress", executed: false });
+      expect(terminalCalls).toBe(1);
+
+      finish();
+      expect(await first).toMatchObject({
+        status: "completed",
+        executed: true,
+        receipt: { state: "completed" },
+      });
+      const stored = await ensureBucket(nc, names, "toolReceipts").then((kv) => kv.get("s.build-1"));
+      expect(stored?.json()).toMatchObject({ state: "completed", lease_until: null });
+      expect(await client.execute(call)).toMatchObject({ status: "replayed", result: { built: true } });
+      expect(terminalCalls).toBe(1);
+    } finally {
+      finish();
+      await executor.stop();
+      await dispatcher.stop();
+      await served.close();
+    }
+  });
+
+  it("an executor killed mid-call: in_progress until its lease lapses, then indeterminate; never re-run", async () => {
     const { nc, names } = env();
     const dispatcher = await startHookDispatcher({ nc, names });
     const toolConn = await env().connect("tool-provider");
@@ -126,7 +199,8 @@ describe("admission receipts", () => {
       postToolUse.push(String(e.payload["tool_name"]));
       return null;
     });
-    const childEnv = { ...env().env, LOG_LEVEL: "info" };
+    const leaseMs = 3_000;
+    const childEnv = { ...env().env, LOG_LEVEL: "info", GEODE_RECEIPT_LEASE_MS: String(leaseMs) };
     // The process logs "started" before the server has seen its subscriptions: ask until it answers.
     const healthy = () =>
       waitFor(
@@ -135,7 +209,8 @@ describe("admission receipts", () => {
             () => null,
           ) as Promise<HealthReply | null>,
       );
-    let child = spawnService("services/tool-executor/src/main.ts", childEnv);
+    const child = spawnService("services/tool-executor/src/main.ts", childEnv);
+    let survivor: { stop(): Promise<void> } | undefined;
     try {
       await child.waitForOutput(/tool-executor started/);
       expect(await healthy()).toMatchObject({ service: "tool-executor", status: "ok" });
@@ -149,15 +224,27 @@ describe("admission receipts", () => {
       // The caller of the first attempt never hears back (its executor dies); it is not awaited.
       void client.execute(call, { timeoutMs: 20_000 }).catch(() => undefined);
       await waitFor(() => terminalCalls === 1, 20_000);
+      // Another replica, started while the first call runs in the child, answers the retries.
+      survivor = await startToolExecutor({ nc, names, tools: [] });
       await child.stop("SIGKILL");
+      const killedAt = Date.now();
 
-      child = spawnService("services/tool-executor/src/main.ts", childEnv);
-      await child.waitForOutput(/tool-executor started/);
-      await healthy();
+      // The dead executor renewed its lease at most a third of its length ago: still live.
+      expect(await client.execute(call)).toMatchObject({ status: "in_progress", executed: false });
+      const receipts = await ensureBucket(nc, names, "toolReceipts");
+      const leaseUntil = async () =>
+        (await receipts.get("s.deploy-1"))?.json<{ lease_until: number }>().lease_until;
+      await waitFor(
+        async () => ((await leaseUntil()) ?? Number.POSITIVE_INFINITY) < Date.now(),
+        leaseMs + 5_000,
+      );
+      // Lapsed no later than one lease length after the kill (plus the poll's own delay).
+      expect(((await leaseUntil()) ?? 0) - killedAt).toBeLessThanOrEqual(leaseMs);
       const retry: ToolExecuteReply = await client.execute(call);
       expect(retry).toMatchObject({
         status: "indeterminate",
         executed: false,
+        has_error: true,
         receipt: { key: "s.deploy-1", state: "admitted" },
       });
       expect(terminalCalls).toBe(1);
@@ -165,6 +252,7 @@ describe("admission receipts", () => {
     } finally {
       unblock();
       await child.stop("SIGKILL");
+      await survivor?.stop();
       await post.close();
       await served.close();
       await dispatcher.stop();
@@ -233,6 +321,15 @@ describe("remote terminal failures", () => {
         has_error: true,
         receipt: { state: "admitted" },
       });
+      // The executor gave up on it: its lease ended with the time-out, so a retry is indeterminate
+      // at once instead of in_progress for a lease length.
+      await expect(
+        client.execute({
+          tool_name: "slow.write",
+          arguments: {},
+          correlation: { session_id: "s", tool_call_id: "slow-1" },
+        }),
+      ).resolves.toMatchObject({ status: "indeterminate", executed: false });
     } finally {
       release();
       await slow.close();

@@ -1,4 +1,4 @@
-import { DEFAULT_NAMESPACE, NamespaceSchema } from "@geode/contracts";
+import { DEFAULT_NAMESPACE, DEFAULT_RECEIPT_LEASE_MS, NamespaceSchema } from "@geode/contracts";
 import { z } from "zod";
 
 const intFromEnv = (name: string, def: number) =>
@@ -40,6 +40,12 @@ const EnvSchema = z.object({
   GEODE_TOOL_ALLOW: listFromEnv,
   GEODE_TOOL_TIMEOUT_MS: intFromEnv("GEODE_TOOL_TIMEOUT_MS", 300_000),
   GEODE_APPROVAL_TIMEOUT_MS: intFromEnv("GEODE_APPROVAL_TIMEOUT_MS", 60_000),
+  GEODE_RECEIPT_LEASE_MS: intFromEnv("GEODE_RECEIPT_LEASE_MS", DEFAULT_RECEIPT_LEASE_MS).refine(
+    (n) => n > 0,
+    {
+      message: "GEODE_RECEIPT_LEASE_MS must be a positive integer",
+    },
+  ),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -56,6 +62,8 @@ export interface GeodeConfig {
   toolAllow: string[];
   toolTimeoutMs: number;
   approvalTimeoutMs: number;
+  /** How long a receipt's lease lasts unless renewed by the executor running it. */
+  receiptLeaseMs: number;
   logLevel: string;
 }
 
@@ -86,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GeodeConfig {
     toolAllow: e.GEODE_TOOL_ALLOW,
     toolTimeoutMs: e.GEODE_TOOL_TIMEOUT_MS,
     approvalTimeoutMs: e.GEODE_APPROVAL_TIMEOUT_MS,
+    receiptLeaseMs: e.GEODE_RECEIPT_LEASE_MS,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -71,6 +71,7 @@ export const ToolCallStatusSchema = z.enum([
   "blocked",
   "denied",
   "replayed",
+  "in_progress",
   "indeterminate",
   "failed",
 ]);
@@ -95,6 +96,12 @@ export const ReceiptSchema = z.strictObject({
   arguments_sha256: z.string(),
   correlation: z.record(z.string(), z.unknown()),
   admitted_at: z.number().int(),
+  /**
+   * While `admitted`: the executor running the operation holds it until this time (epoch ms) and
+   * renews it while it runs; a live lease means still running, a lapsed one means outcome unknown.
+   * Null once the receipt is completed or failed; absent in receipts written before leases.
+   */
+  lease_until: z.number().int().nullable().optional(),
   completed_at: z.number().int().nullable(),
   result: FreeObjectSchema.nullable(),
   has_error: z.boolean().nullable(),
@@ -106,6 +113,17 @@ export const ReceiptSchema = z.strictObject({
     .optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
+
+/** Default length of a receipt lease (`GEODE_RECEIPT_LEASE_MS`). */
+export const DEFAULT_RECEIPT_LEASE_MS = 10_000;
+
+/**
+ * An admitted receipt whose lease is live: its operation is still running (a second call gets
+ * `in_progress`). An admitted receipt without a live lease has an unknown outcome (`indeterminate`).
+ */
+export function isReceiptRunning(receipt: Pick<Receipt, "state" | "lease_until">, now = Date.now()): boolean {
+  return receipt.state === "admitted" && typeof receipt.lease_until === "number" && receipt.lease_until > now;
+}
 
 const KV_SAFE_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
 

@@ -51,11 +51,10 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   const config = toolExecutorConfig(partial, service);
   const middleware = options.middleware ?? new MiddlewareRegistry();
   await loadMiddlewareModules(config.middlewareModules, middleware);
+  // Not batched: each event goes on the wire when it is emitted, so it is ahead of the request of
+  // the step that follows it (the terminal call, PostToolUse) on this connection.
   const events =
-    options.events ??
-    // Batched: a call's events share one socket write after the request that is on its critical
-    // path (PreToolUse, the receipt, PostToolUse), instead of a write each before it.
-    (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log, batchPublishes: true }));
+    options.events ?? (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log }));
   const [receiptsKv, toolsKv] = await Promise.all([
     ensureBucket(nc, n, "toolReceipts"),
     ensureBucket(nc, n, "tools"),

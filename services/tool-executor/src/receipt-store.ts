@@ -6,23 +6,31 @@ export type Admission =
   | { admitted: true; receipt: Receipt; revision: number }
   | { admitted: false; receipt: Receipt; revision: number };
 
+/** A receipt as stored at one revision. */
+export interface StoredReceipt {
+  receipt: Receipt;
+  revision: number;
+}
+
 /**
  * Durable admission receipts in KV `{ns}_tool_receipts`: created with create-if-absent before an
- * effectful terminal runs, committed (revision-checked) after PostToolUse.
+ * effectful terminal runs, leased while it runs, committed (revision-checked) after PostToolUse.
  */
 export class ReceiptStore {
   constructor(private readonly kv: KV) {}
 
-  /** Admits an operation, or returns the receipt that already holds its key. */
+  /** Admits an operation holding its lease until `leaseUntil`, or returns the receipt that holds its key. */
   async admit(
     key: string,
     fields: Pick<Receipt, "tool_name" | "arguments_sha256" | "correlation">,
+    leaseUntil: number,
   ): Promise<Admission> {
     const receipt: Receipt = {
       key,
       state: "admitted",
       ...fields,
       admitted_at: Date.now(),
+      lease_until: leaseUntil,
       completed_at: null,
       result: null,
       has_error: null,
@@ -38,13 +46,13 @@ export class ReceiptStore {
       }
       const existing = await this.get(key);
       // Deleted between our create and get (a released admission): try to admit again.
-      if (existing) return { admitted: false, receipt: existing.receipt, revision: existing.revision };
+      if (existing) return { admitted: false, ...existing };
     }
     throw new Error(`could not admit receipt ${key}: it keeps changing`);
   }
 
   /** The receipt of an operation key, or null if none (or released). */
-  async get(key: string): Promise<{ receipt: Receipt; revision: number } | null> {
+  async get(key: string): Promise<StoredReceipt | null> {
     const entry = await this.kv.get(receiptStorageKey(key));
     if (entry?.operation !== "PUT") return null;
     const parsed = ReceiptSchema.safeParse(entry.json());
@@ -52,7 +60,13 @@ export class ReceiptStore {
     return { receipt: parsed.data, revision: entry.revision };
   }
 
-  /** Writes the final receipt if nobody changed it since `revision`; returns the new revision. */
+  /** Moves the lease of an admitted receipt to `leaseUntil` if nobody changed it since `revision`. */
+  async renew(held: StoredReceipt, leaseUntil: number): Promise<StoredReceipt> {
+    const receipt: Receipt = { ...held.receipt, lease_until: leaseUntil };
+    return { receipt, revision: await this.commit(receipt, held.revision) };
+  }
+
+  /** Writes the receipt if nobody changed it since `revision`; returns the new revision. */
   async commit(receipt: Receipt, revision: number): Promise<number> {
     return this.kv.update(receiptStorageKey(receipt.key), encodeJson(receipt), revision);
   }

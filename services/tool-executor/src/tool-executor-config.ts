@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { GeodeConfig } from "@geode/bus";
+import { DEFAULT_RECEIPT_LEASE_MS } from "@geode/contracts";
 
 /** What the tool boundary needs from configuration (DESIGN section 10 plus the tool folder). */
 export interface ToolExecutorConfig {
@@ -11,6 +12,8 @@ export interface ToolExecutorConfig {
   toolTimeoutMs: number;
   /** Wait for a human approver (`GEODE_APPROVAL_TIMEOUT_MS`, default 60 s). */
   approvalTimeoutMs: number;
+  /** Length of the lease on a running call's receipt (`GEODE_RECEIPT_LEASE_MS`, default 10 s). */
+  receiptLeaseMs: number;
   /** Folder the `fs.*` built-ins are confined to (`GEODE_TOOL_ROOT`, default `.geode/files`). */
   toolRoot: string;
   /** Budget of one hook invocation when the caller gives none (default 30 s). */
@@ -38,6 +41,7 @@ export function toolExecutorConfig(
     allow: partial.allow ?? config?.toolAllow ?? [],
     toolTimeoutMs: partial.toolTimeoutMs ?? config?.toolTimeoutMs ?? 300_000,
     approvalTimeoutMs: partial.approvalTimeoutMs ?? config?.approvalTimeoutMs ?? 60_000,
+    receiptLeaseMs: partial.receiptLeaseMs ?? config?.receiptLeaseMs ?? DEFAULT_RECEIPT_LEASE_MS,
     toolRoot: path.resolve(partial.toolRoot ?? (env["GEODE_TOOL_ROOT"] || DEFAULT_TOOL_ROOT)),
     hookTimeoutMs: partial.hookTimeoutMs ?? 30_000,
     middlewareModules: partial.middlewareModules ?? list(env["GEODE_TOOL_MIDDLEWARE"]),

@@ -1,0 +1,73 @@
+import { RequestFailedError, requestJson } from "@geode/bus";
+import { type Correlation, GeodeError, ToolTerminalReplySchema } from "@geode/contracts";
+import type { ToolCallResult } from "@geode/middleware";
+import type { ResolvedTool } from "../tool-registry.js";
+import { type BoundaryDeps, errorResult } from "./tool-call.js";
+
+/** Thrown by a terminal that ran out of time: its outcome is unknown. */
+export class TerminalTimeoutError extends Error {
+  override readonly name = "TerminalTimeoutError";
+}
+
+/** nats.js needs a finite timer; a terminal without a time limit waits a day. */
+const NO_LIMIT_MS = 86_400_000;
+
+/**
+ * Calls the terminal once with its time limit (the tool's `timeout_ms`, else the configured one):
+ * a built-in in-process, a remote tool on `{ns}.tool.terminal.{tool}`. `released`: the effect
+ * certainly did not happen (no responders), so an admission may be given back.
+ */
+export async function callTerminal(
+  deps: BoundaryDeps,
+  tool: ResolvedTool,
+  args: Record<string, unknown>,
+  correlation: Correlation,
+): Promise<{ result: ToolCallResult; released: boolean }> {
+  const limit = tool.definition.timeout_ms ?? deps.config.toolTimeoutMs;
+  const timedOut = () => new TerminalTimeoutError(`${tool.definition.name} timed out after ${limit} ms`);
+  if (tool.kind === "builtin")
+    return { result: await runBuiltin(tool, args, limit, timedOut), released: false };
+  try {
+    const body = await requestJson(
+      deps.nc,
+      deps.names.toolTerminal(tool.definition.name),
+      { tool_name: tool.definition.name, arguments: args, correlation },
+      { timeoutMs: limit > 0 ? limit : NO_LIMIT_MS },
+    );
+    const parsed = ToolTerminalReplySchema.safeParse(body);
+    if (!parsed.success)
+      return { result: errorResult("malformed reply from the tool terminal"), released: false };
+    return { result: { result: parsed.data.result, has_error: parsed.data.has_error }, released: false };
+  } catch (err) {
+    if (err instanceof RequestFailedError && err.failure === "no_responders")
+      return { result: errorResult(`no responders for tool ${tool.definition.name}`), released: true };
+    if (err instanceof RequestFailedError && err.failure === "timeout") throw timedOut();
+    if (err instanceof GeodeError) return { result: errorResult(err.message), released: false };
+    throw err;
+  }
+}
+
+async function runBuiltin(
+  tool: Extract<ResolvedTool, { kind: "builtin" }>,
+  args: Record<string, unknown>,
+  limit: number,
+  timedOut: () => TerminalTimeoutError,
+): Promise<ToolCallResult> {
+  const ac = new AbortController();
+  const run = tool.tool.run(args, { signal: ac.signal });
+  if (limit <= 0) return run;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      run,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          ac.abort();
+          reject(timedOut());
+        }, limit);
+      }),
+    ]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}

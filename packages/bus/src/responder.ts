@@ -25,10 +25,11 @@ export function serveRequests(
     queue?: string;
     log?: Logger;
     /**
-     * Runs once a request's reply was sent (after an error reply too): work that must not delay
-     * the reply, such as publishing its audit events, which then share the reply's socket write.
+     * Runs once the handler settled (after a throw too), right before its reply is sent: messages
+     * that must reach the server ahead of the reply, such as the request's audit events, which
+     * then share the reply's socket write.
      */
-    afterReply?: (msg: Msg) => void;
+    beforeReply?: (msg: Msg) => void;
   },
   handler: RequestHandler,
 ): Responder {
@@ -42,18 +43,19 @@ export function serveRequests(
       if (gerr.code === "internal") options.log?.error({ err, subject: msg.subject }, "request failed");
       reply = gerr.toReply();
     }
-    if (msg.reply) {
+    const data = encodeJson(reply);
+    if (options.beforeReply) {
       try {
-        msg.respond(encodeJson(reply));
+        options.beforeReply(msg);
       } catch (err) {
-        options.log?.warn({ err, subject: msg.subject }, "could not send reply");
+        options.log?.warn({ err, subject: msg.subject }, "before-reply work failed");
       }
     }
-    if (options.afterReply) {
+    if (msg.reply) {
       try {
-        options.afterReply(msg);
+        msg.respond(data);
       } catch (err) {
-        options.log?.warn({ err, subject: msg.subject }, "after-reply work failed");
+        options.log?.warn({ err, subject: msg.subject }, "could not send reply");
       }
     }
   };

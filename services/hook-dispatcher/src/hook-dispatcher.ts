@@ -1,8 +1,6 @@
 import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import {
-  type Correlation,
   ErrorCode,
-  type ExtensionInvokedPayload,
   GeodeError,
   type HandlerRegistration,
   HookInvokeRequestSchema,
@@ -17,6 +15,7 @@ import {
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { HandlerRegistry } from "./handler-registry.js";
 import { runChain } from "./hook-chain.js";
+import { InvocationAudits } from "./invocation-audits.js";
 
 export interface HookDispatcherOptions {
   nc: NatsConnection;
@@ -47,8 +46,8 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
     options.events ?? (await RuntimeEventBus.create({ nc, names, source: "hook-dispatcher", log }));
   const registry = await HandlerRegistry.start({ nc, names, log });
   const prefix = names.hookInvoke("");
-  // Audit events of an invocation, published right after its reply (see afterReply).
-  const audits = new WeakMap<Msg, { correlation: Correlation; events: ExtensionInvokedPayload[] }>();
+  // Audit events of an invocation not yet published; the last ones go right ahead of its reply.
+  const audits = new WeakMap<Msg, InvocationAudits>();
   // Invocations in flight that their caller may cancel, by the id of their `Geode-Invocation-Id`
   // header. Every replica hears every cancel (no queue group); only the one running it acts.
   const cancellable = new Map<string, AbortController>();
@@ -65,11 +64,9 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
     {
       queue: QueueGroup.HookDispatcher,
       log,
-      afterReply(msg) {
-        const pending = audits.get(msg);
-        if (!pending) return;
+      beforeReply(msg) {
+        audits.get(msg)?.publish();
         audits.delete(msg);
-        for (const event of pending.events) void events.emit("extension_invoked", event, pending.correlation);
       },
     },
     async (body, msg) => {
@@ -80,7 +77,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       const request = parseOrThrow(HookInvokeRequestSchema, body, ErrorCode.InvalidRequest);
       const checked = validateHookPayload(hook, request.payload);
       if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
-      const pending = { correlation: request.correlation, events: [] as ExtensionInvokedPayload[] };
+      const pending = new InvocationAudits(events, request.correlation);
       audits.set(msg, pending);
       const invocationId = msg.headers?.get(INVOCATION_ID_HEADER) ?? "";
       const controller = INVOCATION_ID_PATTERN.test(invocationId) ? new AbortController() : undefined;
@@ -93,7 +90,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
             correlation: request.correlation,
             payload: checked.payload,
             deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
-            audits: pending.events,
+            audits: pending,
             ...(controller ? { signal: controller.signal } : {}),
           },
         );

@@ -15,7 +15,7 @@ export type { BoundaryDeps, InvokeHook } from "./stages/tool-call.js";
 type Stage = (call: ToolCall) => Promise<ToolExecuteReply | undefined> | ToolExecuteReply | undefined;
 
 /**
- * The boundary order (docs/architecture.md, "Tool boundary"):
+ * The boundary order (docs/architecture.md, "The tool boundary"):
  * original policy → tool_request → policy + schema validation → PreToolUse → policy + schema
  * revalidation → PermissionRequest / approval → pending-call checkpoint → effect admission →
  * terminal executor, called once → tool_exec_ended → PostToolUse → receipt commit.

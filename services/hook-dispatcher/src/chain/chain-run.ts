@@ -1,0 +1,93 @@
+import type { Logger, RuntimeEventBus } from "@geode/bus";
+import {
+  type AttributedDecision,
+  type Correlation,
+  type DispatchOutcome,
+  type ExtensionInvokedPayload,
+  type HookName,
+  SchemaVersion,
+} from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { HandlerRegistry } from "../handler-registry.js";
+
+/** What every invocation's chain uses, shared by one dispatcher replica. */
+export interface ChainContext {
+  nc: NatsConnection;
+  registry: HandlerRegistry;
+  events: RuntimeEventBus;
+  log: Logger;
+}
+
+/** Where a chain's audit events go (see InvocationAudits). */
+export interface AuditSink {
+  add(event: ExtensionInvokedPayload): void;
+  /** Publishes what was added so far, ahead of the message about to be sent. */
+  publish(): void;
+}
+
+export interface ChainInput {
+  hook: HookName;
+  correlation: Correlation;
+  /** The sanitized, validated payload. */
+  payload: Record<string, unknown>;
+  /** Epoch ms after which the caller no longer waits; undefined = no caller deadline. */
+  deadline: number | undefined;
+  /** Set when the caller gave up; the chain stops before the next handler. */
+  signal?: AbortSignal | undefined;
+  audits: AuditSink;
+}
+
+/**
+ * One invocation's chain as it runs: the payload as rewritten so far and what the handlers
+ * decided, failed and stopped. Its `outcome()` is the reply to the invoker.
+ */
+export class ChainRun {
+  payload: Record<string, unknown>;
+  readonly decisions: AttributedDecision[] = [];
+  readonly sources: string[] = [];
+  readonly errors: string[] = [];
+  blocked = false;
+
+  constructor(
+    readonly ctx: ChainContext,
+    readonly input: ChainInput,
+  ) {
+    this.payload = input.payload;
+  }
+
+  get hook(): HookName {
+    return this.input.hook;
+  }
+
+  /** Records one handler call's `extension_invoked` (only the status and a bounded reason). */
+  audit(handler: string, status: ExtensionInvokedPayload["status"], reason: string, startedAt: number): void {
+    this.input.audits.add({
+      surface: "hook",
+      name: this.input.hook,
+      extension: handler,
+      status,
+      reason,
+      duration_ms: Math.round((performance.now() - startedAt) * 1000) / 1000,
+    });
+  }
+
+  /** A decision that counts: attributed to its handler, and listed as a decision source. */
+  decide(decision: AttributedDecision): void {
+    this.decisions.push(decision);
+    this.sources.push(decision.handler);
+  }
+
+  /** The composed outcome (DESIGN's reply to the invoker). */
+  outcome(): DispatchOutcome {
+    return {
+      schema_version: SchemaVersion.V2,
+      name: this.input.hook,
+      correlation: this.input.correlation,
+      payload: this.payload,
+      decisions: this.decisions,
+      decision_sources: this.sources,
+      handler_errors: this.errors,
+      blocked: this.blocked,
+    };
+  }
+}

@@ -52,10 +52,38 @@ describe("geode receipts and approvals", () => {
       };
       await expect(client.execute(call)).resolves.toMatchObject({ status: "indeterminate", executed: false });
 
+      // One still running: its executor holds the lease for another minute.
+      const leaseUntil = Date.now() + 60_000;
+      await kv.create(
+        "running-op",
+        encodeJson({
+          key: "running-op",
+          state: "admitted",
+          tool_name: "mail.send",
+          arguments_sha256: "1".repeat(64),
+          correlation: { session_id: "s", tool_call_id: "r" },
+          admitted_at: Date.now(),
+          lease_until: leaseUntil,
+          completed_at: null,
+          result: null,
+          has_error: null,
+          status: null,
+        }),
+      );
       const ls = io();
       expect(await runCli(["receipts", "ls", "--state", "admitted"], ls)).toBe(0);
-      expect(ls.text()).toContain(key);
-      expect(ls.text()).toContain("mail.send");
+      expect(ls.text()).toContain("LEASE");
+      const line = (k: string) =>
+        ls
+          .text()
+          .split("\n")
+          .find((l) => l.startsWith(k)) ?? "";
+      expect(line(key)).toContain("mail.send");
+      expect(line(key)).toContain("lapsed");
+      expect(line("running-op")).toContain(`running until ${new Date(leaseUntil).toISOString()}`);
+      const refused = io();
+      expect(await runCli(["receipts", "resolve", "running-op", "--as", "failed"], refused)).toBe(1);
+      expect(refused.text()).toContain("still running");
 
       const resolve = io();
       expect(

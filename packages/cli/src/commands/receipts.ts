@@ -10,6 +10,7 @@ import {
 import {
   names as buildNames,
   correlation as fillCorrelation,
+  isReceiptRunning,
   type Names,
   type Receipt,
   ReceiptSchema,
@@ -48,9 +49,15 @@ async function readReceipt(kv: KV, key: string): Promise<{ receipt: Receipt; rev
 
 const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
 
+/** An admitted receipt's lease: still running (until when), or lapsed (outcome unknown). */
+function leaseOf(r: Receipt, now: number): string {
+  if (r.state !== "admitted") return "-";
+  return isReceiptRunning(r, now) ? `running until ${time(r.lease_until ?? null)}` : "lapsed";
+}
+
 export const receiptsLsCommand: Command = {
   path: ["receipts", "ls"],
-  summary: "list tool admission receipts (admitted = outcome unknown until resolved)",
+  summary: "list tool admission receipts (admitted: running while its lease is live, else outcome unknown)",
   usage: "geode receipts ls [--state admitted|completed|failed] [--json]",
   async run(args, io) {
     const { values } = parseArgs({
@@ -77,12 +84,14 @@ export const receiptsLsCommand: Command = {
         io.out("no receipts\n");
         return 0;
       }
+      const now = Date.now();
       io.out(
         renderTable(
-          ["KEY", "STATE", "TOOL", "STATUS", "ADMITTED", "COMPLETED"],
+          ["KEY", "STATE", "LEASE", "TOOL", "STATUS", "ADMITTED", "COMPLETED"],
           rows.map((r) => [
             r.key,
             r.state,
+            leaseOf(r, now),
             r.tool_name,
             r.status ?? "-",
             time(r.admitted_at),
@@ -148,6 +157,12 @@ export const receiptsResolveCommand: Command = {
         );
         return 1;
       }
+      if (isReceiptRunning(found.receipt)) {
+        io.err(
+          `receipt ${key} is still running (its executor holds the lease until ${time(found.receipt.lease_until ?? null)}); resolve it once the lease lapsed\n`,
+        );
+        return 1;
+      }
       const resolved: Receipt = {
         ...found.receipt,
         state: as,
@@ -155,6 +170,7 @@ export const receiptsResolveCommand: Command = {
         result: as === "failed" ? { error: reason } : { resolved_by_operator: true },
         has_error: as === "failed",
         status: as === "failed" ? "failed" : "completed",
+        lease_until: null,
         resolution: { by, reason, at: Date.now() },
       };
       let revision: number;

@@ -269,6 +269,17 @@ describe("the runtime cannot touch what services own", () => {
     await expect((await kv(runtime, n.buckets.tools)).put("shell", json({}))).rejects.toThrow(denied);
   });
 
+  it("reads tool definitions and receipts (its tool client's wait and timeout answer)", async () => {
+    const runtime = await as("runtime");
+    // Written by their owners in the tests above.
+    expect((await (await kv(runtime, n.buckets.toolReceipts)).get("s1.c1"))?.json()).toEqual({
+      state: "admitted",
+    });
+    expect((await (await kv(runtime, n.buckets.tools)).get("fs.write"))?.json()).toEqual({
+      name: "fs.write",
+    });
+  });
+
   it("cannot impersonate a handler or the approvers", async () => {
     const runtime = await as("runtime");
     const sub = runtime.subscribe(n.approvalRequest);

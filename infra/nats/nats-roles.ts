@@ -157,7 +157,9 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
   const b = n.buckets;
   const users: NatsUser[] = [
     // The agent runtime (SDK): invokes hooks, executes tools, verifies, publishes its events and
-    // timeline, owns sessions and runs. It cannot write receipts, registrations or the tool registry.
+    // timeline, owns sessions and runs. It reads tool definitions and receipts (its tool client's
+    // wait follows a tool's limit, and a wait that runs out is answered from the receipt), but
+    // cannot write receipts, registrations or the tool registry.
     user("runtime", "runtime", {
       publish: [
         n.hookInvokeAll,
@@ -169,6 +171,8 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...jsInfo,
         ...emitEvents(n),
         ...ownSessionsAndRuns(n),
+        ...readBucket(b.tools),
+        ...readBucket(b.toolReceipts),
       ],
       subscribe: [],
     }),

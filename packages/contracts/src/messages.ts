@@ -114,6 +114,51 @@ export const ReceiptSchema = z.strictObject({
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
+/**
+ * The reply for an operation key that already has a receipt (what a retry gets): `replayed` with
+ * the stored result once it completed (or an operator resolved it); `in_progress` while the
+ * executor running it holds its lease (nothing executed; retry later); `indeterminate` once the
+ * lease lapsed (outcome unknown; never re-executed automatically). `note` prefixes the reason.
+ */
+export function receiptReply(
+  receipt: Receipt,
+  revision: number,
+  options: { now?: number; note?: string } = {},
+): ToolExecuteReply {
+  const now = options.now ?? Date.now();
+  const because = (text: string) => [options.note ?? "", text].filter((t) => t !== "").join("; ");
+  const reply: ToolExecuteReply = {
+    status: "replayed",
+    result: {},
+    has_error: false,
+    executed: false,
+    additional_context: [],
+    reason: "",
+    receipt: { key: receipt.key, state: receipt.state, revision },
+  };
+  if (isReceiptRunning(receipt, now)) {
+    const until = new Date(receipt.lease_until ?? now).toISOString();
+    const reason = because(`operation ${receipt.key} is still running (lease until ${until}); retry later`);
+    return { ...reply, status: "in_progress", reason };
+  }
+  if (receipt.state === "admitted")
+    return {
+      ...reply,
+      status: "indeterminate",
+      has_error: true,
+      reason: because(
+        `operation ${receipt.key} was admitted but never completed; its outcome is unknown (resolve it with 'geode receipts resolve')`,
+      ),
+    };
+  return {
+    ...reply,
+    result: receipt.result ?? {},
+    has_error: receipt.has_error ?? receipt.state === "failed",
+    additional_context: receipt.additional_context ?? [],
+    reason: because(receipt.state === "failed" ? (receipt.resolution?.reason ?? "resolved as failed") : ""),
+  };
+}
+
 /** Default length of a receipt lease (`GEODE_RECEIPT_LEASE_MS`). */
 export const DEFAULT_RECEIPT_LEASE_MS = 10_000;
 

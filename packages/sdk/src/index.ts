@@ -73,9 +73,9 @@ export {
 } from "./subagents.js";
 export {
   createToolClient,
-  DEFAULT_TOOL_CALL_TIMEOUT_MS,
   type ToolCall,
   type ToolClient,
+  type ToolClientOptions,
 } from "./tool-client.js";
 export {
   createVerifyClient,

@@ -1,12 +1,20 @@
-import { requestJson } from "@geode/bus";
+import { loadConfig, RequestFailedError, requestJson } from "@geode/bus";
 import {
   type CorrelationInput,
   ErrorCode,
   GeodeError,
+  type Receipt,
+  ReceiptSchema,
+  receiptReply,
+  receiptStorageKey,
+  type ToolDefinition,
+  ToolDefinitionSchema,
   type ToolExecuteReply,
   ToolExecuteReplySchema,
 } from "@geode/contracts";
+import { type KV, Kvm } from "@nats-io/kv";
 import type { GeodeConnection } from "./connection.js";
+import { DEFAULT_INVOKE_TIMEOUT_MS } from "./hook-client.js";
 
 export interface ToolCall {
   tool_name: string;
@@ -21,25 +29,126 @@ export interface ToolCall {
 export interface ToolClient {
   /**
    * Runs one call through the tool-executor's full boundary and returns its reply
-   * (`completed|blocked|denied|replayed|indeterminate|failed`). Error replies (`unknown_tool`,
-   * `schema_invalid`, `invalid_request`, `unavailable`, …) reject as GeodeError.
+   * (`completed|blocked|denied|replayed|in_progress|indeterminate|failed`). Error replies
+   * (`unknown_tool`, `schema_invalid`, `invalid_request`, `unavailable`, …) reject as GeodeError.
+   *
+   * When no reply comes within the wait (`timeoutMs`, default: see `defaultWaitMs`), the client
+   * reads the operation's receipt and answers from it: `in_progress` while the executor running
+   * it holds its lease, `indeterminate` once that lapsed, `replayed` with the stored result if it
+   * completed meanwhile. Without a receipt (a read tool, or a call not admitted yet) the timeout
+   * rejects as GeodeError `timeout`.
    */
   execute(call: ToolCall, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ToolExecuteReply>;
+  /**
+   * The default wait for a call: the tool's time limit (its definition's `timeout_ms`, else
+   * `toolTimeoutMs`; 0 = none), plus `approvalTimeoutMs` when the tool requires approval or its
+   * definition is not in `{ns}_tools` (a built-in), plus one hook budget for the hooks around it.
+   */
+  defaultWaitMs(call: Pick<ToolCall, "tool_name" | "timeout_ms">): Promise<number>;
 }
 
-/** Default wait for a reply: long enough for an approval (60 s) and a tool's default limit (300 s). */
-export const DEFAULT_TOOL_CALL_TIMEOUT_MS = 400_000;
+export interface ToolClientOptions {
+  /** Terminal limit of a tool whose definition sets none; default `GEODE_TOOL_TIMEOUT_MS` (300 s). */
+  toolTimeoutMs?: number;
+  /** How long the executor waits for a human approval; default `GEODE_APPROVAL_TIMEOUT_MS` (60 s). */
+  approvalTimeoutMs?: number;
+}
 
-export function createToolClient(conn: GeodeConnection): ToolClient {
+/** Stands for "no limit" (a tool with `timeout_ms: 0`): nats.js needs a finite timer. */
+const NO_LIMIT_MS = 86_400_000;
+/** How long a tool definition read from `{ns}_tools` is trusted before it is read again. */
+const DEFINITION_TTL_MS = 30_000;
+
+export function createToolClient(conn: GeodeConnection, options: ToolClientOptions = {}): ToolClient {
+  const limits = clientLimits(options);
+  const buckets = new ToolBuckets(conn);
+
+  async function defaultWaitMs(call: Pick<ToolCall, "tool_name" | "timeout_ms">): Promise<number> {
+    const def = await buckets.definition(call.tool_name);
+    const limit = def?.timeout_ms ?? limits.toolTimeoutMs;
+    if (limit === 0) return NO_LIMIT_MS;
+    const approval = def === null || def.requires_approval ? limits.approvalTimeoutMs : 0;
+    return limit + approval + (call.timeout_ms ?? DEFAULT_INVOKE_TIMEOUT_MS);
+  }
+
   return {
-    async execute(call, options = {}) {
-      const body = await requestJson(conn.nc, conn.names.toolExecute, call, {
-        timeoutMs: options.timeoutMs ?? DEFAULT_TOOL_CALL_TIMEOUT_MS,
-        signal: options.signal,
-      });
+    defaultWaitMs,
+    async execute(call, opts = {}) {
+      const waitMs = opts.timeoutMs ?? (await defaultWaitMs(call));
+      let body: unknown;
+      try {
+        body = await requestJson(conn.nc, conn.names.toolExecute, call, {
+          timeoutMs: waitMs,
+          signal: opts.signal,
+        });
+      } catch (err) {
+        if (!(err instanceof RequestFailedError && err.failure === "timeout")) throw err;
+        const known = await buckets.receiptOf(call).catch(() => null);
+        if (!known) throw err;
+        // What a retry would get, from the receipt the executor keeps.
+        return receiptReply(known.receipt, known.revision, { note: `no reply within ${waitMs} ms` });
+      }
       const parsed = ToolExecuteReplySchema.safeParse(body);
       if (!parsed.success) throw new GeodeError(ErrorCode.Internal, "malformed reply from tool-executor");
       return parsed.data;
     },
   };
+}
+
+function clientLimits(options: ToolClientOptions): Required<ToolClientOptions> {
+  if (options.toolTimeoutMs !== undefined && options.approvalTimeoutMs !== undefined)
+    return { toolTimeoutMs: options.toolTimeoutMs, approvalTimeoutMs: options.approvalTimeoutMs };
+  let env = { toolTimeoutMs: 300_000, approvalTimeoutMs: 60_000 };
+  try {
+    env = loadConfig(process.env);
+  } catch {
+    // A bad variable is the services' to report; the client keeps the documented defaults.
+  }
+  return {
+    toolTimeoutMs: options.toolTimeoutMs ?? env.toolTimeoutMs,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? env.approvalTimeoutMs,
+  };
+}
+
+/** What the client reads (never writes): tool definitions and receipts. */
+class ToolBuckets {
+  private tools: Promise<KV> | undefined;
+  private receipts: Promise<KV> | undefined;
+  private readonly definitions = new Map<string, { def: ToolDefinition | null; at: number }>();
+
+  constructor(private readonly conn: GeodeConnection) {}
+
+  /** A remote tool's definition from `{ns}_tools`; null for a built-in, an unknown or an unreadable one. */
+  async definition(name: string): Promise<ToolDefinition | null> {
+    const cached = this.definitions.get(name);
+    if (cached && Date.now() - cached.at < DEFINITION_TTL_MS) return cached.def;
+    let def: ToolDefinition | null = null;
+    try {
+      this.tools ??= new Kvm(this.conn.nc).open(this.conn.names.buckets.tools);
+      const entry = await (await this.tools).get(name);
+      const parsed = entry?.operation === "PUT" ? ToolDefinitionSchema.safeParse(entry.json()) : null;
+      def = parsed?.success ? parsed.data : null;
+    } catch {
+      // Not readable (no bucket, no permission, an invalid key): fall back to the defaults.
+    }
+    this.definitions.set(name, { def, at: Date.now() });
+    return def;
+  }
+
+  /** The receipt of a call's operation key, or null when it has none (yet). */
+  async receiptOf(call: ToolCall): Promise<{ receipt: Receipt; revision: number } | null> {
+    const key = operationKeyOf(call);
+    if (key === null) return null;
+    this.receipts ??= new Kvm(this.conn.nc).open(this.conn.names.buckets.toolReceipts);
+    const entry = await (await this.receipts).get(receiptStorageKey(key));
+    if (entry?.operation !== "PUT") return null;
+    const parsed = ReceiptSchema.safeParse(entry.json());
+    return parsed.success ? { receipt: parsed.data, revision: entry.revision } : null;
+  }
+}
+
+function operationKeyOf(call: ToolCall): string | null {
+  if (call.operation_key !== undefined) return call.operation_key;
+  const { session_id, tool_call_id } = call.correlation ?? {};
+  return session_id && tool_call_id ? `${session_id}.${tool_call_id}` : null;
 }

@@ -12,6 +12,22 @@ const env = useTestEnv();
 
 const io = () => captureIO({ ...process.env, ...env().env });
 
+/** What an executor leaves behind between admission and commit (no lease: written before leases). */
+const admittedReceipt = (key: string, extra: Record<string, unknown> = {}) =>
+  encodeJson({
+    key,
+    state: "admitted",
+    tool_name: "mail.send",
+    arguments_sha256: "0".repeat(64),
+    correlation: { session_id: "s", tool_call_id: "c" },
+    admitted_at: Date.now(),
+    completed_at: null,
+    result: null,
+    has_error: null,
+    status: null,
+    ...extra,
+  });
+
 describe("geode receipts and approvals", () => {
   it("an operator resolves an indeterminate receipt; the executor then replays it and the event is recorded", async () => {
     const { nc, names } = env();
@@ -21,21 +37,7 @@ describe("geode receipts and approvals", () => {
     const kv = await ensureBucket(nc, names, "toolReceipts");
     // What a crashed executor leaves behind: an admission without a result.
     const key = "newsletter 2024/05";
-    await kv.create(
-      receiptStorageKey(key),
-      encodeJson({
-        key,
-        state: "admitted",
-        tool_name: "mail.send",
-        arguments_sha256: "0".repeat(64),
-        correlation: { session_id: "s", tool_call_id: "c" },
-        admitted_at: Date.now(),
-        completed_at: null,
-        result: null,
-        has_error: null,
-        status: null,
-      }),
-    );
+    await kv.create(receiptStorageKey(key), admittedReceipt(key));
     const recovery: EventEnvelope[] = [];
     const sub = nc.subscribe(names.event("tool_recovery_failed"), {
       callback: (_e, m) => {
@@ -54,22 +56,7 @@ describe("geode receipts and approvals", () => {
 
       // One still running: its executor holds the lease for another minute.
       const leaseUntil = Date.now() + 60_000;
-      await kv.create(
-        "running-op",
-        encodeJson({
-          key: "running-op",
-          state: "admitted",
-          tool_name: "mail.send",
-          arguments_sha256: "1".repeat(64),
-          correlation: { session_id: "s", tool_call_id: "r" },
-          admitted_at: Date.now(),
-          lease_until: leaseUntil,
-          completed_at: null,
-          result: null,
-          has_error: null,
-          status: null,
-        }),
-      );
+      await kv.create("running-op", admittedReceipt("running-op", { lease_until: leaseUntil }));
       const ls = io();
       expect(await runCli(["receipts", "ls", "--state", "admitted"], ls)).toBe(0);
       expect(ls.text()).toContain("LEASE");

@@ -1,38 +1,14 @@
-import { requestJson } from "@geode/bus";
-import type { HealthReply, ToolDefinition } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
-import { createToolClient, serveTool } from "@geode/sdk";
-import { spawnService, useTestEnv, waitFor } from "@geode/testing";
+import { createToolClient } from "@geode/sdk";
+import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { blockingTool, spawnToolExecutor } from "./tools-support.js";
 
 const env = useTestEnv();
 let stopAll: () => Promise<void> = async () => undefined;
 
-/** A remote tool that runs until the test lets go, counting its calls. */
-async function blockingTool(definition: Omit<ToolDefinition, "description" | "input_schema">) {
-  const provider = await env().connect(`provider-${definition.name}`);
-  const state: { calls: number; release: () => void } = { calls: 0, release: () => undefined };
-  const released = new Promise<void>((r) => {
-    state.release = r;
-  });
-  const served = await serveTool(
-    { nc: provider, names: env().names },
-    { description: "blocks", input_schema: { type: "object" }, ...definition },
-    async () => {
-      state.calls++;
-      await released;
-      return { result: { done: true } };
-    },
-  );
-  return {
-    state,
-    async close() {
-      state.release();
-      await served.close();
-    },
-  };
-}
+const blocking = (definition: Parameters<typeof blockingTool>[1]) => blockingTool(env(), definition);
 
 beforeAll(async () => {
   const { nc, names } = env();
@@ -48,19 +24,19 @@ afterAll(async () => {
 describe("the SDK's tool client", () => {
   it("waits for the tool's own time limit (plus approval where it needs one), not a fixed 400 s", async () => {
     const { nc, names } = env();
-    const quick = await blockingTool({
+    const quick = await blocking({
       name: "wait.quick",
       effect: "read",
       requires_approval: false,
       timeout_ms: 5_000,
     });
-    const guarded = await blockingTool({
+    const guarded = await blocking({
       name: "wait.guarded",
       effect: "admin",
       requires_approval: true,
       timeout_ms: 7_000,
     });
-    const unlimited = await blockingTool({
+    const unlimited = await blocking({
       name: "wait.forever",
       effect: "read",
       requires_approval: false,
@@ -86,7 +62,7 @@ describe("the SDK's tool client", () => {
 
   it("a wait that runs out on a running call reports in_progress from the receipt, not a bare timeout", async () => {
     const { nc, names } = env();
-    const tool = await blockingTool({ name: "slow.sync", effect: "mutation", requires_approval: false });
+    const tool = await blocking({ name: "slow.sync", effect: "mutation", requires_approval: false });
     const executor = await startToolExecutor({ nc, names, tools: [], config: { receiptLeaseMs: 300 } });
     try {
       const client = createToolClient({ nc, names });
@@ -103,11 +79,11 @@ describe("the SDK's tool client", () => {
         receipt: { key: "s.sync-1", state: "admitted" },
       });
       expect(reply.reason).toContain("no reply within 1000 ms");
-      expect(tool.state.calls).toBe(1);
+      expect(tool.calls()).toBe(1);
       // Once it is done, the same call replays what it stored.
-      tool.state.release();
+      tool.release();
       await waitFor(async () => (await client.execute(call, { timeoutMs: 1_000 })).status === "replayed");
-      expect(tool.state.calls).toBe(1);
+      expect(tool.calls()).toBe(1);
     } finally {
       await tool.close();
       await executor.stop();
@@ -116,7 +92,7 @@ describe("the SDK's tool client", () => {
 
   it("a call without a receipt (a read tool) still rejects with timeout when the wait runs out", async () => {
     const { nc, names } = env();
-    const tool = await blockingTool({ name: "slow.lookup", effect: "read", requires_approval: false });
+    const tool = await blocking({ name: "slow.lookup", effect: "read", requires_approval: false });
     const executor = await startToolExecutor({ nc, names, tools: [] });
     try {
       const client = createToolClient({ nc, names });
@@ -138,25 +114,14 @@ describe("the SDK's tool client", () => {
 
   it("an executor killed mid-call: the client's own wait (from the tool's limit) ends in indeterminate", async () => {
     const { nc, names } = env();
-    const tool = await blockingTool({
+    const tool = await blocking({
       name: "deploy.slow",
       effect: "admin",
       requires_approval: false,
       timeout_ms: 3_000,
     });
-    const child = spawnService("services/tool-executor/src/main.ts", {
-      ...env().env,
-      LOG_LEVEL: "info",
-      GEODE_RECEIPT_LEASE_MS: "500",
-    });
+    const child = await spawnToolExecutor(env(), { GEODE_RECEIPT_LEASE_MS: "500" });
     try {
-      await child.waitForOutput(/tool-executor started/);
-      await waitFor(
-        () =>
-          requestJson(nc, names.health("tool-executor"), {}, { timeoutMs: 1_000 }).catch(
-            () => null,
-          ) as Promise<HealthReply | null>,
-      );
       const client = createToolClient({ nc, names });
       const call = {
         tool_name: "deploy.slow",
@@ -168,7 +133,7 @@ describe("the SDK's tool client", () => {
       expect(await client.defaultWaitMs(call)).toBe(4_000);
       const startedAt = Date.now();
       const pending = client.execute(call);
-      await waitFor(() => tool.state.calls === 1);
+      await waitFor(() => tool.calls() === 1);
       await child.stop("SIGKILL");
       const reply = await pending;
       expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4_000);
@@ -179,7 +144,7 @@ describe("the SDK's tool client", () => {
         receipt: { key: "s.deploy-1", state: "admitted" },
       });
       expect(reply.reason).toContain("no reply within 4000 ms");
-      expect(tool.state.calls).toBe(1);
+      expect(tool.calls()).toBe(1);
     } finally {
       await child.stop("SIGKILL");
       await tool.close();

@@ -1,11 +1,11 @@
-import { encodeJson, ensureBucket, RuntimeEventBus, requestJson } from "@geode/bus";
-import { type HealthReply, HookName, type ToolExecuteReply } from "@geode/contracts";
+import { encodeJson, ensureBucket, RuntimeEventBus } from "@geode/bus";
+import { HookName, type ToolExecuteReply } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
 import { createToolClient, serveHook, serveTool } from "@geode/sdk";
-import { spawnService, useTestEnv, waitFor } from "@geode/testing";
+import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { describe, expect, it } from "vitest";
-import { recordingTool } from "./tools-support.js";
+import { blockingTool, recordingTool, spawnToolExecutor } from "./tools-support.js";
 
 const env = useTestEnv();
 
@@ -101,26 +101,10 @@ describe("admission receipts", () => {
 
   it("a second call while the first runs gets in_progress (the lease is renewed past its length), then replays", async () => {
     const { nc, names } = env();
-    const toolConn = await env().connect("slow-provider");
-    let terminalCalls = 0;
-    let finish: () => void = () => undefined;
-    const finished = new Promise<void>((r) => {
-      finish = r;
-    });
-    const served = await serveTool(
-      { nc: toolConn, names },
-      {
-        name: "report.build",
-        description: "slow: runs until the test lets go",
-        input_schema: { type: "object" },
-        effect: "mutation",
-        requires_approval: false,
-      },
-      async () => {
-        terminalCalls++;
-        await finished;
-        return { result: { built: true } };
-      },
+    const tool = await blockingTool(
+      env(),
+      { name: "report.build", effect: "mutation", requires_approval: false },
+      { built: true },
     );
     const dispatcher = await startHookDispatcher({ nc, names });
     const executor = await startToolExecutor({ nc, names, tools: [], config: { receiptLeaseMs: 300 } });
@@ -132,7 +116,7 @@ describe("admission receipts", () => {
         correlation: { session_id: "s", tool_call_id: "build-1" },
       };
       const first = client.execute(call);
-      await waitFor(() => terminalCalls === 1);
+      await waitFor(() => tool.calls() === 1);
       // Several lease lengths later the first call still holds its lease: it renews it while it runs.
       await new Promise((r) => setTimeout(r, 1_000));
       // Another call of the same logical operation (its own tool call id, the same operation key).
@@ -150,9 +134,9 @@ describe("admission receipts", () => {
       });
       expect(second.reason).toContain("still running");
       expect(await client.execute(call)).toMatchObject({ status: "in_progress", executed: false });
-      expect(terminalCalls).toBe(1);
+      expect(tool.calls()).toBe(1);
 
-      finish();
+      tool.release();
       expect(await first).toMatchObject({
         status: "completed",
         executed: true,
@@ -161,60 +145,28 @@ describe("admission receipts", () => {
       const stored = await ensureBucket(nc, names, "toolReceipts").then((kv) => kv.get("s.build-1"));
       expect(stored?.json()).toMatchObject({ state: "completed", lease_until: null });
       expect(await client.execute(call)).toMatchObject({ status: "replayed", result: { built: true } });
-      expect(terminalCalls).toBe(1);
+      expect(tool.calls()).toBe(1);
     } finally {
-      finish();
+      tool.release();
       await executor.stop();
       await dispatcher.stop();
-      await served.close();
+      await tool.close();
     }
   });
 
   it("an executor killed mid-call: in_progress until its lease lapses, then indeterminate; never re-run", async () => {
     const { nc, names } = env();
     const dispatcher = await startHookDispatcher({ nc, names });
-    const toolConn = await env().connect("tool-provider");
-    let terminalCalls = 0;
-    let unblock: () => void = () => undefined;
-    const blocked = new Promise<void>((r) => {
-      unblock = r;
-    });
-    const served = await serveTool(
-      { nc: toolConn, names },
-      {
-        name: "deploy.run",
-        description: "blocks until the test lets go",
-        input_schema: { type: "object" },
-        effect: "admin",
-        requires_approval: false,
-      },
-      async () => {
-        terminalCalls++;
-        await blocked;
-        return { result: { deployed: true } };
-      },
-    );
+    const tool = await blockingTool(env(), { name: "deploy.run", effect: "admin", requires_approval: false });
     const postToolUse: string[] = [];
     const post = await serveHook({ nc, names }, HookName.PostToolUse, { name: "post-watch" }, (e) => {
       postToolUse.push(String(e.payload["tool_name"]));
       return null;
     });
     const leaseMs = 3_000;
-    const childEnv = { ...env().env, LOG_LEVEL: "info", GEODE_RECEIPT_LEASE_MS: String(leaseMs) };
-    // The process logs "started" before the server has seen its subscriptions: ask until it answers.
-    const healthy = () =>
-      waitFor(
-        () =>
-          requestJson(nc, names.health("tool-executor"), {}, { timeoutMs: 1_000 }).catch(
-            () => null,
-          ) as Promise<HealthReply | null>,
-      );
-    const child = spawnService("services/tool-executor/src/main.ts", childEnv);
+    const child = await spawnToolExecutor(env(), { GEODE_RECEIPT_LEASE_MS: String(leaseMs) });
     let survivor: { stop(): Promise<void> } | undefined;
     try {
-      await child.waitForOutput(/tool-executor started/);
-      expect(await healthy()).toMatchObject({ service: "tool-executor", status: "ok" });
-
       const call = {
         tool_name: "deploy.run",
         arguments: { env: "prod" },
@@ -223,7 +175,7 @@ describe("admission receipts", () => {
       const client = createToolClient({ nc, names });
       // The caller of the first attempt never hears back (its executor dies); it is not awaited.
       void client.execute(call, { timeoutMs: 20_000 }).catch(() => undefined);
-      await waitFor(() => terminalCalls === 1, 20_000);
+      await waitFor(() => tool.calls() === 1, 20_000);
       // Another replica, started while the first call runs in the child, answers the retries.
       survivor = await startToolExecutor({ nc, names, tools: [] });
       await child.stop("SIGKILL");
@@ -247,14 +199,14 @@ describe("admission receipts", () => {
         has_error: true,
         receipt: { key: "s.deploy-1", state: "admitted" },
       });
-      expect(terminalCalls).toBe(1);
+      expect(tool.calls()).toBe(1);
       expect(postToolUse).toEqual([]);
     } finally {
-      unblock();
+      tool.release();
       await child.stop("SIGKILL");
       await survivor?.stop();
       await post.close();
-      await served.close();
+      await tool.close();
       await dispatcher.stop();
     }
   }, 60_000);

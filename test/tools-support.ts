@@ -1,13 +1,12 @@
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RuntimeEventBus } from "@geode/bus";
-import type { EventEnvelope, HookName, ToolDefinition, ToolEffect } from "@geode/contracts";
+import { RuntimeEventBus, requestJson } from "@geode/bus";
+import type { EventEnvelope, HealthReply, HookName, ToolDefinition, ToolEffect } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
 import { MiddlewareRegistry, type ToolCallResult } from "@geode/middleware";
-import { type HookHandler, type ServedHook, type ServeHookOptions, serveHook } from "@geode/sdk";
-import type { TestEnv } from "@geode/testing";
-import { waitFor } from "@geode/testing";
+import { type HookHandler, type ServedHook, type ServeHookOptions, serveHook, serveTool } from "@geode/sdk";
+import { type SpawnedProcess, spawnService, type TestEnv, waitFor } from "@geode/testing";
 import {
   type BuiltinTool,
   builtinTools,
@@ -105,4 +104,72 @@ export async function startToolStack(
       await events.flush();
     },
   };
+}
+
+/** A remote tool (its own connection) that runs until the test lets go. */
+export interface BlockingTool {
+  /** Terminal calls so far. */
+  calls(): number;
+  /** Lets every call (running or later) finish with `result`. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+export async function blockingTool(
+  env: TestEnv,
+  definition: Omit<ToolDefinition, "description" | "input_schema">,
+  result: Record<string, unknown> = { done: true },
+): Promise<BlockingTool> {
+  const provider = await env.connect(`provider-${definition.name}`);
+  let calls = 0;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  const served = await serveTool(
+    { nc: provider, names: env.names },
+    { description: "runs until the test lets go", input_schema: { type: "object" }, ...definition },
+    async () => {
+      calls++;
+      await released;
+      return { result };
+    },
+  );
+  return {
+    calls: () => calls,
+    release: () => release(),
+    async close() {
+      release();
+      await served.close();
+    },
+  };
+}
+
+/**
+ * Runs the tool-executor as its own process on the test's namespace (`extraEnv` added) and resolves
+ * once it answers its health request (it logs "started" before the server has seen its
+ * subscriptions).
+ */
+export async function spawnToolExecutor(
+  env: TestEnv,
+  extraEnv: Record<string, string>,
+): Promise<SpawnedProcess> {
+  const child = spawnService("services/tool-executor/src/main.ts", {
+    ...env.env,
+    LOG_LEVEL: "info",
+    ...extraEnv,
+  });
+  try {
+    await child.waitForOutput(/tool-executor started/);
+    await waitFor(() =>
+      requestJson(env.nc, env.names.health("tool-executor"), {}, { timeoutMs: 1_000 }).then(
+        (r) => (r as HealthReply).status === "ok",
+        () => false,
+      ),
+    );
+    return child;
+  } catch (err) {
+    await child.stop("SIGKILL");
+    throw err;
+  }
 }

@@ -1,0 +1,293 @@
+/**
+ * The real Claude Code CLI, headless and offline, governed through the agent gateway: its settings
+ * come from `geode connect claude-code --write`, its token from `geode agents add`, and its model
+ * is a scripted stand-in for the Anthropic Messages API on loopback.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
+import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
+import { freePort, runCliCaptured } from "@geode/cli";
+import { HookName } from "@geode/contracts";
+import type { HookDispatcher } from "@geode/hook-dispatcher";
+import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { useTestEnv, waitFor } from "@geode/testing";
+import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AnthropicStandIn,
+  type ClaudeRun,
+  runClaude,
+  scratch,
+  startAnthropicStandIn,
+  type Turn,
+} from "./claude-code-support.js";
+import { HandlerScope, startDispatcher } from "./hooks-support.js";
+
+const env = useTestEnv();
+let dispatcher: HookDispatcher;
+let verifier: RunningVerifier;
+let recorder: ActivityRecorder;
+let gateway: AgentGateway;
+let scope: HandlerScope;
+let token = "";
+let runsDir = "";
+let settingsDir = "";
+const cleanups: Array<() => void | Promise<void>> = [];
+
+const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env });
+
+/** Writes Claude Code settings with `geode connect claude-code` and returns the file. */
+async function settingsFor(url: string, ...flags: string[]): Promise<string> {
+  const file = path.join(settingsDir, `settings-${Math.random().toString(36).slice(2)}.json`);
+  const r = await geode("connect", "claude-code", "--url", url, "--write", file, ...flags);
+  expect(r.code, r.err).toBe(0);
+  return file;
+}
+
+/** One Claude Code session: a scratch HOME and project, the stand-in with `script`, `claude -p`. */
+async function session(
+  script: Turn[],
+  options: { settings?: string; token?: string; args?: string[]; prompt?: string } = {},
+): Promise<{ run: ClaudeRun; api: AnthropicStandIn; work: string; sessionId: string }> {
+  const api = await startAnthropicStandIn(script);
+  const dirs = scratch();
+  cleanups.push(() => api.close(), dirs.cleanup);
+  const run = await runClaude({
+    prompt: options.prompt ?? "Do the task.",
+    settingsFile: options.settings ?? (await settingsFor(gateway.url)),
+    apiUrl: api.url,
+    home: dirs.home,
+    cwd: dirs.work,
+    token: options.token ?? token,
+    args: options.args ?? ["--allowedTools", "Bash"],
+  });
+  expect(run.result, `claude exited ${run.code}: ${run.stderr.slice(-2000)}`).not.toBeNull();
+  return { run, api, work: dirs.work, sessionId: String(run.result?.["session_id"] ?? "") };
+}
+
+const bash = (command: string): Turn => ({
+  tool: { name: "Bash", input: { command, description: "run it" } },
+});
+const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
+
+beforeAll(async () => {
+  const { nc, names, databaseUrl } = env();
+  runsDir = mkdtempSync(path.join(tmpdir(), "geode-cc-runs-"));
+  settingsDir = mkdtempSync(path.join(tmpdir(), "geode-cc-settings-"));
+  dispatcher = await startDispatcher(env());
+  verifier = await startVerifier({ nc, names });
+  recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
+  gateway = await startAgentGateway({
+    nc,
+    names,
+    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
+  });
+  scope = new HandlerScope(env(), [dispatcher]);
+  const added = await geode("agents", "add", "claude");
+  expect(added.code, added.err).toBe(0);
+  token = added.out.trimEnd().split("\n").at(-1) as string;
+  await waitFor(() => gateway.agents() === 1);
+}, 120_000);
+
+afterEach(async () => {
+  await scope.close();
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await recorder?.stop();
+  await verifier?.stop();
+  await dispatcher?.stop();
+  rmSync(runsDir, { recursive: true, force: true });
+  rmSync(settingsDir, { recursive: true, force: true });
+});
+
+// Each case runs a real Claude Code process (and hook shims): give it room on a loaded machine.
+const CLI = { timeout: 240_000 };
+
+describe("Claude Code governed through the agent gateway", () => {
+  it(
+    "a PreToolUse guard blocks a Bash call: the command never runs, Claude sees the reason",
+    CLI,
+    async () => {
+      await scope.serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
+        command(e).includes("blocked.txt")
+          ? { action: "block", reason: "touching blocked.txt is not allowed" }
+          : null,
+      );
+      const { run, api, work } = await session([bash("touch blocked.txt"), { text: "Could not do it." }]);
+      expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
+      expect(run.result?.["permission_denials"]).toEqual([expect.objectContaining({ tool_name: "Bash" })]);
+      expect(api.main()[1]?.raw).toContain("no-touch: touching blocked.txt is not allowed");
+    },
+  );
+
+  it("a PreToolUse rewrite changes the command that runs", CLI, async () => {
+    await scope.serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+      command(e) === "touch original.txt"
+        ? {
+            action: "rewrite",
+            updates: { arguments: { ...(e.payload["arguments"] as object), command: "touch rewritten.txt" } },
+          }
+        : null,
+    );
+    const { work } = await session([bash("touch original.txt"), { text: "Done." }]);
+    expect(existsSync(path.join(work, "rewritten.txt"))).toBe(true);
+    expect(existsSync(path.join(work, "original.txt"))).toBe(false);
+  });
+
+  it("Claude Code's permission prompt is answered by an approver on the plane", CLI, async () => {
+    const asked: string[] = [];
+    const approver = serveApprovals({ nc: env().nc, names: env().names }, (r) => {
+      asked.push(r.detail);
+      return r.detail.includes("approved.txt") ? { decision: "allow", reason: "looks fine" } : "deny";
+    });
+    cleanups.push(() => approver.close());
+    await env().nc.flush();
+    // No --allowedTools: Claude Code asks before the command writes a file.
+    const { work } = await session(
+      [bash("touch approved.txt"), bash("touch refused.txt"), { text: "Done." }],
+      {
+        args: [],
+      },
+    );
+    expect(asked.some((d) => d.includes("touch approved.txt"))).toBe(true);
+    expect(existsSync(path.join(work, "approved.txt"))).toBe(true);
+    expect(existsSync(path.join(work, "refused.txt"))).toBe(false);
+  });
+
+  it("PostToolUse context reaches the model's next request", CLI, async () => {
+    await scope.serve(HookName.PostToolUse, { name: "hint" }, (e) =>
+      e.payload["has_error"]
+        ? null
+        : { action: "add_context", reason: "GEODE-HINT: the build cache is cold" },
+    );
+    const { api } = await session([bash("echo hello"), { text: "Done." }]);
+    expect(api.main()).toHaveLength(2);
+    expect(api.main()[1]?.raw).toContain("GEODE-HINT: the build cache is cold");
+    expect(api.main()[0]?.raw).not.toContain("GEODE-HINT");
+  });
+
+  it("a Stop loop is ended by the revise budget", CLI, async () => {
+    const verdicts: number[] = [];
+    await scope.serve(HookName.PostVerify, { name: "never-satisfied" }, (e) => {
+      verdicts.push(e.correlation.verify_attempt);
+      return { action: "revise", instruction: "GEODE-REVISE: add the test results." };
+    });
+    const { run, api } = await session([
+      { text: "Finished." },
+      { text: "Finished, really." },
+      { text: "Still finished." },
+    ]);
+    // Two revisions reach the model; the third verdict is past the budget and stops Claude Code.
+    expect(verdicts).toEqual([0, 1, 2]);
+    expect(api.main()).toHaveLength(3);
+    expect(api.main()[1]?.raw).toContain("GEODE-REVISE: add the test results.");
+    expect(run.code).toBe(0);
+  });
+
+  it(
+    "fails closed: a closed guard that is down denies the call; with --fail-closed settings a dead gateway blocks the prompt",
+    CLI,
+    async () => {
+      await scope.register({
+        hook: HookName.PreToolUse,
+        name: "crashed-guard",
+        failure_mode: "closed",
+        timeout_ms: 500,
+      });
+      const guarded = await session([bash("touch guarded.txt"), { text: "Done." }]);
+      expect(existsSync(path.join(guarded.work, "guarded.txt"))).toBe(false);
+      expect(guarded.api.main()[1]?.raw).toContain("failure_mode closed");
+
+      const dead = await settingsFor(`http://127.0.0.1:${await freePort()}`, "--fail-closed");
+      const blocked = await session([bash("touch never.txt")], { settings: dead });
+      expect(blocked.api.main()).toHaveLength(0);
+      expect(String(blocked.run.result?.["result"])).toMatch(/blocked/i);
+      expect(existsSync(path.join(blocked.work, "never.txt"))).toBe(false);
+    },
+  );
+
+  it("an unknown token gets 401 and nothing is invoked", CLI, async () => {
+    const seen: HookEnvelope[] = [];
+    await scope.serve(HookName.PreToolUse, { name: "observer-401" }, (e) => {
+      seen.push(e);
+      return null;
+    });
+    const { sessionId } = await session([bash("echo hi"), { text: "Done." }], { token: "geode_agent_wrong" });
+    expect(seen).toEqual([]);
+    const db = new pg.Client({ connectionString: env().databaseUrl });
+    await db.connect();
+    try {
+      const rows = await db.query(
+        `select count(*)::int as n from "${env().ns}".activity_events where session_id = $1`,
+        [sessionId],
+      );
+      expect(rows.rows[0]).toEqual({ n: 0 });
+    } finally {
+      await db.end();
+    }
+  });
+
+  it(
+    "the session is a run: its events, invocations and timeline in Postgres, its activity in the run's JSONL",
+    CLI,
+    async () => {
+      await scope.serve(HookName.PreToolUse, { name: "audit-tools" }, () => null);
+      const { sessionId } = await session([bash("echo projected"), { text: "All done." }]);
+      expect(sessionId).not.toBe("");
+      const db = new pg.Client({ connectionString: env().databaseUrl });
+      await db.connect();
+      try {
+        const q = async (sql: string) => (await db.query(sql, [sessionId])).rows;
+        const schema = `"${env().ns}"`;
+        const events =
+          (await waitFor(async () => {
+            const rows = await q(
+              `select event, run_id from ${schema}.activity_events where session_id = $1 order by stream_seq`,
+            );
+            return rows.some((r) => r.event === "session_ended") ? rows : undefined;
+          }, 60_000)) ?? [];
+        const names = events.map((r) => r.event as string);
+        for (const e of [
+          "session_started",
+          "user_input_received",
+          "tool_exec_started",
+          "tool_exec_ended",
+          "extension_invoked",
+          "turn_verify_passed",
+          "session_ended",
+        ])
+          expect(names, e).toContain(e);
+        expect(new Set(events.map((r) => r.run_id))).toEqual(new Set([sessionId]));
+        const invocations = await q(
+          `select name, extension, status from ${schema}.extension_invocations where session_id = $1`,
+        );
+        expect(invocations).toContainEqual({ name: "PreToolUse", extension: "audit-tools", status: "ok" });
+        const timeline = (
+          await q(`select kind from ${schema}.session_events where session_id = $1 order by stream_seq`)
+        ).map((r) => r.kind as string);
+        expect(timeline[0]).toBe("session.started");
+        expect(timeline).toEqual(
+          expect.arrayContaining(["tool.called", "tool.completed", "verification.decided"]),
+        );
+        expect(timeline.at(-1)).toBe("session.ended");
+        const file = path.join(runsDir, sessionId, "events.jsonl");
+        // The run file mirrors the session's activity rows, from its start to its end.
+        await waitFor(
+          () => existsSync(file) && readFileSync(file, "utf8").includes('"event":"session_ended"'),
+          30_000,
+        );
+        const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+        expect(lines.map((l) => (JSON.parse(l) as { event: string }).event)).toEqual(names);
+        expect(lines.join("\n")).not.toMatch(/echo projected|geode-cc-work|transcript/);
+      } finally {
+        await db.end();
+      }
+    },
+  );
+});

@@ -6,7 +6,8 @@
  */
 import { decodeJson } from "@geode/bus";
 import { type EventEnvelope, HookName } from "@geode/contracts";
-import { createHookClient, createToolClient, serveTool } from "@geode/sdk";
+import { createHookClient, createToolClient } from "@geode/runtime";
+import { serveTool } from "@geode/sdk";
 import { startToolExecutor } from "@geode/tool-executor";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 import { HookName } from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
-import { createHookClient } from "@geode/sdk";
+import { createHookClient } from "@geode/runtime";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { startDispatcher } from "./hooks-support.js";

@@ -1,6 +1,7 @@
 import { requestJson } from "@geode/bus";
 import { HookName } from "@geode/contracts";
-import { createHookClient, serveHook } from "@geode/sdk";
+import { createHookClient } from "@geode/runtime";
+import { serveHook } from "@geode/sdk";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, describe, expect, it } from "vitest";
 

@@ -1,7 +1,8 @@
 import { ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { GeodeError, HookName } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
-import { createHookClient, type GeodeConnection, serveHook } from "@geode/sdk";
+import { createHookClient } from "@geode/runtime";
+import { type GeodeConnection, serveHook } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CORRELATION, HandlerScope, sleep } from "./hooks-support.js";

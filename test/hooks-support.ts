@@ -5,14 +5,8 @@
 import { ensureBucket } from "@geode/bus";
 import type { HandlerRegistration, HookName } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
-import {
-  createHookClient,
-  type GeodeConnection,
-  type HookClient,
-  type HookHandler,
-  type ServeHookOptions,
-  serveHook,
-} from "@geode/sdk";
+import { createHookClient, type HookClient } from "@geode/runtime";
+import { type GeodeConnection, type HookHandler, type ServeHookOptions, serveHook } from "@geode/sdk";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, afterEach, beforeAll } from "vitest";
 

@@ -6,7 +6,7 @@ import { startActivityRecorder } from "@geode/activity-recorder";
 import { RuntimeEventBus } from "@geode/bus";
 import { HealthReplySchema } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb, readOffsets } from "@geode/projection";
-import { createRuns } from "@geode/sdk";
+import { createRuns } from "@geode/runtime";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countActivity } from "./recorder-support.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { startActivityRecorder } from "@geode/activity-recorder";
 import { RuntimeEventBus } from "@geode/bus";
 import { countRows, normalizeRow, openProjectionDb, readOffsets } from "@geode/projection";
-import { createRuns } from "@geode/sdk";
+import { createRuns } from "@geode/runtime";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, describe, expect, it } from "vitest";
 

@@ -5,7 +5,7 @@ import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-re
 import { RuntimeEventBus } from "@geode/bus";
 import { CORRELATION_FIELDS, RUNTIME_EVENTS } from "@geode/contracts";
 import { countRows, normalizeRow, openProjectionDb, type ProjectionDb } from "@geode/projection";
-import { createRuns } from "@geode/sdk";
+import { createRuns } from "@geode/runtime";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -2,17 +2,12 @@ import { startActivityRecorder } from "@geode/activity-recorder";
 import { startAgentGateway } from "@geode/agent-gateway";
 import { CLAUDE_CODE_HOOK_PATH, HookName } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
-import {
-  createHookClient,
-  createToolClient,
-  createVerifyClient,
-  serveApprovals,
-  serveHook,
-  serveTool,
-} from "@geode/sdk";
+import { createHookClient, createSessions, createToolClient, createVerifyClient } from "@geode/runtime";
+import { serveApprovals, serveHook, serveTool } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { startVerifier } from "@geode/verifier";
+import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -45,7 +40,7 @@ afterAll(async () => {
 });
 
 describe("the services on a secured NATS, each with its own user", () => {
-  it("hooks, tools with approval, verification and the projection work end to end", async () => {
+  it("hooks, tools with approval, verification, the session's end and the projection work end to end", async () => {
     const names = env().names;
     const dispatcher = await startHookDispatcher({ nc: await as("hook-dispatcher"), names });
     stops.push(() => dispatcher.stop());
@@ -108,6 +103,32 @@ describe("the services on a secured NATS, each with its own user", () => {
       candidate: { text: "The note is saved.", termination_reason: "natural", rounds: 1, tool_call_count: 1 },
     });
     expect(verdict).toMatchObject({ policy_action: "accept", deliver: true });
+
+    // The session ends under the runtime's own user: SessionEnd fires, and the verifier (not the
+    // runtime, which may not touch {ns}_verify) clears the session's verification state.
+    const ends: string[] = [];
+    const onEnd = await serveHook(
+      { nc: await as("handler-guard"), names },
+      HookName.SessionEnd,
+      { name: "guard" },
+      (e) => {
+        ends.push(e.correlation.session_id);
+        return null;
+      },
+    );
+    stops.push(() => onEnd.close());
+    await waitFor(() => dispatcher.handlers().length === 2);
+    const sessions = createSessions(runtime);
+    await sessions.start({ session_id: "s-1", model: "m", provider: "p" });
+    const ended = await sessions.end("s-1", { reason: "done", status: "completed" });
+    expect(ended).toMatchObject({ ended: true, record: { status: "completed" } });
+    expect(ended.hookError).toBeUndefined();
+    expect(ends).toEqual(["s-1"]);
+    const verifyKv = await new Kvm(await as("operator")).open(names.buckets.verify);
+    await waitFor(async () => {
+      for await (const _ of await verifyKv.keys(names.verifySessionFilter("s-1"))) return false;
+      return true;
+    });
 
     // The recorder (read-only on the streams) projected the handler audit into Postgres.
     const db = new pg.Client({ connectionString: env().databaseUrl });

@@ -1,6 +1,7 @@
 import { decodeJson, encodeJson, ensureBucket } from "@geode/bus";
 import { type EventEnvelope, HookName, type ToolExecuteReply } from "@geode/contracts";
-import { createToolClient, serveApprovals } from "@geode/sdk";
+import { createToolClient } from "@geode/runtime";
+import { serveApprovals } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RecordingTool, recordingTool, startToolStack, type ToolStack } from "./tools-support.js";

@@ -2,7 +2,7 @@ import { decodeJson, encodeJson, ensureBucket } from "@geode/bus";
 import { captureIO, runCli } from "@geode/cli";
 import { type EventEnvelope, receiptStorageKey } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
-import { createToolClient } from "@geode/sdk";
+import { createToolClient } from "@geode/runtime";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 import { startHookDispatcher } from "@geode/hook-dispatcher";
-import { createToolClient } from "@geode/sdk";
+import { createToolClient } from "@geode/runtime";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,7 +1,8 @@
 import { encodeJson, ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { HookName, type ToolExecuteReply } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
-import { createToolClient, serveHook, serveTool } from "@geode/sdk";
+import { createToolClient } from "@geode/runtime";
+import { serveHook, serveTool } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 import type { HookDispatcher } from "@geode/hook-dispatcher";
-import type { SystemContextMessage } from "@geode/sdk";
+import type { SystemContextMessage } from "@geode/runtime";
 import { useTestEnv } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,7 +1,8 @@
 import { requestJson } from "@geode/bus";
 import { GeodeError, HookName, SessionRecordSchema, type VerifyReply } from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
-import { createVerifyClient, followUpContext, type HookEnvelope, type VerifyClient } from "@geode/sdk";
+import { createVerifyClient, followUpContext, type VerifyClient } from "@geode/runtime";
+import type { HookEnvelope } from "@geode/sdk";
 import { useTestEnv } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
 import { Kvm } from "@nats-io/kv";

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { ensureBucket } from "@geode/bus";
 import { correlation } from "@geode/contracts";
-import { connectGeode, createHookClient, HookName } from "@geode/sdk";
+import { connectGeode, createHookClient, HookName } from "@geode/runtime";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {

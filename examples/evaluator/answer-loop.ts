@@ -7,7 +7,7 @@ import {
   followUpContext,
   type GeodeConnection,
   type SystemContextMessage,
-} from "@geode/sdk";
+} from "@geode/runtime";
 
 export type Generate = (systemContext: SystemContextMessage[]) => Promise<string>;
 

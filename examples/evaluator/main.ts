@@ -2,7 +2,7 @@
  * `tsx examples/evaluator/main.ts` against a running deployment (hook-dispatcher and verifier):
  * serves the units evaluator and drives one root turn through revise → accept.
  */
-import { connectGeode } from "@geode/sdk";
+import { connectGeode } from "@geode/runtime";
 import { answerWithVerification } from "./answer-loop.js";
 import { serveUnitsEvaluator } from "./evaluator.js";
 

@@ -2,7 +2,7 @@
  * Calls a tool through the tool-executor: `pnpm tsx examples/tools/call-tool.ts "a note"`.
  * Run it twice with the same `tool_call_id` and the second reply is `replayed`.
  */
-import { connectGeode, createToolClient } from "@geode/sdk";
+import { connectGeode, createToolClient } from "@geode/runtime";
 
 const conn = await connectGeode({ name: "notes-caller" });
 try {

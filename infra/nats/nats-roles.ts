@@ -219,6 +219,8 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...readBucket(b.sessions),
         ...provisionBucket(b.sessions),
         ...writeBucket(b.sessions),
+        // Its durable consumers of session.ended / subagent.stopped: it clears its own state.
+        ...readStream(n.timelineStream),
       ],
       subscribe: [n.verifyFinalize, n.verifyResolve, n.health("verifier")],
       allowResponses: true,

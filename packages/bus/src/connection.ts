@@ -1,5 +1,6 @@
+import { names as buildNames, type Names } from "@geode/contracts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import type { GeodeConfig } from "./config.js";
+import { type GeodeConfig, loadConfig } from "./config.js";
 
 export type { NatsConnection };
 
@@ -20,4 +21,48 @@ export async function connectBus(
     // helpers rebuild their own typed errors, so the extra async stack is never shown anyway.
     noAsyncTraces: true,
   });
+}
+
+/** What every client helper takes: a NATS connection and the deployment's names. */
+export interface GeodeConnection {
+  nc: NatsConnection;
+  names: Names;
+}
+
+export interface ConnectOptions {
+  /** Default: `NATS_URL` or `nats://127.0.0.1:4222`. */
+  natsUrl?: string;
+  /** Default: `GEODE_NAMESPACE` or `geode`. */
+  namespace?: string;
+  /** Connection name shown by the server. */
+  name?: string;
+  user?: string;
+  pass?: string;
+  token?: string;
+}
+
+/**
+ * Connects to a deployment: credentials from `options`, else from the environment (`NATS_URL`,
+ * `NATS_USER`/`NATS_PASS` or `NATS_TOKEN`, `GEODE_NAMESPACE`; see docs/operations.md).
+ */
+export async function connectGeode(
+  options: ConnectOptions = {},
+): Promise<GeodeConnection & { close(): Promise<void> }> {
+  const env = loadConfig(process.env);
+  const nc = await connectBus(
+    {
+      natsUrl: options.natsUrl ?? env.natsUrl,
+      natsUser: options.user ?? env.natsUser,
+      natsPass: options.pass ?? env.natsPass,
+      natsToken: options.token ?? env.natsToken,
+    },
+    options.name ?? "geode-sdk",
+  );
+  return {
+    nc,
+    names: buildNames(options.namespace ?? env.namespace),
+    async close() {
+      await nc.drain();
+    },
+  };
 }

@@ -319,6 +319,3 @@ export class RuntimeEventBus {
     this.ackSub = undefined;
   }
 }
-
-/** Older integrations' name for the bus. */
-export { RuntimeEventBus as HookSystem };

@@ -1,13 +1,24 @@
-export { decodeJson, encodeJson } from "./codec.js";
+export { decodeJson, encodeJson, jsonDepth } from "./codec.js";
 export { ConfigError, type GeodeConfig, loadConfig } from "./config.js";
-export { connectBus, type NatsConnection } from "./connection.js";
+export {
+  type ConnectOptions,
+  connectBus,
+  connectGeode,
+  type GeodeConnection,
+  type NatsConnection,
+} from "./connection.js";
 export {
   type EventObserver,
-  HookSystem,
   RuntimeEventBus,
   type RuntimeEventBusOptions,
   type TimelineObserver,
 } from "./event-bus.js";
+export {
+  createHookClient,
+  DEFAULT_INVOKE_TIMEOUT_MS,
+  type HookClient,
+  type InvokeOptions,
+} from "./hook-client.js";
 export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
   type BucketName,
@@ -19,11 +30,17 @@ export {
 export {
   RequestFailedError,
   type RequestJsonOptions,
+  type RequestMsgOptions,
   requestJson,
   requestMsg,
   type TransportFailure,
 } from "./request.js";
-export { type RequestHandler, type Responder, serveRequests } from "./responder.js";
+export {
+  type RequestHandler,
+  type Responder,
+  type ServeRequestsOptions,
+  serveRequests,
+} from "./responder.js";
 export {
   GEODE_VERSION,
   type RunningService,

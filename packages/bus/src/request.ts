@@ -1,4 +1,4 @@
-import { ErrorCode, GeodeError, isErrorReply } from "@geode/contracts";
+import { type Codec, ErrorCode, GeodeError, isErrorReply, malformedReply } from "@geode/contracts";
 import {
   createInbox,
   type Msg,
@@ -8,12 +8,17 @@ import {
 } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 
-export interface RequestJsonOptions {
-  /** Milliseconds to wait for the reply. */
+export interface RequestMsgOptions {
+  /** Milliseconds to wait for the reply (`Infinity`: as long as a timer can wait, about 24 days). */
   timeoutMs: number;
   /** Cancels the wait; the promise rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
   headers?: MsgHdrs;
+}
+
+export interface RequestJsonOptions<T> extends RequestMsgOptions {
+  /** The leg's reply codec; without one the decoded body is returned as it is. */
+  reply?: Pick<Codec<T, unknown>, "decode">;
 }
 
 /** Why a request failed below the application level. */
@@ -90,7 +95,7 @@ class RequestMux {
     void this.watchPermissions();
   }
 
-  request(subject: string, data: Uint8Array, options: RequestJsonOptions): Promise<Msg> {
+  request(subject: string, data: Uint8Array, options: RequestMsgOptions): Promise<Msg> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const token = (this.next++).toString(36);
@@ -176,7 +181,7 @@ export function requestMsg(
   nc: NatsConnection,
   subject: string,
   data: Uint8Array,
-  options: RequestJsonOptions,
+  options: RequestMsgOptions,
 ): Promise<Msg> {
   try {
     return RequestMux.of(nc).request(subject, data, options);
@@ -186,17 +191,26 @@ export function requestMsg(
 }
 
 /**
- * JSON request/reply. An error reply is rebuilt and thrown as GeodeError; a timeout or
- * no-responders answer throws RequestFailedError; an abort rejects with the signal's reason.
+ * The one JSON request of the bus: encodes `body`, waits for the reply, and decodes it with the
+ * leg's reply codec. An error reply is rebuilt and thrown as GeodeError (its code and details
+ * kept); a reply that is not JSON or not of the leg's shape throws `malformedReply` (`internal`,
+ * kind `malformed_reply`); a timeout or no-responders answer throws RequestFailedError; an abort
+ * rejects with the signal's reason.
  */
-export async function requestJson(
+export async function requestJson<T = unknown>(
   nc: NatsConnection,
   subject: string,
   body: unknown,
-  options: RequestJsonOptions,
-): Promise<unknown> {
+  options: RequestJsonOptions<T>,
+): Promise<T> {
   const msg = await requestMsg(nc, subject, encodeJson(body), options);
-  const decoded = decodeJson(msg.data);
+  let decoded: unknown;
+  try {
+    decoded = decodeJson(msg.data);
+  } catch (err) {
+    // "body is not valid JSON" → "reply is not valid JSON", and so on.
+    throw malformedReply((err as Error).message.replace(/^body/, "reply"), err);
+  }
   if (isErrorReply(decoded)) throw GeodeError.fromReply(decoded);
-  return decoded;
+  return options.reply ? options.reply.decode(decoded) : (decoded as T);
 }

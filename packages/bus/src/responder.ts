@@ -1,9 +1,9 @@
-import { toGeodeError } from "@geode/contracts";
+import { type Codec, PROBE_HEADER, toGeodeError } from "@geode/contracts";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 import type { Logger } from "./logger.js";
 
-export type RequestHandler = (body: unknown, msg: Msg) => Promise<unknown> | unknown;
+export type RequestHandler<T = unknown> = (request: T, msg: Msg) => Promise<unknown> | unknown;
 
 export interface Responder {
   readonly subject: string;
@@ -14,30 +14,43 @@ export interface Responder {
   drain(): Promise<void>;
 }
 
+export interface ServeRequestsOptions<T> {
+  queue?: string;
+  log?: Logger;
+  /**
+   * The leg's request codec: a body of the wrong shape gets its error reply here and never reaches
+   * `handler`. Without one, `handler` gets the decoded JSON as it is.
+   */
+  request?: Pick<Codec<T, unknown>, "decode">;
+  /**
+   * Runs once the handler settled (after a throw too), right before its reply is sent: messages
+   * that must reach the server ahead of the reply, such as the request's audit events, which
+   * then share the reply's socket write.
+   */
+  beforeReply?: (msg: Msg) => void;
+}
+
+const PROBE_REPLY = encodeJson({ probe: "ok" });
+
 /**
- * Serves JSON requests on `subject`: decodes the body, runs `handler`, replies JSON. Any throw
- * becomes a typed error reply (`{"error": {code, message}}`) and the subscription keeps serving.
+ * The one responder of the bus. Serves JSON requests on `subject`: decodes the body (not UTF-8,
+ * not JSON or nested too deep is `invalid_request`), checks it with the leg's request codec, runs
+ * `handler`, replies JSON. Any throw becomes a typed error reply (`{"error": {code, message}}`)
+ * and the subscription keeps serving. A request with the probe header is answered
+ * `{"probe": "ok"}` without reaching `handler`.
  */
-export function serveRequests(
+export function serveRequests<T = unknown>(
   nc: NatsConnection,
   subject: string,
-  options: {
-    queue?: string;
-    log?: Logger;
-    /**
-     * Runs once the handler settled (after a throw too), right before its reply is sent: messages
-     * that must reach the server ahead of the reply, such as the request's audit events, which
-     * then share the reply's socket write.
-     */
-    beforeReply?: (msg: Msg) => void;
-  },
-  handler: RequestHandler,
+  options: ServeRequestsOptions<T>,
+  handler: RequestHandler<T>,
 ): Responder {
   const inflight = new Set<Promise<void>>();
+  const decode = options.request ? options.request.decode : (body: unknown) => body as T;
   const handle = async (msg: Msg): Promise<void> => {
     let reply: unknown;
     try {
-      reply = await handler(decodeJson(msg.data), msg);
+      reply = await handler(decode(decodeJson(msg.data)), msg);
     } catch (err) {
       const gerr = toGeodeError(err);
       if (gerr.code === "internal") options.log?.error({ err, subject: msg.subject }, "request failed");
@@ -64,6 +77,14 @@ export function serveRequests(
     callback: (err, msg) => {
       if (err) {
         options.log?.error({ err, subject }, "subscription error");
+        return;
+      }
+      if (msg.headers?.get(PROBE_HEADER)) {
+        try {
+          msg.respond(PROBE_REPLY);
+        } catch {
+          // closed meanwhile: the prober counts the silence as an answer anyway
+        }
         return;
       }
       const p = handle(msg).finally(() => inflight.delete(p));

@@ -1,4 +1,4 @@
-import { names as buildNames, type HealthReply, type Names } from "@geode/contracts";
+import { names as buildNames, HealthLeg, type HealthReply, type Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ConfigError, type GeodeConfig, loadConfig } from "./config.js";
 import { connectBus } from "./connection.js";
@@ -24,7 +24,7 @@ export function serveHealth(
   health: () => ServiceHealth | HealthReply["status"] = () => "ok",
 ): Responder {
   const startedAt = Date.now();
-  return serveRequests(nc, n.health(service), {}, (): HealthReply => {
+  return serveRequests(nc, n.health(service), { request: HealthLeg.request }, (): HealthReply => {
     const h = health();
     const { status, reason } = typeof h === "string" ? { status: h, reason: undefined } : h;
     return {

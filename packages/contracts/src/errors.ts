@@ -20,6 +20,17 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];
 export const ErrorCodeSchema = z.enum(ERROR_CODES);
 
+/**
+ * `details.kind` of an error, where the code alone does not say enough: `invalid_decision` is the
+ * reply a handler SDK sends for a decision it refused (audited as `InvalidDecision`);
+ * `malformed_reply` is a reply that was not what its leg promises (never sent, raised by a caller).
+ */
+export const ErrorKind = {
+  InvalidDecision: "invalid_decision",
+  MalformedReply: "malformed_reply",
+} as const;
+export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
+
 export const ErrorReplySchema = z.strictObject({
   error: z.strictObject({
     code: ErrorCodeSchema,
@@ -59,6 +70,8 @@ export class GeodeError extends Error {
 
 /** True when a decoded reply body is an error reply. */
 export function isErrorReply(body: unknown): body is ErrorReply {
+  // Most replies are not errors: skip the schema (a failing parse costs more than a passing one).
+  if (body === null || typeof body !== "object" || !("error" in body)) return false;
   return ErrorReplySchema.safeParse(body).success;
 }
 

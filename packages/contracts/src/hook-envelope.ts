@@ -12,9 +12,9 @@ import {
   type HookAction,
   type HookName,
   HookNameSchema,
+  SchemaVersion,
   type SchemaVersionLabel,
   SchemaVersionSchema,
-  schemaVersionOf,
 } from "./hook-name.js";
 import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
 
@@ -71,19 +71,21 @@ export type HookEnvelope = {
 };
 
 /**
- * Builds the envelope a handler receives. A v1 envelope carries the v1 correlation (no `step_id`),
- * as a handler registered for v1 expects.
+ * Builds the envelope a handler receives (the encoder of the handler leg). A v1 envelope carries the
+ * v1 correlation (no `step_id`), as a handler registered for v1 expects. `version` is a label
+ * (`v1`) or the full version string of a registration.
  */
 export function hookEnvelope(
   name: HookName,
   correlation: Correlation,
   payload: Record<string, unknown>,
-  version: SchemaVersionLabel = "v2",
+  version: SchemaVersionLabel | SchemaVersion = "v2",
 ): HookEnvelope {
+  const v1 = version === "v1" || version === SchemaVersion.V1;
   return {
-    schema_version: schemaVersionOf(version),
+    schema_version: v1 ? SchemaVersion.V1 : SchemaVersion.V2,
     name,
-    correlation: version === "v1" ? toCorrelationV1(correlation) : { ...correlation },
+    correlation: v1 ? toCorrelationV1(correlation) : { ...correlation },
     payload,
   };
 }

@@ -30,6 +30,7 @@ export {
   ERROR_CODES,
   ErrorCode,
   ErrorCodeSchema,
+  ErrorKind,
   type ErrorReply,
   ErrorReplySchema,
   GeodeError,
@@ -88,15 +89,19 @@ export {
   HANDLER_NAME_PATTERN,
   INVOCATION_ID_HEADER,
   INVOCATION_ID_PATTERN,
+  isValidRunId,
   NAMESPACE_PATTERN,
   type Names,
   NamespaceSchema,
   names,
+  PROBE_HEADER,
   QueueGroup,
   RECORDER_CONSUMER,
+  RUN_ID_PATTERN,
   SERVICE_NAMES,
   type ServiceName,
   TOOL_NAME_PATTERN,
+  VERIFIER_CONSUMERS,
 } from "./names.js";
 export {
   JSON_SCHEMA_DRAFT,
@@ -140,3 +145,26 @@ export {
 } from "./sanitize.js";
 export { matchesToolGlob, type ToolGlob, toolGlob } from "./tool-glob.js";
 export { applyRewrite, type HookValidation, validateHookPayload } from "./validate-payload.js";
+export {
+  type Codec,
+  isMalformedReply,
+  MAX_JSON_DEPTH,
+  malformedReply,
+  replyCodec,
+  requestCodec,
+} from "./wire-codec.js";
+export {
+  ApprovalLeg,
+  HealthLeg,
+  HealthRequestSchema,
+  HookHandlerLeg,
+  HookInvokeLeg,
+  invalidDecision,
+  isInvalidDecision,
+  ToolExecuteLeg,
+  ToolTerminalLeg,
+  VerifyFinalizeLeg,
+  VerifyResolveLeg,
+  WIRE_LEGS,
+  type WireLeg,
+} from "./wire-legs.js";

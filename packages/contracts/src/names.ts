@@ -11,6 +11,21 @@ export const HANDLER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** Header carrying a hook invocation's id, so the caller can cancel it on `{ns}.hook.cancel.{id}`. */
 export const INVOCATION_ID_HEADER = "Geode-Invocation-Id";
 export const INVOCATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/**
+ * Header of a probe: a request carrying it is answered `{"probe": "ok"}` by the responder's bus
+ * helper itself, never by the code behind it (a handler SDK asks whether another replica serves).
+ */
+export const PROBE_HEADER = "Geode-Probe";
+/**
+ * Run ids name a KV key and a directory (`{GEODE_RUNS_DIR}/{run_id}`), so they are one safe path
+ * segment: letters, digits, `_`, `-`, `.` (no leading or trailing dot), at most 128 characters.
+ */
+export const RUN_ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
+
+export function isValidRunId(runId: string): boolean {
+  return RUN_ID_PATTERN.test(runId) && !runId.startsWith(".") && !runId.endsWith(".");
+}
+
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Agent names (KV `{ns}_agents` keys) of the agent gateway. */
 export const AGENT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -26,6 +41,16 @@ export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** The durable consumer the activity-recorder replicas share on each stream. */
 export const RECORDER_CONSUMER = "activity-recorder";
+
+/**
+ * The durable consumers the verifier replicas share on the timeline stream: each session's
+ * verification state is cleared when its `session.ended` (or, for a sub-agent's child session,
+ * `subagent.stopped`) record arrives, also when that happened while no verifier ran.
+ */
+export const VERIFIER_CONSUMERS = {
+  sessionEnded: "verifier-session-ended",
+  subagentStopped: "verifier-subagent-stopped",
+} as const;
 
 /** Queue groups of DESIGN section 2. */
 export const QueueGroup = {

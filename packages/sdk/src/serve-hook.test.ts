@@ -1,6 +1,7 @@
 import { GeodeError, HookName, SchemaVersion } from "@geode/contracts";
+import { sameHandlerConfig } from "@geode/state";
 import { describe, expect, it } from "vitest";
-import { buildRegistration, sameHandlerConfig } from "./serve-hook.js";
+import { buildRegistration } from "./serve-hook.js";
 
 const codeOf = (f: () => unknown) => {
   try {

@@ -1,4 +1,11 @@
-import { encodeJson, ensureBucket, isRevisionConflict, type Logger, silentLogger } from "@geode/bus";
+import {
+  type GeodeConnection,
+  type Logger,
+  RequestFailedError,
+  requestJson,
+  serveRequests,
+  silentLogger,
+} from "@geode/bus";
 import {
   ErrorCode,
   type FailureMode,
@@ -9,16 +16,17 @@ import {
   HandlerRegistrationSchema,
   type HookDecision,
   type HookEnvelope,
+  HookHandlerLeg,
   type HookName,
+  invalidDecision,
   isHookName,
+  PROBE_HEADER,
   SchemaVersion,
   TOOL_HOOKS,
-  toGeodeError,
   validateDecision,
 } from "@geode/contracts";
-import type { KV } from "@nats-io/kv";
-import { headers, type Msg, RequestError } from "@nats-io/transport-node";
-import type { GeodeConnection } from "./connection.js";
+import { HandlerRegistrations } from "@geode/state";
+import { headers } from "@nats-io/transport-node";
 
 /** What a handler returns: a decision, or null for no decision. */
 export type HookHandler = (envelope: HookEnvelope) => HookDecision | null | Promise<HookDecision | null>;
@@ -55,13 +63,6 @@ export const DEFAULT_HANDLER_PRIORITY = 100;
 export const DEFAULT_HANDLER_TIMEOUT_MS = 10_000;
 export const DEFAULT_HANDLER_LEASE_MS = 15_000;
 
-/** Header of a replica probe: answered by the SDK itself, never passed to the handler. */
-export const PROBE_HEADER = "Geode-Probe";
-/** `details.kind` of the error reply sent for a decision the handler got wrong. */
-const INVALID_DECISION_KIND = "invalid_decision";
-
-const envelopeDecoder = new TextDecoder();
-
 const invalid = (message: string) => new GeodeError(ErrorCode.InvalidRequest, message);
 
 function hasWildcard(s: string): boolean {
@@ -96,59 +97,21 @@ export function buildRegistration(hook: string, options: ServeHookOptions): Hand
   return parsed.data;
 }
 
-/** Two registrations are replicas of one handler when everything but the heartbeat agrees. */
-export function sameHandlerConfig(a: HandlerRegistration, b: HandlerRegistration): boolean {
-  return (
-    a.hook === b.hook &&
-    a.name === b.name &&
-    a.priority === b.priority &&
-    a.timeout_ms === b.timeout_ms &&
-    a.schema_version === b.schema_version &&
-    a.failure_mode === b.failure_mode &&
-    JSON.stringify(a.match ?? null) === JSON.stringify(b.match ?? null)
-  );
-}
-
-function readRegistration(value: unknown): HandlerRegistration | undefined {
-  const parsed = HandlerRegistrationSchema.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
-}
-
-/**
- * Writes the registration: creates the key, or (a replica) refreshes it when the stored value
- * agrees. A live registration with another configuration is `duplicate_handler`; a dead `open`
- * one (lease expired) is replaced, a dead `closed` one must be removed by an operator first.
- */
-async function register(kv: KV, key: string, reg: HandlerRegistration): Promise<void> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const current = await kv.get(key);
-    try {
-      if (current?.operation !== "PUT") {
-        await kv.create(key, JSON.stringify(reg));
-        return;
-      }
-      const stored = readRegistration(current.json());
-      const expired = stored !== undefined && stored.heartbeat_at + stored.lease_ms < Date.now();
-      if (stored && !sameHandlerConfig(stored, reg) && !(expired && stored.failure_mode === "open")) {
-        throw new GeodeError(
-          ErrorCode.DuplicateHandler,
-          `handler ${reg.name} is already registered for ${reg.hook} with another configuration`,
-          { details: { hook: reg.hook, name: reg.name } },
-        );
-      }
-      await kv.update(key, JSON.stringify(reg), current.revision);
-      return;
-    } catch (err) {
-      if (!isRevisionConflict(err)) throw err;
-    }
-  }
-  throw new GeodeError(ErrorCode.Unavailable, `could not register ${key}: registry kept changing`);
+/** The envelope of a call, checked: of this hook, in the registered version, of the right shape. */
+function checkEnvelope(body: unknown, reg: HandlerRegistration): HookEnvelope {
+  const envelope = HookHandlerLeg.request.decode(body) as HookEnvelope;
+  if (envelope.name !== reg.hook) throw invalid(`this handler serves ${reg.hook}, not ${envelope.name}`);
+  if (envelope.schema_version !== reg.schema_version)
+    throw invalid(`this handler is registered for ${reg.schema_version}, not ${envelope.schema_version}`);
+  return envelope;
 }
 
 /**
  * Serves one public hook handler: registers it in KV `{ns}_hook_handlers`, keeps its heartbeat,
- * answers `{ns}.hook.handler.{HookName}.{name}` in queue group `{name}`, checks each decision with
- * the contract's rules before replying (a wrong one becomes an error reply, as does a throw).
+ * answers `{ns}.hook.handler.{HookName}.{name}` in queue group `{name}`. What arrives is checked
+ * before `handler` sees it (not JSON, nested too deep, or not an envelope of this hook and version:
+ * an `invalid_request` reply), and each decision is checked with the contract's rules before the
+ * reply (a wrong one becomes an `invalid_decision` error reply, as a throw becomes an error reply).
  *
  * ```ts
  * const served = await serveHook(conn, HookName.PreToolUse, { name: "no-rm" }, (env) =>
@@ -166,57 +129,31 @@ export async function serveHook(
   const registration = buildRegistration(hook, options);
   const key = names.handlerKey(hook, registration.name);
   const subject = names.hookHandler(hook, registration.name);
-  const kv = await ensureBucket(nc, names, "hookHandlers");
-
-  const inflight = new Set<Promise<void>>();
-  const handle = async (msg: Msg): Promise<void> => {
-    if (msg.headers?.get(PROBE_HEADER)) {
-      msg.respond(encodeJson({ probe: "ok" }));
-      return;
-    }
-    let reply: unknown;
-    try {
-      const envelope = JSON.parse(envelopeDecoder.decode(msg.data)) as HookEnvelope;
-      const decision = await handler(envelope);
-      const check = validateDecision(hook, decision);
-      reply = check.ok
-        ? { decision: check.decision }
-        : {
-            error: {
-              code: ErrorCode.InvalidRequest,
-              message: check.error,
-              details: { kind: INVALID_DECISION_KIND },
-            },
-          };
-    } catch (err) {
-      const gerr = toGeodeError(err);
-      log.warn({ err, hook, handler: registration.name }, "hook handler threw");
-      reply = gerr.toReply();
-    }
-    try {
-      msg.respond(encodeJson(reply));
-    } catch (err) {
-      log.warn({ err, hook, handler: registration.name }, "could not reply to the dispatcher");
-    }
-  };
+  const registry = await HandlerRegistrations.open(connection);
 
   // Subscribe before registering, so the dispatcher never sees a registration nobody answers.
-  const subscription = nc.subscribe(subject, {
-    queue: registration.name,
-    callback: (err, msg) => {
-      if (err) {
-        log.error({ err, subject }, "handler subscription error");
-        return;
+  const responder = serveRequests(
+    nc,
+    subject,
+    { queue: registration.name, request: { decode: (body) => checkEnvelope(body, registration) } },
+    async (envelope) => {
+      let decision: HookDecision | null;
+      try {
+        decision = await handler(envelope);
+      } catch (err) {
+        log.warn({ err, hook, handler: registration.name }, "hook handler threw");
+        throw err;
       }
-      const p = handle(msg).finally(() => inflight.delete(p));
-      inflight.add(p);
+      const check = validateDecision(hook, decision);
+      if (!check.ok) throw invalidDecision(check.error);
+      return HookHandlerLeg.reply.encode({ decision: check.decision });
     },
-  });
+  );
   await nc.flush();
   try {
-    await register(kv, key, registration);
+    await registry.register(registration);
   } catch (err) {
-    subscription.unsubscribe();
+    responder.subscription.unsubscribe();
     throw err;
   }
 
@@ -224,7 +161,7 @@ export async function serveHook(
   const heartbeatEvery = Math.max(10, Math.floor(registration.lease_ms / 3));
   const beat = async () => {
     try {
-      await register(kv, key, { ...registration, heartbeat_at: Date.now() });
+      await registry.register({ ...registration, heartbeat_at: Date.now() });
     } catch (err) {
       if (!closing) log.warn({ err, key }, "handler heartbeat failed");
     }
@@ -243,34 +180,26 @@ export async function serveHook(
         closing = true;
         clearInterval(timer);
         await beating;
-        if (!subscription.isClosed()) await subscription.drain();
         // The dispatcher stops waiting after timeout_ms, so a call still running past that is
         // answered to nobody: do not let it hold close() hostage.
-        await settleWithin(inflight, registration.timeout_ms || DEFAULT_HANDLER_TIMEOUT_MS);
+        await settleWithin(responder.drain(), registration.timeout_ms || DEFAULT_HANDLER_TIMEOUT_MS);
         if (nc.isClosed()) return;
         if (await otherReplicaServing(connection, subject)) return;
-        const current = await kv.get(key).catch(() => null);
-        const stored = current?.operation === "PUT" ? readRegistration(current.json()) : undefined;
-        if (current && stored && sameHandlerConfig(stored, registration)) {
-          await kv.delete(key, { previousSeq: current.revision }).catch((err: unknown) => {
-            if (!isRevisionConflict(err)) log.warn({ err, key }, "could not delete the registration");
-          });
-        }
+        await registry.unregister(registration).catch((err: unknown) => {
+          log.warn({ err, key }, "could not delete the registration");
+        });
       })();
       return closed;
     },
   };
 }
 
-async function settleWithin(pending: Set<Promise<void>>, ms: number): Promise<void> {
+async function settleWithin(work: Promise<void>, ms: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const giveUp = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, ms);
   });
-  const all = (async () => {
-    while (pending.size > 0) await Promise.allSettled([...pending]);
-  })();
-  await Promise.race([all, giveUp]);
+  await Promise.race([work, giveUp]);
   clearTimeout(timer);
 }
 
@@ -279,10 +208,10 @@ async function otherReplicaServing(connection: GeodeConnection, subject: string)
   const h = headers();
   h.set(PROBE_HEADER, "1");
   try {
-    await connection.nc.request(subject, new Uint8Array(0), { timeout: 1_000, headers: h });
+    await requestJson(connection.nc, subject, {}, { timeoutMs: 1_000, headers: h });
     return true;
   } catch (err) {
-    if (err instanceof RequestError && err.isNoResponders()) return false;
+    if (err instanceof RequestFailedError && err.failure === "no_responders") return false;
     // A replica that is there but slow to answer still counts as serving.
     return true;
   }

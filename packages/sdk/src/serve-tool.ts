@@ -1,4 +1,4 @@
-import { encodeJson, ensureBucket, type Logger, type Responder, serveRequests } from "@geode/bus";
+import { type GeodeConnection, type Logger, type Responder, serveRequests } from "@geode/bus";
 import {
   type Correlation,
   CorrelationInputSchema,
@@ -7,9 +7,9 @@ import {
   parseOrThrow,
   type ToolDefinition,
   ToolDefinitionSchema,
-  ToolTerminalRequestSchema,
+  ToolTerminalLeg,
 } from "@geode/contracts";
-import type { GeodeConnection } from "./connection.js";
+import { ToolStore } from "@geode/state";
 
 /** What a tool returns: its result object and whether it is an error result. */
 export interface ToolOutput {
@@ -32,7 +32,8 @@ export interface ServedTool {
 /**
  * Registers a remote tool (KV `{ns}_tools`, key = tool name) and serves its approved calls on
  * `{ns}.tool.terminal.{tool}`; replicas share the queue group `tool.{name}`. The tool-executor runs
- * policy, hooks, approval and receipts before a call reaches `handler`.
+ * policy, hooks, approval and receipts before a call reaches `handler`; a call of the wrong shape
+ * is answered `invalid_request` without reaching it.
  */
 export async function serveTool(
   conn: GeodeConnection,
@@ -45,28 +46,36 @@ export async function serveTool(
   const responder: Responder = serveRequests(
     nc,
     n.toolTerminal(def.name),
-    { queue: `tool.${def.name}`, ...(options.log ? { log: options.log } : {}) },
-    async (body) => {
-      const call = parseOrThrow(ToolTerminalRequestSchema, body, ErrorCode.InvalidRequest);
+    {
+      queue: `tool.${def.name}`,
+      request: ToolTerminalLeg.request,
+      ...(options.log ? { log: options.log } : {}),
+    },
+    async (call) => {
       if (call.tool_name !== def.name)
         throw new GeodeError(
           ErrorCode.InvalidRequest,
           `this terminal serves ${def.name}, not ${call.tool_name}`,
         );
-      const correlation = CorrelationInputSchema.parse(call.correlation);
+      const correlation = parseOrThrow(
+        CorrelationInputSchema,
+        call.correlation,
+        ErrorCode.InvalidRequest,
+        "correlation",
+      );
       const out = await handler(call.arguments, { tool_name: def.name, correlation });
-      return { result: out.result, has_error: out.has_error === true };
+      return ToolTerminalLeg.reply.encode({ result: out.result, has_error: out.has_error === true });
     },
   );
   // Serve first, then publish the definition: a caller that sees the tool can reach it.
   await nc.flush();
-  const kv = await ensureBucket(nc, n, "tools");
-  await kv.put(def.name, encodeJson(def));
+  const tools = await ToolStore.open(conn);
+  await tools.publish(def);
   return {
     definition: def,
     async close() {
       await responder.drain();
-      await kv.delete(def.name).catch(() => undefined);
+      await tools.remove(def.name).catch(() => undefined);
     },
   };
 }

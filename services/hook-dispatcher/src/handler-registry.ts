@@ -1,7 +1,6 @@
-import { ensureBucket, type Logger } from "@geode/bus";
+import type { Logger } from "@geode/bus";
 import {
   type HandlerRegistration,
-  HandlerRegistrationSchema,
   type HookName,
   isHookName,
   type Names,
@@ -9,7 +8,7 @@ import {
   type ToolGlob,
   toolGlob,
 } from "@geode/contracts";
-import type { KV, KvWatchEntry } from "@nats-io/kv";
+import { HandlerRegistrations, type RecordChange, type RecordWatch } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** One live registration, with its tool filter compiled once. */
@@ -30,8 +29,7 @@ const EMPTY: readonly RegisteredHandler[] = Object.freeze([]);
 export class HandlerRegistry {
   private readonly byKey = new Map<string, RegisteredHandler>();
   private sorted = new Map<HookName, readonly RegisteredHandler[]>();
-  private watcher: Awaited<ReturnType<KV["watch"]>> | undefined;
-  private loop: Promise<void> | undefined;
+  private watch: RecordWatch | undefined;
 
   private constructor(
     private readonly names: Names,
@@ -41,8 +39,11 @@ export class HandlerRegistry {
   /** Opens (or creates) the bucket, loads the current registrations and follows updates. */
   static async start(options: { nc: NatsConnection; names: Names; log: Logger }): Promise<HandlerRegistry> {
     const registry = new HandlerRegistry(options.names, options.log);
-    const kv = await ensureBucket(options.nc, options.names, "hookHandlers");
-    await registry.follow(kv);
+    const store = await HandlerRegistrations.open(options);
+    registry.watch = await store.watch(
+      (change) => registry.apply(change),
+      (err) => options.log.error({ err }, "hook handler registry watch failed"),
+    );
     return registry;
   }
 
@@ -57,59 +58,20 @@ export class HandlerRegistry {
   }
 
   async stop(): Promise<void> {
-    this.watcher?.stop();
-    await this.loop;
+    await this.watch?.stop();
   }
 
-  private async follow(kv: KV): Promise<void> {
-    // The last message of the stream is the newest entry of some key, so once the watch has
-    // delivered that revision the initial snapshot is complete.
-    const status = await kv.status();
-    const lastSeq = status.streamInfo.state.last_seq;
-    const initialEmpty = status.streamInfo.state.messages === 0;
-    let markReady: () => void = () => undefined;
-    const ready = new Promise<void>((resolve) => {
-      markReady = resolve;
-    });
-    if (initialEmpty) markReady();
-    const watcher = await kv.watch({ key: ">" });
-    this.watcher = watcher;
-    this.loop = (async () => {
-      for await (const entry of watcher) {
-        this.apply(entry);
-        if (entry.revision >= lastSeq) markReady();
-      }
-      markReady();
-    })().catch((err: unknown) => {
-      this.log.error({ err }, "hook handler registry watch failed");
-      markReady();
-    });
-    await ready;
-  }
-
-  private apply(entry: KvWatchEntry): void {
-    const key = entry.key;
-    if (entry.operation !== "PUT") {
+  private apply({ key, value, malformed }: RecordChange<HandlerRegistration>): void {
+    if (malformed) this.log.warn({ key }, "ignoring malformed hook handler registration");
+    if (!value) {
       if (this.byKey.delete(key)) this.rebuild();
       return;
     }
-    let parsed: HandlerRegistration | undefined;
-    try {
-      const result = HandlerRegistrationSchema.safeParse(entry.json());
-      if (result.success && key === `${result.data.hook}.${result.data.name}`) parsed = result.data;
-    } catch {
-      // not JSON: treated as absent below
-    }
-    if (!parsed) {
-      this.log.warn({ key }, "ignoring malformed hook handler registration");
-      if (this.byKey.delete(key)) this.rebuild();
-      return;
-    }
-    const patterns = parsed.match?.tool_name;
+    const patterns = value.match?.tool_name;
     this.byKey.set(key, {
-      registration: parsed,
-      subject: this.names.hookHandler(parsed.hook, parsed.name),
-      match: patterns && TOOL_HOOKS.includes(parsed.hook) ? toolGlob(patterns) : null,
+      registration: value,
+      subject: this.names.hookHandler(value.hook, value.name),
+      match: patterns && TOOL_HOOKS.includes(value.hook) ? toolGlob(patterns) : null,
     });
     this.rebuild();
   }

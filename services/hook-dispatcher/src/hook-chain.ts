@@ -6,7 +6,7 @@ import { handlerFailed } from "./chain/handler-failed.js";
 import { handlerTurn } from "./chain/handler-turn.js";
 
 export { AUDIT_REASON_CHARS } from "./chain/apply-decision.js";
-export { type HandlerErrorType, INVALID_DECISION_KIND } from "./chain/call-handler.js";
+export type { HandlerErrorType } from "./chain/call-handler.js";
 export type { AuditSink, ChainContext, ChainInput } from "./chain/chain-run.js";
 
 /**

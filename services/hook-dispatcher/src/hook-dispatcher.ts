@@ -84,7 +84,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       if (controller) cancellable.set(invocationId, controller);
       try {
         return await runChain(
-          { nc, registry, events, log },
+          { nc, registry, log },
           {
             hook,
             correlation: request.correlation,

@@ -1,9 +1,5 @@
 export type { HandlerRegistry, RegisteredHandler } from "./handler-registry.js";
-export {
-  AUDIT_REASON_CHARS,
-  type HandlerErrorType,
-  INVALID_DECISION_KIND,
-} from "./hook-chain.js";
+export { AUDIT_REASON_CHARS, type HandlerErrorType } from "./hook-chain.js";
 export {
   type HookDispatcher,
   type HookDispatcherOptions,

@@ -1,5 +1,5 @@
 import {
-  ensureBucket,
+  createHookClient,
   type GeodeConfig,
   type Logger,
   RuntimeEventBus,
@@ -8,11 +8,10 @@ import {
 } from "@geode/bus";
 import { type Names, QueueGroup } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
-import { createHookClient } from "@geode/sdk";
+import { ReceiptStore, ToolStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 import { loadMiddlewareModules } from "./middleware-loader.js";
-import { ReceiptStore } from "./receipt-store.js";
 import { SchemaValidator } from "./schema-validator.js";
 import { type BoundaryDeps, type InvokeHook, runToolCall } from "./tool-boundary.js";
 import { type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
@@ -21,7 +20,6 @@ import { ToolRegistry } from "./tool-registry.js";
 
 export { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 export { loadMiddlewareModules } from "./middleware-loader.js";
-export { type Admission, ReceiptStore, receiptRef } from "./receipt-store.js";
 export { type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
 export { createToolPolicy, type ToolPolicy } from "./tool-policy.js";
 
@@ -55,11 +53,9 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   // the step that follows it (the terminal call, PostToolUse) on this connection.
   const events =
     options.events ?? (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log }));
-  const [receiptsKv, toolsKv] = await Promise.all([
-    ensureBucket(nc, n, "toolReceipts"),
-    ensureBucket(nc, n, "tools"),
-  ]);
-  const tools = await ToolRegistry.open(toolsKv, options.tools ?? builtinTools(config.toolRoot), log);
+  const conn = { nc, names: n };
+  const [receipts, toolStore] = await Promise.all([ReceiptStore.open(conn), ToolStore.open(conn)]);
+  const tools = await ToolRegistry.open(toolStore, options.tools ?? builtinTools(config.toolRoot), log);
   const hookClient = createHookClient(nc, n);
   const invokeHook: InvokeHook = (hook, payload, correlation, { timeoutMs }) =>
     hookClient.invoke(hook, payload, correlation, { timeoutMs });
@@ -72,7 +68,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     tools,
     policy: createToolPolicy(config),
     validator: new SchemaValidator(),
-    receipts: new ReceiptStore(receiptsKv),
+    receipts,
     middleware,
     config,
   };
@@ -82,7 +78,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   return {
     async stop() {
       await responder.drain();
-      tools.stop();
+      await tools.stop();
       if (!options.events) await events.flush();
     },
   };

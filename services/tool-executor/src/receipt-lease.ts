@@ -1,5 +1,5 @@
 import { isRevisionConflict, type Logger } from "@geode/bus";
-import type { ReceiptStore, StoredReceipt } from "./receipt-store.js";
+import type { ReceiptStore, StoredReceipt } from "@geode/state";
 
 /**
  * The lease an executor holds on the receipt of the operation it runs: renewed every third of its

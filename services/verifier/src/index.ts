@@ -1,4 +1,3 @@
-export { AttemptStore, type TurnRecord, TurnRecordSchema, totalsOf } from "./attempt-store.js";
 export {
   compileRubric,
   DELIVERABLE_TERMINATIONS,
@@ -15,7 +14,6 @@ export {
 export {
   CANDIDATE_SUMMARY_CHARS,
   candidateSummary,
-  PAUSE_REASON,
   type RunningVerifier,
   startVerifier,
   type VerifierOptions,

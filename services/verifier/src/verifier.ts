@@ -1,4 +1,4 @@
-import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import { createHookClient, type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import {
   type AttributedDecision,
   type BuiltInResult,
@@ -17,14 +17,15 @@ import {
   RuntimeEvent,
   sanitizeText,
   sha256,
+  type TurnRecord,
   VerifyFinalizeRequestSchema,
   type VerifyReply,
   VerifyResolveRequestSchema,
 } from "@geode/contracts";
-import { createHookClient, KeepRecord, SessionStore } from "@geode/sdk";
+import { AttemptStore, newTurnRecord, PAUSE_REASON, SessionStore, totalsOf } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AttemptStore, newTurnRecord, type TurnRecord, totalsOf } from "./attempt-store.js";
 import { compileRubric, runBuiltInVerifier } from "./built-in-verifier.js";
+import { startSessionCleanup } from "./session-cleanup.js";
 import {
   applyBudget,
   collectEvidence,
@@ -37,9 +38,6 @@ import {
 
 /** Characters of the candidate that hooks see as `candidate_summary` (then `…[truncated:N]`). */
 export const CANDIDATE_SUMMARY_CHARS = 280;
-
-/** Session status reason while a candidate waits for its external owner. */
-export const PAUSE_REASON = "external_verification_required";
 
 export interface VerifierOptions {
   nc: NatsConnection;
@@ -73,42 +71,21 @@ function rootTurn(c: Correlation): { sessionId: string; turnId: string } {
 
 /**
  * The verifier: answers `{ns}.verify.finalize` and `{ns}.verify.resolve` in queue group `verifier`
- * (DESIGN §6). Stateless apart from KV `{ns}_verify` and `{ns}_sessions`, so replicas scale out.
+ * (docs/protocol.md). Stateless apart from KV `{ns}_verify` and `{ns}_sessions`, so replicas scale out;
+ * it clears a session's `{ns}_verify` records once the session ended (see `startSessionCleanup`).
  */
 export async function startVerifier(options: VerifierOptions): Promise<RunningVerifier> {
   const { nc, names } = options;
   const log = options.log ?? silentLogger();
   const events = options.events ?? (await RuntimeEventBus.create({ nc, names, source: "verifier", log }));
   const hooks = createHookClient(nc, names);
-  const attempts = await AttemptStore.open(nc, names);
+  const attempts = await AttemptStore.open({ nc, names });
   const sessions = await SessionStore.open({ nc, names });
+  const cleanup = await startSessionCleanup({ nc, names, attempts, log });
   const hookTimeoutMs = options.hookTimeoutMs ?? 30_000;
 
   const invoke = <H extends HookName>(hook: H, payload: HookPayloadInput<H>, corr: Correlation) =>
     hooks.invoke(hook, payload, corr, { timeoutMs: hookTimeoutMs });
-
-  /** Pauses the session for its external owner (creating the record if absent; never revives an ended one). */
-  const pauseSession = (corr: Correlation) =>
-    sessions.mutate(corr.session_id, (current) => {
-      const now = Date.now();
-      if (!current)
-        return {
-          status: "paused",
-          reason: PAUSE_REASON,
-          generation: corr.session_generation,
-          model: "",
-          provider: "",
-          updated_at: now,
-        };
-      if (current.status === "completed" || current.status === "error") throw new KeepRecord();
-      return { ...current, status: "paused", reason: PAUSE_REASON, updated_at: now };
-    });
-
-  const activateSession = (sessionId: string) =>
-    sessions.mutate(sessionId, (current) => {
-      if (current?.status !== "paused" || current.reason !== PAUSE_REASON) throw new KeepRecord();
-      return { ...current, status: "active", reason: "", updated_at: Date.now() };
-    });
 
   async function decide(
     request: ReturnType<typeof VerifyFinalizeRequestSchema.parse>,
@@ -231,7 +208,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
       return next;
     });
     const totals = totalsOf(value as TurnRecord);
-    if (parked) await pauseSession(corr);
+    if (parked) await sessions.pause(corr);
 
     const instruction = result.instruction;
     await Promise.all([
@@ -374,7 +351,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
     };
     const evidence = before.final?.evidence_refs ?? [];
     const totals = totalsOf(rec);
-    await activateSession(sessionId);
+    await sessions.unpause(sessionId);
     const corr = fillCorrelation({ ...corrIn, verify_attempt: pending.attempt });
     const action: PolicyAction = request.action === "deliver" ? "accept" : "revise";
     const ownerDecision = decisionRecord(
@@ -445,6 +422,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
   return {
     async stop() {
       await Promise.all(responders.map((r) => r.drain()));
+      await cleanup.stop();
       // A bus given by the caller may carry others' records too; ours are flushed either way.
       await events.flush();
     },

@@ -1,8 +1,13 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
-import { type ApprovalRequest, names as buildNames } from "@geode/contracts";
-import { type ApprovalAnswer, serveApprovals } from "@geode/sdk";
+import { connectBus, loadConfig, serveRequests } from "@geode/bus";
+import {
+  ApprovalLeg,
+  type ApprovalReply,
+  type ApprovalRequest,
+  names as buildNames,
+  QueueGroup,
+} from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Command, intOption, UsageError } from "../command.js";
 
@@ -45,9 +50,9 @@ export const approvalsWatchCommand: Command = {
       done = r;
     });
     let queue = Promise.resolve();
-    const decide = (req: ApprovalRequest): Promise<ApprovalAnswer> => {
+    const decide = (req: ApprovalRequest): Promise<ApprovalReply> => {
       // One prompt at a time: requests wait their turn.
-      const turn = queue.then(async (): Promise<ApprovalAnswer> => {
+      const turn = queue.then(async (): Promise<ApprovalReply> => {
         io.out(describe(req));
         let decision: "allow" | "deny";
         if (auto !== undefined) decision = auto;
@@ -69,7 +74,12 @@ export const approvalsWatchCommand: Command = {
       );
       return turn;
     };
-    const served = serveApprovals({ nc, names: n }, decide, { approver });
+    const served = serveRequests(
+      nc,
+      n.approvalRequest,
+      { queue: QueueGroup.Approvers, request: ApprovalLeg.request },
+      async (req) => ApprovalLeg.reply.encode(await decide(req)),
+    );
     await nc.flush();
     io.out(`watching approvals on ${n.approvalRequest} as ${approver}${auto ? ` (auto ${auto})` : ""}\n`);
     const onSignal = () => done();
@@ -78,7 +88,7 @@ export const approvalsWatchCommand: Command = {
     await finished;
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    await served.close();
+    await served.drain();
     rl?.close();
     await nc.drain();
     return 0;

@@ -1,11 +1,7 @@
 import { parseArgs } from "node:util";
-import { connectBus, ensureBucket, loadConfig } from "@geode/bus";
-import {
-  names as buildNames,
-  type HandlerRegistration,
-  HandlerRegistrationSchema,
-  isHookName,
-} from "@geode/contracts";
+import { connectBus, loadConfig } from "@geode/bus";
+import { names as buildNames, type HandlerRegistration, isHookName } from "@geode/contracts";
+import { HandlerRegistrations } from "@geode/state";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
@@ -14,7 +10,7 @@ type Conn = Awaited<ReturnType<typeof connectBus>>;
 async function withRegistry<T>(
   io: CommandIO,
   client: string,
-  body: (kv: Awaited<ReturnType<typeof ensureBucket>>) => Promise<T>,
+  body: (registry: HandlerRegistrations) => Promise<T>,
 ): Promise<T | number> {
   const config = loadConfig(io.env);
   const n = buildNames(config.namespace);
@@ -26,7 +22,7 @@ async function withRegistry<T>(
     return 1;
   }
   try {
-    return await body(await ensureBucket(nc, n, "hookHandlers"));
+    return await body(await HandlerRegistrations.open({ nc, names: n }));
   } finally {
     await nc.close();
   }
@@ -75,15 +71,8 @@ export const handlersLsCommand: Command = {
     const [hook, ...rest] = positionals;
     if (rest.length > 0) throw new UsageError("give at most one hook name");
     if (hook !== undefined && !isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
-    return withRegistry(io, "geode-handlers", async (kv) => {
-      const regs: HandlerRegistration[] = [];
-      for await (const key of await kv.keys(hook ? `${hook}.>` : ">")) {
-        const entry = await kv.get(key);
-        if (entry?.operation !== "PUT") continue;
-        const parsed = HandlerRegistrationSchema.safeParse(entry.json());
-        if (parsed.success) regs.push(parsed.data);
-        else io.err(`skipping malformed registration ${key}\n`);
-      }
+    return withRegistry(io, "geode-handlers", async (registry) => {
+      const regs = await registry.list(hook, (key) => io.err(`skipping malformed registration ${key}\n`));
       if (values.json) {
         io.out(`${JSON.stringify(regs)}\n`);
         return 0;
@@ -113,14 +102,12 @@ export const handlersRmCommand: Command = {
     if (hook === undefined || name === undefined || rest.length > 0)
       throw new UsageError("give a hook name and a handler name");
     if (!isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
-    return withRegistry(io, "geode-handlers", async (kv) => {
+    return withRegistry(io, "geode-handlers", async (registry) => {
       const key = `${hook}.${name}`;
-      const entry = await kv.get(key).catch(() => null);
-      if (entry?.operation !== "PUT") {
+      if (!(await registry.remove(hook, name))) {
         io.err(`no registration ${key}\n`);
         return 1;
       }
-      await kv.delete(key, { previousSeq: entry.revision });
       io.out(`deleted ${key} (a live replica registers itself again on its next heartbeat)\n`);
       return 0;
     });

@@ -1,29 +1,21 @@
 import { parseArgs } from "node:util";
-import {
-  connectBus,
-  encodeJson,
-  ensureBucket,
-  isRevisionConflict,
-  loadConfig,
-  RuntimeEventBus,
-} from "@geode/bus";
+import { connectBus, loadConfig, RuntimeEventBus } from "@geode/bus";
 import {
   names as buildNames,
   correlation as fillCorrelation,
   isReceiptRunning,
   type Names,
   type Receipt,
-  ReceiptSchema,
-  receiptStorageKey,
+  type ReceiptState,
 } from "@geode/contracts";
-import type { KV } from "@nats-io/kv";
+import { ReceiptStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 async function withReceipts(
   io: CommandIO,
-  body: (ctx: { kv: KV; nc: NatsConnection; names: Names }) => Promise<number>,
+  body: (ctx: { receipts: ReceiptStore; nc: NatsConnection; names: Names }) => Promise<number>,
 ): Promise<number> {
   const config = loadConfig(io.env);
   const n = buildNames(config.namespace);
@@ -35,16 +27,10 @@ async function withReceipts(
     return 1;
   }
   try {
-    return await body({ kv: await ensureBucket(nc, n, "toolReceipts"), nc, names: n });
+    return await body({ receipts: await ReceiptStore.open({ nc, names: n }), nc, names: n });
   } finally {
     await nc.drain();
   }
-}
-
-async function readReceipt(kv: KV, key: string): Promise<{ receipt: Receipt; revision: number } | null> {
-  const entry = await kv.get(receiptStorageKey(key));
-  if (entry?.operation !== "PUT") return null;
-  return { receipt: ReceiptSchema.parse(entry.json()), revision: entry.revision };
 }
 
 const time = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
@@ -66,16 +52,8 @@ export const receiptsLsCommand: Command = {
     });
     if (values.state !== undefined && !["admitted", "completed", "failed"].includes(values.state))
       throw new UsageError(`--state must be admitted, completed or failed, got ${values.state}`);
-    return withReceipts(io, async ({ kv }) => {
-      const rows: Receipt[] = [];
-      for await (const k of await kv.keys()) {
-        const entry = await kv.get(k);
-        if (entry?.operation !== "PUT") continue;
-        const parsed = ReceiptSchema.safeParse(entry.json());
-        if (parsed.success && (values.state === undefined || parsed.data.state === values.state))
-          rows.push(parsed.data);
-      }
-      rows.sort((a, b) => a.admitted_at - b.admitted_at);
+    return withReceipts(io, async ({ receipts }) => {
+      const rows = await receipts.list(values.state as ReceiptState | undefined);
       if (values.json) {
         io.out(`${JSON.stringify(rows, null, 2)}\n`);
         return 0;
@@ -112,8 +90,8 @@ export const receiptsShowCommand: Command = {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     const [key, ...rest] = positionals;
     if (key === undefined || rest.length > 0) throw new UsageError("give exactly one receipt key");
-    return withReceipts(io, async ({ kv }) => {
-      const found = await readReceipt(kv, key);
+    return withReceipts(io, async ({ receipts }) => {
+      const found = await receipts.get(key);
       if (!found) {
         io.err(`no receipt ${key}\n`);
         return 1;
@@ -145,8 +123,8 @@ export const receiptsResolveCommand: Command = {
     if (as !== "completed" && as !== "failed") throw new UsageError("--as must be completed or failed");
     const by = values.by ?? io.env["USER"] ?? "operator";
     const reason = values.reason ?? `resolved as ${as} by ${by}`;
-    return withReceipts(io, async ({ kv, nc, names }) => {
-      const found = await readReceipt(kv, key);
+    return withReceipts(io, async ({ receipts, nc, names }) => {
+      const found = await receipts.get(key);
       if (!found) {
         io.err(`no receipt ${key}\n`);
         return 1;
@@ -173,11 +151,8 @@ export const receiptsResolveCommand: Command = {
         lease_until: null,
         resolution: { by, reason, at: Date.now() },
       };
-      let revision: number;
-      try {
-        revision = await kv.update(receiptStorageKey(key), encodeJson(resolved), found.revision);
-      } catch (err) {
-        if (!isRevisionConflict(err)) throw err;
+      const revision = await receipts.resolve(resolved, found.revision);
+      if (revision === null) {
         io.err(`receipt ${key} changed while resolving it; look again with 'geode receipts show ${key}'\n`);
         return 1;
       }

@@ -12,10 +12,9 @@ import {
   createToolClient,
   createVerifyClient,
   followUpContext,
-  type GeodeConnection,
   type LlmAdapter,
-  serveTool,
-} from "@geode/sdk";
+} from "@geode/runtime";
+import { type GeodeConnection, serveTool } from "@geode/sdk";
 
 /** One line of the demo's story, for people. */
 export interface DemoStep {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { RuntimeEventBus } from "@geode/bus";
 import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
-import { connectGeode } from "@geode/sdk";
+import { connectGeode } from "@geode/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { probeHealth } from "../up/health-probe.js";

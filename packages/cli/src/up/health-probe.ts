@@ -1,5 +1,5 @@
-import { decodeJson } from "@geode/bus";
-import { HealthReplySchema, type Names } from "@geode/contracts";
+import { RequestFailedError, requestJson } from "@geode/bus";
+import { HealthLeg, isMalformedReply, type Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** One service's answer on `{ns}.health.{service}`, or why there was none. */
@@ -22,13 +22,20 @@ export async function probeHealth(
   timeoutMs: number,
 ): Promise<HealthProbe> {
   try {
-    const m = await nc.request(n.health(service), new Uint8Array(), { timeout: timeoutMs });
-    const parsed = HealthReplySchema.safeParse(decodeJson(m.data));
-    if (!parsed.success) return { service, status: "down", error: "malformed health reply" };
-    const { status, version, started_at, reason } = parsed.data;
+    const { status, version, started_at, reason } = await requestJson(
+      nc,
+      n.health(service),
+      {},
+      {
+        timeoutMs,
+        reply: HealthLeg.reply,
+      },
+    );
     return { service, status, version, started_at, ...(reason !== undefined ? { reason } : {}) };
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    return { service, status: "down", error: /no responders/i.test(message) ? "no responders" : message };
+    if (isMalformedReply(err)) return { service, status: "down", error: "malformed health reply" };
+    if (err instanceof RequestFailedError && err.failure === "no_responders")
+      return { service, status: "down", error: "no responders" };
+    return { service, status: "down", error: err instanceof Error ? err.message : String(err) };
   }
 }

@@ -1,12 +1,13 @@
-import { encodeJson, RequestFailedError, requestMsg } from "@geode/bus";
+import { RequestFailedError, requestJson } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
-  type HookDecision,
+  HookHandlerLeg,
   type HookName,
-  SchemaVersion,
+  hookEnvelope,
+  isInvalidDecision,
+  isMalformedReply,
   sanitizeText,
-  toCorrelationV1,
 } from "@geode/contracts";
 import type { RegisteredHandler } from "../handler-registry.js";
 import type { ChainRun } from "./chain-run.js";
@@ -24,16 +25,11 @@ export type HandlerErrorType =
   | "LeaseExpired"
   | "Cancelled";
 
-/** Set by the SDK on an error reply for a decision it refused, so the audit names the cause. */
-export const INVALID_DECISION_KIND = "invalid_decision";
-
 /** Longest handler error message kept in `handler_errors`. */
 const ERROR_MESSAGE_CHARS = 1024;
-/** nats.js needs a finite timer; "no timeout" waits this long (about 24 days). */
-const NO_TIMEOUT_MS = 2_147_483_647;
-
+/** A decision still to be checked against the hook's rules, or why the call failed. */
 export type CallResult =
-  | { ok: true; decision: HookDecision | null }
+  | { ok: true; decision: unknown }
   | { ok: false; type: HandlerErrorType; message: string };
 
 /**
@@ -53,14 +49,15 @@ export async function callHandler(
   const remaining = input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - Date.now();
   if (remaining <= 0) throw deadlinePassed(input.hook);
   const own = reg.timeout_ms === 0 ? Number.POSITIVE_INFINITY : reg.timeout_ms;
-  const data = encodeJson(envelope(run, reg.schema_version));
+  const envelope = hookEnvelope(input.hook, input.correlation, run.payload, reg.schema_version);
   input.audits.publish();
   try {
-    const msg = await requestMsg(run.ctx.nc, h.subject, data, {
-      timeoutMs: Math.min(own, remaining, NO_TIMEOUT_MS),
+    const reply = await requestJson(run.ctx.nc, h.subject, envelope, {
+      timeoutMs: Math.min(own, remaining),
       signal: input.signal,
+      reply: HookHandlerLeg.reply,
     });
-    return decodeReply(msg.data);
+    return { ok: true, decision: reply.decision };
   } catch (err) {
     if (input.signal?.aborted) {
       // The caller cancelled while this handler ran: stop here, audit only the error type.
@@ -75,48 +72,19 @@ export async function callHandler(
     }
     if (err instanceof RequestFailedError && err.failure === "no_responders")
       return { ok: false, type: "NoResponders", message: "no responders" };
-    const message = err instanceof Error ? err.message : String(err);
-    return { ok: false, type: "HandlerError", message: sanitizeText(message, ERROR_MESSAGE_CHARS) };
+    return callError(err);
   }
 }
 
-/** What the handler receives, in the schema version it registered for. */
-function envelope(run: ChainRun, version: string) {
-  const { hook, correlation } = run.input;
-  return version === SchemaVersion.V1
-    ? {
-        schema_version: SchemaVersion.V1,
-        name: hook,
-        correlation: toCorrelationV1(correlation),
-        payload: run.payload,
-      }
-    : { schema_version: SchemaVersion.V2, name: hook, correlation, payload: run.payload };
-}
-
-const textDecoder = new TextDecoder();
-
-function decodeReply(data: Uint8Array): CallResult {
-  let body: unknown;
-  try {
-    body = JSON.parse(textDecoder.decode(data));
-  } catch {
-    return { ok: false, type: "InvalidDecision", message: "reply is not valid JSON" };
-  }
-  if (body === null || typeof body !== "object" || Array.isArray(body))
-    return { ok: false, type: "InvalidDecision", message: "reply must be an object with a decision" };
-  const reply = body as Record<string, unknown>;
-  const error = reply["error"];
-  if (error !== undefined && typeof error === "object" && error !== null && !("decision" in reply)) {
-    const e = error as Record<string, unknown>;
-    const message = typeof e["message"] === "string" && e["message"] !== "" ? e["message"] : "error reply";
-    const details = e["details"] as Record<string, unknown> | undefined;
-    const type: HandlerErrorType =
-      details && details["kind"] === INVALID_DECISION_KIND ? "InvalidDecision" : "HandlerError";
-    return { ok: false, type, message: sanitizeText(message, ERROR_MESSAGE_CHARS) };
-  }
-  if (!("decision" in reply))
-    return { ok: false, type: "InvalidDecision", message: "reply must be an object with a decision" };
-  return { ok: true, decision: reply["decision"] as HookDecision | null };
+/**
+ * An error reply, or a reply that is not a decision, as the audit records it: a refused or
+ * malformed decision is `InvalidDecision`, anything else `HandlerError`, with its message bounded.
+ */
+function callError(err: unknown): CallResult {
+  const message = err instanceof Error && err.message !== "" ? err.message : "error reply";
+  const type: HandlerErrorType =
+    isInvalidDecision(err) || isMalformedReply(err) ? "InvalidDecision" : "HandlerError";
+  return { ok: false, type, message: sanitizeText(message, ERROR_MESSAGE_CHARS) };
 }
 
 function cancelled(hook: HookName): GeodeError {

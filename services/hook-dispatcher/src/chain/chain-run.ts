@@ -1,4 +1,4 @@
-import type { Logger, RuntimeEventBus } from "@geode/bus";
+import type { Logger } from "@geode/bus";
 import {
   type AttributedDecision,
   type Correlation,
@@ -14,7 +14,6 @@ import type { HandlerRegistry } from "../handler-registry.js";
 export interface ChainContext {
   nc: NatsConnection;
   registry: HandlerRegistry;
-  events: RuntimeEventBus;
   log: Logger;
 }
 

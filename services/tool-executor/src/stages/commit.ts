@@ -1,5 +1,5 @@
 import type { Receipt, ReceiptRef, ToolExecuteReply } from "@geode/contracts";
-import { receiptRef } from "../receipt-store.js";
+import { receiptRef } from "@geode/state";
 import { completedTimeline, type ToolCall, toolReply } from "./tool-call.js";
 
 /**

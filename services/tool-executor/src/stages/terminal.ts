@@ -7,7 +7,7 @@ import {
   type ToolCallResult,
   thaw,
 } from "@geode/middleware";
-import { receiptRef } from "../receipt-store.js";
+import { receiptRef } from "@geode/state";
 import { callTerminal, TerminalTimeoutError } from "./call-terminal.js";
 import { completedTimeline, errorResult, type ToolCall, toolReply } from "./tool-call.js";
 

@@ -15,9 +15,9 @@ import {
   ToolExecuteRequestSchema,
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
+import type { ReceiptStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ReceiptLease } from "../receipt-lease.js";
-import type { ReceiptStore } from "../receipt-store.js";
 import type { SchemaValidator } from "../schema-validator.js";
 import type { ToolExecutorConfig } from "../tool-executor-config.js";
 import type { ToolPolicy } from "../tool-policy.js";

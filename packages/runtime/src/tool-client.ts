@@ -1,20 +1,18 @@
-import { loadConfig, RequestFailedError, requestJson } from "@geode/bus";
+import {
+  DEFAULT_INVOKE_TIMEOUT_MS,
+  type GeodeConnection,
+  loadConfig,
+  RequestFailedError,
+  requestJson,
+} from "@geode/bus";
 import {
   type CorrelationInput,
-  ErrorCode,
-  GeodeError,
-  type Receipt,
-  ReceiptSchema,
   receiptReply,
-  receiptStorageKey,
   type ToolDefinition,
-  ToolDefinitionSchema,
+  ToolExecuteLeg,
   type ToolExecuteReply,
-  ToolExecuteReplySchema,
 } from "@geode/contracts";
-import { type KV, Kvm } from "@nats-io/kv";
-import type { GeodeConnection } from "./connection.js";
-import { DEFAULT_INVOKE_TIMEOUT_MS } from "./hook-client.js";
+import { ReceiptStore, type StoredReceipt, ToolStore } from "@geode/state";
 
 export interface ToolCall {
   tool_name: string;
@@ -75,11 +73,11 @@ export function createToolClient(conn: GeodeConnection, options: ToolClientOptio
     defaultWaitMs,
     async execute(call, opts = {}) {
       const waitMs = opts.timeoutMs ?? (await defaultWaitMs(call));
-      let body: unknown;
       try {
-        body = await requestJson(conn.nc, conn.names.toolExecute, call, {
+        return await requestJson(conn.nc, conn.names.toolExecute, ToolExecuteLeg.request.encode(call), {
           timeoutMs: waitMs,
           signal: opts.signal,
+          reply: ToolExecuteLeg.reply,
         });
       } catch (err) {
         if (!(err instanceof RequestFailedError && err.failure === "timeout")) throw err;
@@ -88,9 +86,6 @@ export function createToolClient(conn: GeodeConnection, options: ToolClientOptio
         // What a retry would get, from the receipt the executor keeps.
         return receiptReply(known.receipt, known.revision, { note: `no reply within ${waitMs} ms` });
       }
-      const parsed = ToolExecuteReplySchema.safeParse(body);
-      if (!parsed.success) throw new GeodeError(ErrorCode.Internal, "malformed reply from tool-executor");
-      return parsed.data;
     },
   };
 }
@@ -110,10 +105,10 @@ function clientLimits(options: ToolClientOptions): Required<ToolClientOptions> {
   };
 }
 
-/** What the client reads (never writes): tool definitions and receipts. */
+/** What the client reads (never writes, never creates): tool definitions and receipts. */
 class ToolBuckets {
-  private tools: Promise<KV> | undefined;
-  private receipts: Promise<KV> | undefined;
+  private tools: Promise<ToolStore> | undefined;
+  private receipts: Promise<ReceiptStore> | undefined;
   private readonly definitions = new Map<string, { def: ToolDefinition | null; at: number }>();
 
   constructor(private readonly conn: GeodeConnection) {}
@@ -124,26 +119,21 @@ class ToolBuckets {
     if (cached && Date.now() - cached.at < DEFINITION_TTL_MS) return cached.def;
     let def: ToolDefinition | null = null;
     try {
-      this.tools ??= new Kvm(this.conn.nc).open(this.conn.names.buckets.tools);
-      const entry = await (await this.tools).get(name);
-      const parsed = entry?.operation === "PUT" ? ToolDefinitionSchema.safeParse(entry.json()) : null;
-      def = parsed?.success ? parsed.data : null;
+      this.tools ??= ToolStore.open(this.conn, { create: false });
+      def = await (await this.tools).get(name);
     } catch {
-      // Not readable (no bucket, no permission, an invalid key): fall back to the defaults.
+      // Not readable (no bucket, no permission): fall back to the defaults.
     }
     this.definitions.set(name, { def, at: Date.now() });
     return def;
   }
 
   /** The receipt of a call's operation key, or null when it has none (yet). */
-  async receiptOf(call: ToolCall): Promise<{ receipt: Receipt; revision: number } | null> {
+  async receiptOf(call: ToolCall): Promise<StoredReceipt | null> {
     const key = operationKeyOf(call);
     if (key === null) return null;
-    this.receipts ??= new Kvm(this.conn.nc).open(this.conn.names.buckets.toolReceipts);
-    const entry = await (await this.receipts).get(receiptStorageKey(key));
-    if (entry?.operation !== "PUT") return null;
-    const parsed = ReceiptSchema.safeParse(entry.json());
-    return parsed.success ? { receipt: parsed.data, revision: entry.revision } : null;
+    this.receipts ??= ReceiptStore.open(this.conn, { create: false });
+    return (await this.receipts).get(key).catch(() => null);
   }
 }
 

@@ -1,13 +1,11 @@
-import { requestJson } from "@geode/bus";
+import { type GeodeConnection, requestJson } from "@geode/bus";
 import {
-  ErrorCode,
-  GeodeError,
+  VerifyFinalizeLeg,
   type VerifyFinalizeRequest,
   type VerifyReply,
-  VerifyReplySchema,
+  VerifyResolveLeg,
   type VerifyResolveRequest,
 } from "@geode/contracts";
-import type { GeodeConnection } from "./connection.js";
 
 /** Default wait for a verification: three hook chains may run inside it. */
 export const DEFAULT_VERIFY_TIMEOUT_MS = 60_000;
@@ -38,18 +36,21 @@ export interface VerifyClient {
 }
 
 export function createVerifyClient(conn: GeodeConnection): VerifyClient {
-  const call = async (subject: string, body: unknown, options: VerifyCallOptions = {}) => {
-    const raw = await requestJson(conn.nc, subject, body, {
-      timeoutMs: options.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS,
-      signal: options.signal,
-    });
-    const parsed = VerifyReplySchema.safeParse(raw);
-    if (!parsed.success) throw new GeodeError(ErrorCode.Internal, "malformed reply from verifier");
-    return parsed.data;
-  };
+  const wait = (options: VerifyCallOptions = {}) => ({
+    timeoutMs: options.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS,
+    signal: options.signal,
+  });
   return {
-    finalize: (request, options) => call(conn.names.verifyFinalize, request, options),
-    resolve: (request, options) => call(conn.names.verifyResolve, request, options),
+    finalize: (request, options) =>
+      requestJson(conn.nc, conn.names.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
+        ...wait(options),
+        reply: VerifyFinalizeLeg.reply,
+      }),
+    resolve: (request, options) =>
+      requestJson(conn.nc, conn.names.verifyResolve, VerifyResolveLeg.request.encode(request), {
+        ...wait(options),
+        reply: VerifyResolveLeg.reply,
+      }),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { RuntimeEventBus } from "@geode/bus";
+import type { GeodeConnection } from "@geode/bus";
 import {
   type AttributedDecision,
   type CorrelationInput,
@@ -8,9 +8,7 @@ import {
   HookName,
   RuntimeEvent,
 } from "@geode/contracts";
-import type { GeodeConnection } from "./connection.js";
-import { createHookClient, type HookClient } from "./hook-client.js";
-import { invokeLifecycleHook, lazyEvents } from "./sessions.js";
+import { invokeLifecycleHook, type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
 
 export interface CompactionRequest {
   model: string;
@@ -71,15 +69,10 @@ export interface Compactor {
   run<S>(request: CompactionRequest, steps: CompactionSteps<S>): Promise<CompactionResult<S>>;
 }
 
-export interface CompactorOptions {
-  events?: RuntimeEventBus;
-  hooks?: HookClient;
-  hookTimeoutMs?: number;
-}
+export type CompactorOptions = LifecycleOptions;
 
 export function createCompactor(conn: GeodeConnection, options: CompactorOptions = {}): Compactor {
-  const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
-  const events = lazyEvents(conn, options.events);
+  const { hooks, events } = lifecycleDeps(conn, options);
   return {
     async run(request, steps) {
       const corr = fillCorrelation(request.correlation ?? {});

@@ -13,7 +13,7 @@ const facts = (rounds: number) => ({
 
 describe("attempt store (KV {ns}_verify)", () => {
   it("keys plain ids as {session_id}.{turn_id} and encodes any other id so sessions never overlap", async () => {
-    const store = await AttemptStore.open(env().nc, env().names);
+    const store = await AttemptStore.open({ nc: env().nc, names: env().names });
     expect(store.key("s-1", "t_1")).toBe("s-1.t_1");
     const dotted = store.key("a.b", "c");
     expect(dotted.split(".")).toHaveLength(2);
@@ -25,7 +25,7 @@ describe("attempt store (KV {ns}_verify)", () => {
   });
 
   it("numbers attempts from 0 and gives back a failed last attempt without spending the budget", async () => {
-    const store = await AttemptStore.open(env().nc, env().names);
+    const store = await AttemptStore.open({ nc: env().nc, names: env().names });
     expect(await store.reserve("s", "t", facts(1))).toBe(0);
     expect(await store.reserve("s", "t", facts(2))).toBe(1);
     await store.release("s", "t", 1);
@@ -44,7 +44,7 @@ describe("attempt store (KV {ns}_verify)", () => {
   });
 
   it("refuses a new attempt of a parked turn with session_paused", async () => {
-    const store = await AttemptStore.open(env().nc, env().names);
+    const store = await AttemptStore.open({ nc: env().nc, names: env().names });
     await store.reserve("p", "t", facts(1));
     await store.mutate("p", "t", (cur) => ({ ...cur!, status: "parked" }));
     const err = await store.reserve("p", "t", facts(1)).catch((e: unknown) => e);

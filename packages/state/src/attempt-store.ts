@@ -1,73 +1,15 @@
-import { ensureBucket } from "@geode/bus";
+import type { GeodeConnection } from "@geode/bus";
 import {
-  BuiltInResultSchema,
   ErrorCode,
-  EvidenceRefSchema,
   GeodeError,
   type Names,
-  PolicyActionSchema,
+  type TurnRecord,
+  TurnRecordSchema,
   type Usage,
-  UsageSchema,
+  type VerifyTotals,
 } from "@geode/contracts";
-import { KeepRecord, mutateKvRecord } from "@geode/sdk";
-import type { KV } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { z } from "zod";
-
-const AttemptSchema = z.strictObject({
-  attempt: z.number().int().min(0),
-  /** `running` while the finalize is in progress; `aborted` when it failed before deciding. */
-  state: z.enum(["running", "decided", "aborted"]),
-  rounds: z.number().int().min(0),
-  tool_call_count: z.number().int().min(0),
-  usage: UsageSchema,
-  candidate_sha256: z.string(),
-  policy_action: PolicyActionSchema.nullable(),
-  built_in: BuiltInResultSchema.nullable(),
-  started_at: z.number().int(),
-  decided_at: z.number().int().nullable(),
-});
-export type AttemptEntry = z.infer<typeof AttemptSchema>;
-
-const TotalsSchema = z.strictObject({
-  rounds: z.number().int(),
-  tool_call_count: z.number().int(),
-  usage: UsageSchema,
-});
-export type Totals = z.infer<typeof TotalsSchema>;
-
-/** The checkpoint of a root turn's final result (accepted, or parked for its owner). */
-const FinalSchema = z.strictObject({
-  attempt: z.number().int(),
-  policy_action: PolicyActionSchema,
-  candidate_sha256: z.string(),
-  totals: TotalsSchema,
-  evidence_refs: z.array(EvidenceRefSchema),
-  decided_at: z.number().int(),
-  resolved_by: z.enum(["verifier", "owner"]),
-});
-
-/**
- * A root turn's verification state, KV `{ns}_verify`, key `{session_id}.{turn_id}`. The parked
- * candidate text lives here (and only here) until its owner resolves it.
- */
-export const TurnRecordSchema = z.strictObject({
-  session_id: z.string(),
-  turn_id: z.string(),
-  status: z.enum(["open", "parked", "delivered"]),
-  attempts: z.array(AttemptSchema),
-  pending: z
-    .strictObject({
-      attempt: z.number().int(),
-      text: z.string(),
-      candidate_sha256: z.string(),
-      policy_action: PolicyActionSchema,
-    })
-    .nullable(),
-  final: FinalSchema.nullable(),
-  updated_at: z.number().int(),
-});
-export type TurnRecord = z.infer<typeof TurnRecordSchema>;
+import { KvRecords } from "./kv-records.js";
+import { KeepRecord, type MutateResult } from "./mutate-kv-record.js";
 
 /** The record of a root turn before its first attempt. */
 export function newTurnRecord(sessionId: string, turnId: string, now: number): TurnRecord {
@@ -82,11 +24,9 @@ export function newTurnRecord(sessionId: string, turnId: string, now: number): T
   };
 }
 
-const parse = (raw: unknown) => TurnRecordSchema.parse(raw);
-
 /** Sums rounds, tool calls and usage over the attempts that were not aborted. */
-export function totalsOf(record: TurnRecord): Totals {
-  const t: Totals = { rounds: 0, tool_call_count: 0, usage: { input_tokens: 0, output_tokens: 0 } };
+export function totalsOf(record: TurnRecord): VerifyTotals {
+  const t: VerifyTotals = { rounds: 0, tool_call_count: 0, usage: { input_tokens: 0, output_tokens: 0 } };
   for (const a of record.attempts) {
     if (a.state === "aborted") continue;
     t.rounds += a.rounds;
@@ -105,31 +45,37 @@ export interface AttemptFacts {
 }
 
 /**
- * The verifier's own count of attempts per root turn. Every change is a revision-checked update,
- * so two replicas racing on one turn each get a distinct attempt number, and no caller can reset it.
+ * The verifier's own count of attempts per root turn, KV `{ns}_verify`, key
+ * `{session_id}.{turn_id}`. Owner: the verifier, and only it (it also clears a session's records
+ * when the session ends). Every change is a revision-checked update, so two replicas racing on one
+ * turn each get a distinct attempt number, and no caller can reset it.
  */
 export class AttemptStore {
   private constructor(
-    private readonly kv: KV,
+    private readonly records: KvRecords<TurnRecord>,
     private readonly names: Names,
   ) {}
 
-  static async open(nc: NatsConnection, names: Names): Promise<AttemptStore> {
-    return new AttemptStore(await ensureBucket(nc, names, "verify"), names);
+  static async open(conn: GeodeConnection): Promise<AttemptStore> {
+    const records = await KvRecords.open(conn, "verify", (raw) => TurnRecordSchema.parse(raw));
+    return new AttemptStore(records, conn.names);
   }
 
   key(sessionId: string, turnId: string): string {
     return this.names.verifyKey(sessionId, turnId);
   }
 
-  async get(sessionId: string, turnId: string): Promise<TurnRecord | null> {
-    const entry = await this.kv.get(this.key(sessionId, turnId));
-    return entry && entry.operation === "PUT" ? parse(entry.json()) : null;
+  get(sessionId: string, turnId: string): Promise<TurnRecord | null> {
+    return this.records.get(this.key(sessionId, turnId));
   }
 
   /** Change a turn record with a revision-checked update (retried on conflict). */
-  mutate(sessionId: string, turnId: string, update: (current: TurnRecord | null) => TurnRecord) {
-    return mutateKvRecord(this.kv, this.key(sessionId, turnId), parse, update);
+  mutate(
+    sessionId: string,
+    turnId: string,
+    update: (current: TurnRecord | null) => TurnRecord,
+  ): Promise<MutateResult<TurnRecord>> {
+    return this.records.mutate(this.key(sessionId, turnId), update);
   }
 
   /**
@@ -184,5 +130,12 @@ export class AttemptStore {
             );
       return { ...current, attempts, updated_at: Date.now() };
     });
+  }
+
+  /** Deletes (with history) every root turn of one session; returns how many there were. */
+  async clearSession(sessionId: string): Promise<number> {
+    const keys = await this.records.keys(this.names.verifySessionFilter(sessionId));
+    for (const key of keys) await this.records.purge(key);
+    return keys.length;
   }
 }

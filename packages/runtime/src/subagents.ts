@@ -1,4 +1,4 @@
-import type { RuntimeEventBus } from "@geode/bus";
+import type { GeodeConnection } from "@geode/bus";
 import {
   type Correlation,
   type CorrelationInput,
@@ -9,18 +9,8 @@ import {
   type GeodeError as GeodeErrorType,
   HookName,
   RuntimeEvent,
-  type SessionRecord,
 } from "@geode/contracts";
-import type { GeodeConnection } from "./connection.js";
-import { createHookClient, type HookClient } from "./hook-client.js";
-import {
-  clearSessionState,
-  invokeLifecycleHook,
-  KeepRecord,
-  lazyEvents,
-  lazySessionStore,
-  TERMINAL_STATUSES,
-} from "./sessions.js";
+import { invokeLifecycleHook, type LifecycleOptions, lazySessionStore, lifecycleDeps } from "./lifecycle.js";
 
 export interface SubagentStartRequest {
   task_id: string;
@@ -63,7 +53,7 @@ export interface Subagent {
   readonly hookError?: GeodeErrorType;
   /**
    * Records the child's terminal result durably (its session record `completed` or `error`, once),
-   * clears its per-session state, then invokes SubagentStop and publishes `subagent_completed` or
+   * then invokes SubagentStop and publishes `subagent_completed` or
    * `subagent_failed` and `subagent.stopped`. A second call returns `stopped: false`.
    */
   stop(result: SubagentStopRequest): Promise<SubagentStopResult>;
@@ -78,16 +68,11 @@ export interface Subagents {
   start(request: SubagentStartRequest): Promise<Subagent>;
 }
 
-export interface SubagentsOptions {
-  events?: RuntimeEventBus;
-  hooks?: HookClient;
-  hookTimeoutMs?: number;
-}
+export type SubagentsOptions = LifecycleOptions;
 
 /** Sub-agent lifecycle helpers (SubagentStart / SubagentStop at the right durable points). */
 export function createSubagents(conn: GeodeConnection, options: SubagentsOptions = {}): Subagents {
-  const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
-  const events = lazyEvents(conn, options.events);
+  const { hooks, events } = lifecycleDeps(conn, options);
   const sessions = lazySessionStore(conn);
 
   return {
@@ -95,19 +80,11 @@ export function createSubagents(conn: GeodeConnection, options: SubagentsOptions
       if (request.task_id === "" || request.parent_session_id === "")
         throw new GeodeError(ErrorCode.InvalidRequest, "task_id and parent_session_id are required");
       const childId = request.child_session_id ?? `${request.parent_session_id}-${request.task_id}`;
-      const { value } = await (await sessions()).mutate(childId, (current) => {
-        if (current !== null)
-          throw new GeodeError(ErrorCode.InvalidRequest, `child session ${childId} already exists`);
-        return {
-          status: "active",
-          reason: `subagent of ${request.parent_session_id}`.slice(0, 256),
-          generation: 0,
-          model: request.model ?? "",
-          provider: request.provider ?? "",
-          updated_at: Date.now(),
-        };
+      const child = await (await sessions()).create(childId, {
+        reason: `subagent of ${request.parent_session_id}`.slice(0, 256),
+        model: request.model ?? "",
+        provider: request.provider ?? "",
       });
-      const child = value as SessionRecord;
       const parentCorr = fillCorrelation({ ...request.correlation, session_id: request.parent_session_id });
       const childCorr = fillCorrelation({ session_id: childId, run_id: parentCorr.run_id });
       const generation = request.generation === undefined ? {} : { generation: request.generation };
@@ -150,17 +127,13 @@ export function createSubagents(conn: GeodeConnection, options: SubagentsOptions
         ...(started.hookError ? { hookError: started.hookError } : {}),
         async stop(result) {
           const status = result.status ?? (result.success ? "completed" : "error");
-          const written = await (await sessions()).mutate(childId, (current) => {
-            if (current === null || TERMINAL_STATUSES.has(current.status)) throw new KeepRecord();
-            return {
-              ...current,
-              status: result.success ? "completed" : "error",
-              reason: status.slice(0, 256),
-              updated_at: Date.now(),
-            };
-          });
-          if (!written.written) return { stopped: false, outcome: null };
-          await clearSessionState(conn, childId);
+          const written = await (await sessions()).end(
+            childId,
+            result.success ? "completed" : "error",
+            status.slice(0, 256),
+            { ifExists: true },
+          );
+          if (!written.ended) return { stopped: false, outcome: null };
           const durationMs = Date.now() - startedAt;
           const stopped = await invokeLifecycleHook(
             hooks,

@@ -1,16 +1,14 @@
-import { requestJson } from "@geode/bus";
 import {
   type CorrelationInput,
   type DispatchOutcome,
-  DispatchOutcomeSchema,
-  ErrorCode,
-  GeodeError,
+  HookInvokeLeg,
   type HookName,
   type HookPayloadInput,
   INVOCATION_ID_HEADER,
   type Names,
 } from "@geode/contracts";
 import { headers, type NatsConnection, nuid } from "@nats-io/transport-node";
+import { requestJson } from "./request.js";
 
 export interface InvokeOptions {
   /** The caller's whole budget in ms (default 30 s); the dispatcher stops when it passes. */
@@ -38,7 +36,8 @@ export const DEFAULT_INVOKE_TIMEOUT_MS = 30_000;
 /**
  * `hooks.invoke(HookName.X, payload, correlation, { timeoutMs, signal })`. Error replies are rebuilt
  * as GeodeError (`invalid_payload`, `unknown_hook`, …); a timeout is GeodeError `timeout`; no
- * dispatcher is GeodeError `unavailable`.
+ * dispatcher is GeodeError `unavailable`. The one client of the hook invoke leg: runtimes and the
+ * services that invoke hooks (tool-executor, verifier, agent gateway) all use it.
  */
 export function createHookClient(nc: NatsConnection, n: Names): HookClient {
   return {
@@ -56,22 +55,22 @@ export function createHookClient(nc: NatsConnection, n: Names): HookClient {
         };
         signal.addEventListener("abort", onAbort, { once: true });
       }
-      let body: unknown;
       try {
-        body = await requestJson(
+        return await requestJson(
           nc,
           n.hookInvoke(hook),
-          { correlation, payload, timeout_ms: timeoutMs },
+          HookInvokeLeg.request.encode({ correlation, payload, timeout_ms: timeoutMs }),
           // A little slack beyond the budget so the dispatcher's own timeout reply can arrive.
-          { timeoutMs: timeoutMs + 250, signal, ...(h ? { headers: h } : {}) },
+          {
+            timeoutMs: timeoutMs + 250,
+            signal,
+            reply: HookInvokeLeg.reply,
+            ...(h ? { headers: h } : {}),
+          },
         );
       } finally {
         if (onAbort) signal?.removeEventListener("abort", onAbort);
       }
-      const parsed = DispatchOutcomeSchema.safeParse(body);
-      if (!parsed.success)
-        throw new GeodeError(ErrorCode.Internal, "malformed dispatch outcome from hook-dispatcher");
-      return parsed.data;
     },
   };
 }

@@ -1,0 +1,27 @@
+export { AgentStore } from "./agent-store.js";
+export { type AttemptFacts, AttemptStore, newTurnRecord, totalsOf } from "./attempt-store.js";
+export { HandlerRegistrations, leaseExpired, sameHandlerConfig } from "./handler-registrations.js";
+export {
+  KvRecords,
+  type RecordChange,
+  type RecordWatch,
+  type Revisioned,
+  type StoreOptions,
+} from "./kv-records.js";
+export {
+  isLive,
+  KeepRecord,
+  MAX_CAS_ATTEMPTS,
+  type MutateOptions,
+  type MutateResult,
+  mutateKvRecord,
+} from "./mutate-kv-record.js";
+export { type Admission, ReceiptStore, receiptRef, type StoredReceipt } from "./receipt-store.js";
+export { RunStore } from "./run-store.js";
+export {
+  PAUSE_REASON,
+  type SessionOpening,
+  SessionStore,
+  TERMINAL_STATUSES,
+} from "./session-store.js";
+export { ToolStore } from "./tool-store.js";

@@ -1,0 +1,211 @@
+import {
+  type BucketName,
+  encodeJson,
+  ensureBucket,
+  type GeodeConnection,
+  isRevisionConflict,
+} from "@geode/bus";
+import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
+import { isLive, type MutateOptions, type MutateResult, mutateKvRecord } from "./mutate-kv-record.js";
+
+/** How a store opens its bucket. */
+export interface StoreOptions {
+  /** Create the bucket if absent (default true); false for a reader that may only bind to it. */
+  create?: boolean;
+}
+
+/** A value with the revision it was read at. */
+export interface Revisioned<T> {
+  value: T;
+  revision: number;
+}
+
+/** One change seen by a watch: the key's value, or null when it was deleted or is not a valid record. */
+export interface RecordChange<T> {
+  key: string;
+  value: T | null;
+  /** True when the key holds something that is not a valid record (ignored, value null). */
+  malformed: boolean;
+}
+
+export interface RecordWatch {
+  stop(): Promise<void>;
+}
+
+function safeJson(entry: KvEntry): unknown {
+  try {
+    return entry.json();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Typed JSON records in one KV bucket: every read is parsed with the record's schema, every
+ * read-modify-write goes through `mutateKvRecord`. The typed stores of this package are built on
+ * it; each adds only the writes its owner makes.
+ */
+export class KvRecords<T> {
+  constructor(
+    readonly kv: KV,
+    private readonly parseRecord: (raw: unknown) => T,
+  ) {}
+
+  /**
+   * Opens one of the namespace's buckets, creating it if absent (its owner provisions it); with
+   * `create: false` only binds to it (a reader without the right to create it), and reads of a
+   * bucket that does not exist fail.
+   */
+  static async open<T>(
+    conn: GeodeConnection,
+    bucket: BucketName,
+    parse: (raw: unknown) => T,
+    options: StoreOptions = {},
+  ): Promise<KvRecords<T>> {
+    const kv =
+      options.create === false
+        ? await new Kvm(conn.nc).open(conn.names.buckets[bucket])
+        : await ensureBucket(conn.nc, conn.names, bucket);
+    return new KvRecords(kv, parse);
+  }
+
+  /** The parsed value, or undefined when the raw value is not a valid record. */
+  tryParse(raw: unknown): T | undefined {
+    try {
+      return this.parseRecord(raw);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The record at `key` with its revision, or null (absent or deleted). Throws on a malformed one. */
+  async read(key: string): Promise<Revisioned<T> | null> {
+    const entry = await this.kv.get(key);
+    return isLive(entry) ? { value: this.parseRecord(entry.json()), revision: entry.revision } : null;
+  }
+
+  async get(key: string): Promise<T | null> {
+    return (await this.read(key))?.value ?? null;
+  }
+
+  /** Revision-checked read-modify-write (see `mutateKvRecord`). */
+  mutate(
+    key: string,
+    update: (current: T | null) => T | Promise<T>,
+    options?: MutateOptions,
+  ): Promise<MutateResult<T>> {
+    return mutateKvRecord(this.kv, key, (raw) => this.parseRecord(raw), update, options);
+  }
+
+  /** Creates the key only if it is absent or deleted; returns null when it already holds a value. */
+  async create(key: string, value: T): Promise<number | null> {
+    try {
+      return await this.kv.create(key, encodeJson(value));
+    } catch (err) {
+      if (isRevisionConflict(err)) return null;
+      throw err;
+    }
+  }
+
+  /** Writes if nobody changed the key since `revision`; returns the new revision, null on a conflict. */
+  async update(key: string, value: T, revision: number): Promise<number | null> {
+    try {
+      return await this.kv.update(key, encodeJson(value), revision);
+    } catch (err) {
+      if (isRevisionConflict(err)) return null;
+      throw err;
+    }
+  }
+
+  /** Writes unconditionally (records with one writer per key). */
+  put(key: string, value: T): Promise<number> {
+    return this.kv.put(key, encodeJson(value));
+  }
+
+  /** Deletes the key (keeping its history); with `revision`, only if nobody changed it since. */
+  async delete(key: string, revision?: number): Promise<boolean> {
+    try {
+      await this.kv.delete(key, revision === undefined ? undefined : { previousSeq: revision });
+      return true;
+    } catch (err) {
+      if (isRevisionConflict(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Deletes the key and its history. */
+  async purge(key: string): Promise<void> {
+    await this.kv.purge(key);
+  }
+
+  /** Live keys matching `filter` (default all). */
+  async keys(filter = ">"): Promise<string[]> {
+    const out: string[] = [];
+    for await (const key of await this.kv.keys(filter)) out.push(key);
+    return out;
+  }
+
+  /** Every live record matching `filter`; `onMalformed` hears of keys holding something else. */
+  async list(
+    filter = ">",
+    onMalformed?: (key: string) => void,
+  ): Promise<Array<{ key: string } & Revisioned<T>>> {
+    const out: Array<{ key: string } & Revisioned<T>> = [];
+    for (const key of await this.keys(filter)) {
+      const entry = await this.kv.get(key);
+      if (!isLive(entry)) continue;
+      const value = this.tryParse(safeJson(entry));
+      if (value === undefined) onMalformed?.(key);
+      else out.push({ key, value, revision: entry.revision });
+    }
+    return out;
+  }
+
+  /**
+   * Follows the bucket: `apply` gets every current record, then every change. Resolves once the
+   * current records were applied, so a reader that starts this before serving never acts on a
+   * partial view. `onError` hears of a watch that ended by failure.
+   */
+  async watch(
+    apply: (change: RecordChange<T>) => void,
+    options: {
+      onError?: ((err: unknown) => void) | undefined;
+      /** The key a record belongs under: a record stored under another key counts as malformed. */
+      keyOf?: (value: T) => string;
+    } = {},
+  ): Promise<RecordWatch> {
+    const { onError, keyOf } = options;
+    // The last message of the stream is the newest entry of some key, so once the watch has
+    // delivered that revision the initial snapshot is complete.
+    const status = await this.kv.status();
+    const lastSeq = status.streamInfo.state.last_seq;
+    let markReady: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => {
+      markReady = resolve;
+    });
+    if (status.streamInfo.state.messages === 0) markReady();
+    const watcher = await this.kv.watch({ key: ">" });
+    const loop = (async () => {
+      for await (const entry of watcher) {
+        if (entry.operation !== "PUT") apply({ key: entry.key, value: null, malformed: false });
+        else {
+          let value = this.tryParse(safeJson(entry));
+          if (value !== undefined && keyOf && keyOf(value) !== entry.key) value = undefined;
+          apply({ key: entry.key, value: value ?? null, malformed: value === undefined });
+        }
+        if (entry.revision >= lastSeq) markReady();
+      }
+      markReady();
+    })().catch((err: unknown) => {
+      onError?.(err);
+      markReady();
+    });
+    await ready;
+    return {
+      async stop() {
+        watcher.stop();
+        await loop;
+      },
+    };
+  }
+}

@@ -1,0 +1,110 @@
+import {
+  ErrorCode,
+  GeodeError,
+  HookHandlerLeg,
+  isMalformedReply,
+  MAX_JSON_DEPTH,
+  PROBE_HEADER,
+  ToolExecuteLeg,
+} from "@geode/contracts";
+import { useTestEnv } from "@geode/testing";
+import { headers } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
+import { decodeJson, encodeJson, jsonDepth } from "./codec.js";
+import { requestJson } from "./request.js";
+import { serveRequests } from "./responder.js";
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+describe("jsonDepth and decodeJson", () => {
+  it("counts nesting without recursion, ignoring brackets inside strings", () => {
+    expect(jsonDepth(text('{"a":[1,{"b":"[[[{{{"}]}'))).toBe(3);
+    expect(jsonDepth(text('"\\"[[["'))).toBe(0);
+    expect(jsonDepth(text("[".repeat(100_000)))).toBe(100_000);
+  });
+
+  it("refuses a body nested deeper than MAX_JSON_DEPTH before parsing it", () => {
+    const ok = `${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}`;
+    expect(jsonDepth(text(ok))).toBe(MAX_JSON_DEPTH);
+    expect(() => decodeJson(text(ok))).not.toThrow();
+    const deep = `[${ok}]`;
+    expect(() => decodeJson(text(deep))).toThrow(/nests deeper than 128 levels/);
+    const err = (() => {
+      try {
+        decodeJson(text(deep));
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect((err as GeodeError).code).toBe(ErrorCode.InvalidRequest);
+  });
+});
+
+describe("serveRequests / requestJson (the bus's one serve/request pair)", () => {
+  const env = useTestEnv();
+
+  it("checks a request with the leg's codec before the handler, and replies with a coded error", async () => {
+    const { nc, names } = env();
+    const subject = `${names.ns}.test.leg`;
+    const seen: unknown[] = [];
+    const responder = serveRequests(nc, subject, { request: ToolExecuteLeg.request }, (req) => {
+      seen.push(req);
+      return { ok: true };
+    });
+    try {
+      const bad = await requestJson(nc, subject, ["not", "a", "request"], { timeoutMs: 5_000 }).catch(
+        (e: unknown) => e,
+      );
+      expect(bad).toBeInstanceOf(GeodeError);
+      expect((bad as GeodeError).code).toBe(ErrorCode.InvalidRequest);
+      expect(seen).toEqual([]);
+      const good = await requestJson(nc, subject, { tool_name: "echo", arguments: {} }, { timeoutMs: 5_000 });
+      expect(good).toEqual({ ok: true });
+      expect(seen).toHaveLength(1);
+    } finally {
+      await responder.drain();
+    }
+  });
+
+  it("answers a probe itself, and a reply of the wrong shape is a malformed reply", async () => {
+    const { nc, names } = env();
+    const subject = `${names.ns}.test.handler`;
+    let calls = 0;
+    const responder = serveRequests(nc, subject, {}, () => {
+      calls++;
+      return { verdict: "yes" };
+    });
+    try {
+      const h = headers();
+      h.set(PROBE_HEADER, "1");
+      expect(await requestJson(nc, subject, {}, { timeoutMs: 5_000, headers: h })).toEqual({ probe: "ok" });
+      expect(calls).toBe(0);
+      const err = await requestJson(nc, subject, {}, { timeoutMs: 5_000, reply: HookHandlerLeg.reply }).catch(
+        (e: unknown) => e,
+      );
+      expect(isMalformedReply(err)).toBe(true);
+      expect((err as Error).message).toBe("reply must be an object with a decision");
+    } finally {
+      await responder.drain();
+    }
+  });
+
+  it("a reply that is not JSON is a malformed reply, not the caller's invalid request", async () => {
+    const { nc, names } = env();
+    const subject = `${names.ns}.test.garbage`;
+    const sub = nc.subscribe(subject, {
+      callback: (_e, m) => {
+        m.respond(text("{nope"));
+      },
+    });
+    try {
+      const err = await requestJson(nc, subject, {}, { timeoutMs: 5_000 }).catch((e: unknown) => e);
+      expect(isMalformedReply(err)).toBe(true);
+      expect((err as GeodeError).code).toBe(ErrorCode.Internal);
+      expect((err as Error).message).toBe("reply is not valid JSON");
+    } finally {
+      sub.unsubscribe();
+    }
+    expect(encodeJson({ a: 1 })).toEqual(text('{"a":1}'));
+  });
+});

@@ -43,19 +43,19 @@ export class AgentStore {
     return this.records.get(name);
   }
 
-  /** Every agent, by name. */
-  async list(): Promise<AgentRecord[]> {
-    return (await this.records.list())
+  /** Every agent, by name; `onMalformed` hears of keys holding something else. */
+  async list(onMalformed?: (key: string) => void): Promise<AgentRecord[]> {
+    return (await this.records.list(">", onMalformed))
       .map((r) => r.value)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  /** Removes an agent; false when there was none. */
+  /** Removes an agent, its history included (no old digest stays behind); false when there was none. */
   async remove(name: string): Promise<boolean> {
     check(name);
-    const current = await this.records.read(name).catch(() => null);
-    if (!current) return false;
-    return this.records.delete(name, current.revision);
+    if ((await this.records.read(name).catch(() => null)) === null) return false;
+    await this.records.purge(name);
+    return true;
   }
 
   /** The agent whose token has this SHA-256 (hex), or null. Reads every agent: cache it with `watch`. */

@@ -3,29 +3,35 @@
  * candidate, ask a human approver, publish events and timeline records, keep session and run
  * records, and follow the agents bucket. The rest of the gateway sees only this interface.
  */
-import { ensureBucket, type Logger, RequestFailedError, type RuntimeEventBus, requestJson } from "@geode/bus";
+import {
+  createHookClient,
+  type Logger,
+  RequestFailedError,
+  type RuntimeEventBus,
+  requestJson,
+} from "@geode/bus";
 import {
   type AgentRecord,
-  AgentRecordSchema,
+  ApprovalLeg,
   type ApprovalReply,
-  ApprovalReplySchema,
   type ApprovalRequest,
   type Correlation,
   type DispatchOutcome,
   type HookName,
   type HookPayloadInput,
+  isMalformedReply,
   type Names,
   type RuntimeEvent,
   type SessionRecord,
   type TimelineKind,
+  VerifyFinalizeLeg,
   type VerifyFinalizeRequest,
   type VerifyReply,
 } from "@geode/contracts";
-import { createHookClient, createRuns, createVerifyClient, SessionStore } from "@geode/sdk";
-import type { KvWatchEntry } from "@nats-io/kv";
+import { AgentStore, RunStore, SessionStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 
-export { KeepRecord } from "@geode/sdk";
+export { KeepRecord } from "@geode/state";
 
 /** A human approver's answer, or why there was none. */
 export type ApprovalAnswer =
@@ -82,10 +88,12 @@ export interface PlaneOptions {
 export async function createPlane(options: PlaneOptions): Promise<Plane> {
   const { nc, names: n, events, log } = options;
   const conn = { nc, names: n };
-  const sessions = await SessionStore.open(conn);
-  const runs = createRuns(conn);
+  const [sessions, runs, agents] = await Promise.all([
+    SessionStore.open(conn),
+    RunStore.open(conn),
+    AgentStore.open(conn),
+  ]);
   const hooks = createHookClient(nc, n);
-  const verify = createVerifyClient(conn);
   let up = true;
   void (async () => {
     for await (const s of nc.status()) {
@@ -105,23 +113,24 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     },
 
     finalize(request, callOptions = {}) {
-      return verify.finalize(request, {
+      return requestJson(nc, n.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
         timeoutMs: options.verifyTimeoutMs,
-        ...(callOptions.signal ? { signal: callOptions.signal } : {}),
+        signal: callOptions.signal,
+        reply: VerifyFinalizeLeg.reply,
       });
     },
 
     async requestApproval(request, callOptions = {}) {
       const timeoutMs = Math.max(1, options.approvalTimeoutMs);
       try {
-        const body = await requestJson(nc, n.approvalRequest, request, {
+        const reply = await requestJson(nc, n.approvalRequest, ApprovalLeg.request.encode(request), {
           timeoutMs,
           signal: callOptions.signal,
+          reply: ApprovalLeg.reply,
         });
-        const parsed = ApprovalReplySchema.safeParse(body);
-        if (!parsed.success) return { source: "invalid_reply", reason: "invalid approver reply" };
-        return { ...parsed.data, source: "approver" };
+        return { ...reply, source: "approver" };
       } catch (err) {
+        if (isMalformedReply(err)) return { source: "invalid_reply", reason: "invalid approver reply" };
         if (err instanceof RequestFailedError && err.failure === "no_responders")
           return { source: "no_approver", reason: "no approver available" };
         if (err instanceof RequestFailedError && err.failure === "timeout")
@@ -153,41 +162,14 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     },
 
     async followAgents(apply) {
-      const kv = await ensureBucket(nc, n, "agents");
-      // The newest message of the bucket's stream is some key's newest entry: once the watch has
-      // delivered it, every current agent was applied.
-      const status = await kv.status();
-      const lastSeq = status.streamInfo.state.last_seq;
-      let markReady: () => void = () => undefined;
-      const ready = new Promise<void>((resolve) => {
-        markReady = resolve;
-      });
-      if (status.streamInfo.state.messages === 0) markReady();
-      const watcher = await kv.watch({ key: ">" });
-      const onEntry = (e: KvWatchEntry) => {
-        if (e.operation !== "PUT") return apply(e.key, null);
-        let record: AgentRecord | null = null;
-        try {
-          const parsed = AgentRecordSchema.safeParse(e.json());
-          if (parsed.success && parsed.data.name === e.key) record = parsed.data;
-        } catch {
-          // not JSON: treated as absent
-        }
-        if (!record) log.warn({ key: e.key }, "ignoring malformed agent record");
-        apply(e.key, record);
-      };
-      void (async () => {
-        for await (const e of watcher) {
-          onEntry(e);
-          if (e.revision >= lastSeq) markReady();
-        }
-        markReady();
-      })().catch((err: unknown) => {
-        log.error({ err }, "agents watch failed");
-        markReady();
-      });
-      await ready;
-      return { stop: () => watcher.stop() };
+      const watch = await agents.watch(
+        ({ key, value, malformed }) => {
+          if (malformed) log.warn({ key }, "ignoring malformed agent record");
+          apply(key, value);
+        },
+        (err) => log.error({ err }, "agents watch failed"),
+      );
+      return { stop: () => void watch.stop() };
     },
 
     connected: () => up && !nc.isClosed(),

@@ -1,14 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import { connectBus, ensureBucket, isRevisionConflict, loadConfig } from "@geode/bus";
-import {
-  AgentNameSchema,
-  type AgentRecord,
-  AgentRecordSchema,
-  names as buildNames,
-  sha256,
-} from "@geode/contracts";
-import type { KV } from "@nats-io/kv";
+import { connectBus, loadConfig } from "@geode/bus";
+import { AgentNameSchema, names as buildNames, ErrorCode, GeodeError, sha256 } from "@geode/contracts";
+import { AgentStore } from "@geode/state";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
@@ -17,7 +11,7 @@ export function newAgentToken(): string {
   return `geode_agent_${randomBytes(32).toString("base64url")}`;
 }
 
-async function withAgents<T>(io: CommandIO, body: (kv: KV) => Promise<T>): Promise<T | number> {
+async function withAgents<T>(io: CommandIO, body: (agents: AgentStore) => Promise<T>): Promise<T | number> {
   const config = loadConfig(io.env);
   const n = buildNames(config.namespace);
   let nc: Awaited<ReturnType<typeof connectBus>>;
@@ -28,10 +22,16 @@ async function withAgents<T>(io: CommandIO, body: (kv: KV) => Promise<T>): Promi
     return 1;
   }
   try {
-    return await body(await ensureBucket(nc, n, "agents"));
+    return await body(await AgentStore.open({ nc, names: n }));
   } finally {
     await nc.close();
   }
+}
+
+/** `null` for the refusal of a name already in use; any other error is thrown on. */
+function alreadyExists(err: unknown): null {
+  if (err instanceof GeodeError && err.code === ErrorCode.InvalidRequest) return null;
+  throw err;
 }
 
 function agentName(value: string | undefined): string {
@@ -54,12 +54,8 @@ export const agentsAddCommand: Command = {
     if (positionals.length > 1) throw new UsageError("give one agent name");
     const name = agentName(positionals[0]);
     const token = newAgentToken();
-    const record: AgentRecord = { name, token_sha256: sha256(token), created_at: Date.now() };
-    return withAgents(io, async (kv) => {
-      try {
-        await kv.create(name, JSON.stringify(record));
-      } catch (err) {
-        if (!isRevisionConflict(err)) throw err;
+    return withAgents(io, async (agents) => {
+      if ((await agents.add(name, sha256(token)).catch(alreadyExists)) === null) {
         io.err(`agent ${name} already exists (remove it first with 'geode agents rm ${name}')\n`);
         return 1;
       }
@@ -77,16 +73,8 @@ export const agentsLsCommand: Command = {
   usage: "geode agents ls [--json]",
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
-    return withAgents(io, async (kv) => {
-      const agents: AgentRecord[] = [];
-      for await (const key of await kv.keys()) {
-        const entry = await kv.get(key);
-        if (entry?.operation !== "PUT") continue;
-        const parsed = AgentRecordSchema.safeParse(entry.json());
-        if (parsed.success) agents.push(parsed.data);
-        else io.err(`skipping malformed agent record ${key}\n`);
-      }
-      agents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return withAgents(io, async (store) => {
+      const agents = await store.list((key) => io.err(`skipping malformed agent record ${key}\n`));
       if (values.json) {
         io.out(`${JSON.stringify(agents.map(({ name, created_at }) => ({ name, created_at })))}\n`);
         return 0;
@@ -114,13 +102,11 @@ export const agentsRmCommand: Command = {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     if (positionals.length > 1) throw new UsageError("give one agent name");
     const name = agentName(positionals[0]);
-    return withAgents(io, async (kv) => {
-      const entry = await kv.get(name);
-      if (entry?.operation !== "PUT") {
+    return withAgents(io, async (agents) => {
+      if (!(await agents.remove(name))) {
         io.err(`no agent ${name}\n`);
         return 1;
       }
-      await kv.purge(name);
       io.out(`removed agent ${name}\n`);
       return 0;
     });

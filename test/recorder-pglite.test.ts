@@ -14,7 +14,7 @@ describe("activity-recorder on embedded PGlite (DATABASE_URL unset)", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("projects events and timeline, mirrors the run, and keeps everything across a restart", {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async () => {
     const { nc, names } = env();
     const pgliteDir = path.join(dir, "pgdata");

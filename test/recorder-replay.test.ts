@@ -3,9 +3,10 @@ import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-re
 import { RuntimeEventBus } from "@geode/bus";
 import { runCliCaptured } from "@geode/cli";
 import { RUNTIME_EVENTS } from "@geode/contracts";
-import { normalizeRow, openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { projectionSnapshot } from "./recorder-support.js";
 
 const DAY = 86_400_000;
 
@@ -26,18 +27,6 @@ describe("geode replay, events tail, prune", () => {
   afterAll(async () => {
     await recorder?.stop();
     await db?.close();
-  });
-
-  const snapshot = async () => ({
-    activity: (await db.db.selectFrom("activity_events").selectAll().orderBy("stream_seq").execute()).map(
-      normalizeRow,
-    ),
-    extension: (
-      await db.db.selectFrom("extension_invocations").selectAll().orderBy("stream_seq").execute()
-    ).map(normalizeRow),
-    session: (await db.db.selectFrom("session_events").selectAll().orderBy("stream_seq").execute()).map(
-      normalizeRow,
-    ),
   });
 
   it("--rebuild replay produces the same rows as the live projection", { timeout: 60_000 }, async () => {
@@ -61,7 +50,7 @@ describe("geode replay, events tail, prune", () => {
     await waitFor(
       async () => recorder.stats().events.lastSeq >= last && recorder.stats().timeline.lastSeq >= 2,
     );
-    const live = await snapshot();
+    const live = await projectionSnapshot(db);
     expect(live.activity).toHaveLength(RUNTIME_EVENTS.length + 2);
     expect(live.session).toHaveLength(2);
 
@@ -72,13 +61,13 @@ describe("geode replay, events tail, prune", () => {
     expect(r.out).toMatch(/1 skipped .*1 rejected/);
     expect(r.out).toContain("replay done");
     expect(r.err).toMatch(/replay .*_EVENTS: 61\/61 \(100%\)/);
-    expect(await snapshot()).toEqual(live);
+    expect(await projectionSnapshot(db)).toEqual(live);
 
     // Replaying again over a complete projection changes nothing.
     const again = await cli(["replay", "--stream", "events", "--from-seq", "1"], env().env);
     expect(again.code).toBe(0);
     expect(again.out).toMatch(/0 rows inserted, 59 already present/);
-    expect(await snapshot()).toEqual(live);
+    expect(await projectionSnapshot(db)).toEqual(live);
   });
 
   it("replay refuses bad options with a usage error", async () => {

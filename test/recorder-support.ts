@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RuntimeEventBus } from "@geode/bus";
-import type { ProjectionDb } from "@geode/projection";
+import { normalizeRow, type ProjectionDb } from "@geode/projection";
 
 /** `activity_events` rows of one session, or up to a stream sequence. */
 export async function countActivity(
@@ -32,5 +32,20 @@ export function steadyLoad(bus: RuntimeEventBus, options: { perSecond: number; s
       clearInterval(timer);
       await bus.flush();
     },
+  };
+}
+
+/** Every row of the three projection tables, normalized, in stream order (for equality checks). */
+export async function projectionSnapshot(p: ProjectionDb) {
+  return {
+    activity: (await p.db.selectFrom("activity_events").selectAll().orderBy("stream_seq").execute()).map(
+      normalizeRow,
+    ),
+    extension: (
+      await p.db.selectFrom("extension_invocations").selectAll().orderBy("stream_seq").execute()
+    ).map(normalizeRow),
+    session: (await p.db.selectFrom("session_events").selectAll().orderBy("stream_seq").execute()).map(
+      normalizeRow,
+    ),
   };
 }

@@ -1,5 +1,10 @@
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
 export {
+  type ServedEmbeddedDatabase,
+  serveEmbeddedDatabase,
+} from "./embedded-database.js";
+export { type EmbeddedOwner, OWNER_FILE, readLiveOwner } from "./embedded-owner.js";
+export {
   describeDbError,
   isConnectionError,
   ProjectionUnavailableError,

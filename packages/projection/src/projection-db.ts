@@ -1,8 +1,8 @@
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
+import { type ServedEmbeddedDatabase, useEmbeddedDatabase } from "./embedded-database.js";
 import {
   describeDbError,
   isConnectionError,
@@ -26,6 +26,11 @@ export interface ProjectionDbOptions {
   poolSize?: number;
   /** Run the migrations on open (default true). */
   migrate?: boolean;
+  /**
+   * What this process is (e.g. `geode replay`), named in the embedded database's owner file when
+   * this process ends up serving it, and in the refusal other processes get.
+   */
+  command?: string;
 }
 
 /** An open projection: `db` is scoped to schema `{ns}`; `root` is unscoped (schema DDL). */
@@ -41,43 +46,68 @@ export interface ProjectionDb {
 }
 
 /**
- * Opens the projection database: PostgreSQL when a URL is given, otherwise embedded PGlite (same
- * migrations and queries; bigint columns come back as strings from pg and numbers from PGlite,
- * so every reader here normalizes with `Number()`).
+ * Opens the projection database: PostgreSQL when a URL is given, otherwise the embedded PGlite in
+ * `pgliteDir`. The embedded database has one owner process, which serves it over the PostgreSQL
+ * wire protocol on loopback; this process becomes the owner when there is none, and otherwise
+ * connects to the owner (or is refused with one line naming it). Either way the queries go
+ * through pg (bigint columns come back as strings: readers normalize with `Number()`).
  */
 export async function openProjectionDb(options: ProjectionDbOptions): Promise<ProjectionDb> {
   // biome-ignore lint/suspicious/noExplicitAny: see ProjectionDb.root.
   let root: Kysely<any>;
   let kind: ProjectionDb["kind"];
+  let served: ServedEmbeddedDatabase | undefined;
+  let where: string;
+  const dir = options.pgliteDir ?? DEFAULT_PGLITE_DIR;
   if (options.databaseUrl) {
     kind = "postgres";
+    where = `PostgreSQL at ${redactDatabaseUrl(options.databaseUrl)}`;
     root = new Kysely({
       dialect: new PostgresDialect({ pool: resilientPool(options.databaseUrl, options.poolSize) }),
     });
+  } else if (dir.startsWith("memory://")) {
+    // In memory: nobody else can open it, so no owner and no server.
+    kind = "pglite";
+    where = "the in-memory database";
+    root = new Kysely({ dialect: new PGliteDialect({ pglite: await PGlite.create() }) });
   } else {
     kind = "pglite";
-    const dir = options.pgliteDir ?? DEFAULT_PGLITE_DIR;
-    if (!dir.startsWith("memory://")) mkdirSync(path.resolve(dir), { recursive: true });
-    const lite = await PGlite.create(dir.startsWith("memory://") ? undefined : path.resolve(dir));
-    root = new Kysely({ dialect: new PGliteDialect({ pglite: lite }) });
+    where = `the embedded database ${dir}`;
+    const embedded = await useEmbeddedDatabase({ dir, command: options.command ?? defaultCommand() });
+    served = embedded.served;
+    root = new Kysely({
+      dialect: new PostgresDialect({ pool: resilientPool(embedded.url, options.poolSize) }),
+    });
   }
+  const close = async () => {
+    try {
+      await root.destroy();
+    } finally {
+      await served?.close();
+    }
+  };
   const handle: ProjectionDb = {
     ns: options.ns,
     kind,
     db: root.withSchema(options.ns) as Kysely<ProjectionDatabase>,
     root,
     migrate: () => migrateProjection(root, options.ns),
-    close: () => root.destroy(),
+    close,
   };
   if (options.migrate !== false) {
     try {
       await handle.migrate();
     } catch (err) {
-      await root.destroy().catch(() => undefined);
-      throw unavailable(err, options.databaseUrl);
+      await close().catch(() => undefined);
+      throw unavailable(err, where);
     }
   }
   return handle;
+}
+
+/** This process, for an owner file: the script it runs (`main.ts` of a service, the CLI). */
+function defaultCommand(): string {
+  return path.basename(process.argv[1] ?? process.argv0);
 }
 
 /**
@@ -98,11 +128,8 @@ function resilientPool(connectionString: string, max = 4): pg.Pool {
 }
 
 /** The one-line error of a projection that could not be opened. */
-function unavailable(err: unknown, databaseUrl: string | undefined): Error {
-  if (err instanceof ProjectionUnavailableError || !databaseUrl) return err as Error;
+function unavailable(err: unknown, where: string): Error {
+  if (err instanceof ProjectionUnavailableError) return err;
   const what = isConnectionError(err) ? "is not reachable" : "failed";
-  return new ProjectionUnavailableError(
-    `PostgreSQL at ${redactDatabaseUrl(databaseUrl)} ${what}: ${describeDbError(err)}`,
-    { cause: err },
-  );
+  return new ProjectionUnavailableError(`${where} ${what}: ${describeDbError(err)}`, { cause: err });
 }

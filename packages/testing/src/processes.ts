@@ -13,6 +13,8 @@ export interface SpawnedProcess {
   output(): string;
   /** Resolves when a line matching `pattern` appears in the output. */
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves with the exit code (or null if killed by a signal) once the process has ended. */
+  exited: Promise<number | null>;
   /** Sends a signal and waits for exit; resolves with the exit code (or null if killed). */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
 }
@@ -20,15 +22,17 @@ export interface SpawnedProcess {
 /**
  * Runs a TypeScript entry point (path relative to the repo root) as a real child process
  * (`node --import tsx`), with `env` added to the parent's environment. The child is the service
- * itself, so signals (SIGKILL included) reach it directly.
+ * itself, so signals (SIGKILL included) reach it directly. It runs in the repo root unless `cwd`
+ * says otherwise.
  */
 export function spawnService(
   entry: string,
   env: Record<string, string>,
   args: string[] = [],
+  options: { cwd?: string } = {},
 ): SpawnedProcess {
   const child = spawn(process.execPath, ["--import", TSX_LOADER, path.resolve(REPO_ROOT, entry), ...args], {
-    cwd: REPO_ROOT,
+    cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -43,6 +47,7 @@ export function spawnService(
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return {
     child,
+    exited,
     output: () => out,
     waitForOutput(pattern, timeoutMs = 20_000) {
       return new Promise<void>((resolve, reject) => {

@@ -86,6 +86,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       poolSize: Math.max(4, 2 * writers),
       // Migrated below, with retries: a database that is down at start only delays the projection.
       migrate: false,
+      command: "activity-recorder",
       ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
     }));
   const ownsDb = options.db === undefined;

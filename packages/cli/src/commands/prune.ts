@@ -12,7 +12,7 @@ export const pruneCommand: Command = {
   async run(args, io) {
     parseArgs({ args, options: {} });
     const config = loadConfig(io.env);
-    const db = await openProjectionFromEnv(config);
+    const db = await openProjectionFromEnv(config, "geode prune");
     try {
       const counts = await pruneExpired(db.db);
       const buckets = Object.entries(RETENTION_DAYS)

@@ -35,9 +35,16 @@ export async function connectFromEnv(
   return { config, nc, names: buildNames(config.namespace) };
 }
 
-/** The projection of the configured namespace (PostgreSQL, or embedded PGlite when DATABASE_URL is unset). */
-export function openProjectionFromEnv(config: GeodeConfig, migrate = true): Promise<ProjectionDb> {
-  return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate });
+/**
+ * The projection of the configured namespace: PostgreSQL, or with DATABASE_URL unset the embedded
+ * PGlite, reached through the process that owns it (or served by this one when nobody does).
+ */
+export function openProjectionFromEnv(
+  config: GeodeConfig,
+  command: string,
+  migrate = true,
+): Promise<ProjectionDb> {
+  return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate, command });
 }
 
 export interface ReplayResult {
@@ -215,7 +222,7 @@ export const replayCommand: Command = {
     const { config, nc, names: n } = await connectFromEnv(io, "geode-replay");
     let db: ProjectionDb | undefined;
     try {
-      db = await openProjectionFromEnv(config, !values.rebuild);
+      db = await openProjectionFromEnv(config, "geode replay", !values.rebuild);
       if (values.rebuild) {
         io.err(`dropping the projection tables of namespace ${n.ns}\n`);
         await dropProjection(db.root, n.ns);

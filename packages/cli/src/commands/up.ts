@@ -2,10 +2,10 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, type GeodeConfig, loadConfig } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
-import { redactDatabaseUrl } from "@geode/projection";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
+import { provideDatabase, type UpDatabase } from "../up/embedded-database.js";
 import { probeHealth } from "../up/health-probe.js";
 import {
   findNatsServerBinary,
@@ -131,6 +131,7 @@ export const upCommand: Command = {
     const n: Names = buildNames(config.namespace);
     const procs: ServiceProcess[] = [];
     let nc: NatsConnection | undefined;
+    let database: UpDatabase | undefined;
 
     const stopAll = async (signal: NodeJS.Signals) => {
       const alive = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
@@ -141,6 +142,7 @@ export const upCommand: Command = {
       await Promise.all(procs.map((p) => p.exited));
       clearTimeout(timer);
       if (nc && !nc.isClosed()) await nc.close().catch(() => undefined);
+      await database?.close().catch(() => undefined);
       await plan.embedded?.stop();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
@@ -159,10 +161,21 @@ export const upCommand: Command = {
     const width = Math.max(...services.map((s) => s.name.length));
     const paint = (i: number, s: string) => (io.isTTY ? `\x1b[${COLORS[i % COLORS.length]}m${s}\x1b[0m` : s);
     const prefixOf = new Map(services.map((s, i) => [s.name, paint(i, s.name.padEnd(width))]));
-    const env = { ...io.env, NATS_URL: plan.url };
+    try {
+      database = await provideDatabase(config, services);
+    } catch (err) {
+      io.err(`geode up: ${err instanceof Error ? err.message : err}\n`);
+      await stopAll("SIGTERM");
+      return 1;
+    }
+    const env = {
+      ...io.env,
+      NATS_URL: plan.url,
+      ...(database.url !== undefined ? { DATABASE_URL: database.url } : {}),
+    };
     io.out(
       `geode up: namespace ${config.namespace}, NATS ${plan.url}${plan.embedded ? " (embedded)" : ""}, ` +
-        `database ${config.databaseUrl ? redactDatabaseUrl(config.databaseUrl) : "embedded PGlite (.geode/pgdata)"}\n`,
+        `database ${database.label}\n`,
     );
     for (const s of services) {
       procs.push(

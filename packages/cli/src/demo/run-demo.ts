@@ -224,7 +224,7 @@ async function readBack(
   session: DemoSessionResult,
   t0: number,
 ): Promise<DemoResult> {
-  const projection = await openProjectionDb({ ns, databaseUrl, pgliteDir });
+  const projection = await openProjectionDb({ ns, databaseUrl, pgliteDir, command: "geode demo" });
   try {
     const { db } = projection;
     const runId = session.runId;

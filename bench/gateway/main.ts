@@ -1,0 +1,161 @@
+/**
+ * `pnpm bench gateway`: one Claude Code hook call as Claude Code sees it (HTTP request → agent
+ * gateway → hook-dispatcher → one PreToolUse handler → reply), against a trivial HTTP endpoint that
+ * answers the same request directly, in one run, each in its own process. Target: the gateway adds
+ * at most 2 ms at the median.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { Agent, request } from "node:http";
+import { connectGeode, createHookClient, ensureBucket } from "@geode/bus";
+import { CLAUDE_CODE_HOOK_PATH, correlation, HookName, sha256 } from "@geode/contracts";
+import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
+import {
+  fmtRate,
+  fmtUs,
+  type LatencySummary,
+  measureSequential,
+  measureThroughput,
+  progress,
+  table,
+} from "../lib/stats.js";
+
+const N = Number(process.env["BENCH_N"] ?? 2_000);
+const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 4_000);
+const CONCURRENCY = 16;
+const TARGET_ADDED_MS = 2;
+
+const ns = `bench_gateway_${randomBytes(3).toString("hex")}`;
+const env = {
+  NATS_URL: process.env["NATS_URL"] ?? "nats://127.0.0.1:4222",
+  GEODE_NAMESPACE: ns,
+  GEODE_GATEWAY_ADDR: "127.0.0.1:0",
+  LOG_LEVEL: "info",
+};
+process.env["GEODE_NAMESPACE"] = ns;
+const conn = await connectGeode({ name: "bench-gateway" });
+const procs: SpawnedProcess[] = [];
+const spawn = async (entry: string, args: string[], ready: RegExp): Promise<SpawnedProcess> => {
+  const p = spawnService(entry, env, args);
+  procs.push(p);
+  await p.waitForOutput(ready, 60_000);
+  return p;
+};
+const urlOf = (p: SpawnedProcess) => {
+  const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(p.output());
+  if (!m?.[1]) throw new Error(`no address in:\n${p.output()}`);
+  return m[1];
+};
+
+// One keep-alive connection per caller, as a hook client that reuses its connection has.
+const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+function post(url: string, body: string, token: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "POST",
+        agent,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          authorization: `Bearer ${token}`,
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () =>
+          res.statusCode === 200 ? resolve(text) : reject(new Error(`${res.statusCode} ${text}`)),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+// A PreToolUse input as Claude Code 2.1 sends it (one session, so the session is started once).
+const sessionId = randomUUID();
+const input = JSON.stringify({
+  session_id: sessionId,
+  transcript_path: `/home/dev/.claude/projects/-work-app/${sessionId}.jsonl`,
+  cwd: "/work/app",
+  prompt_id: randomUUID(),
+  permission_mode: "default",
+  effort: { level: "medium" },
+  hook_event_name: "PreToolUse",
+  tool_name: "Bash",
+  tool_input: { command: "npm test -- --runInBand src/parser", description: "Run the parser tests" },
+  tool_use_id: "toolu_01Bench",
+});
+
+try {
+  const token = `geode_agent_${randomBytes(32).toString("base64url")}`;
+  const agents = await ensureBucket(conn.nc, conn.names, "agents");
+  await agents.put(
+    "bench",
+    JSON.stringify({ name: "bench", token_sha256: sha256(token), created_at: Date.now() }),
+  );
+
+  const endpoint = `${urlOf(await spawn("bench/gateway/peer.ts", ["endpoint"], /listening on/))}${CLAUDE_CODE_HOOK_PATH}`;
+  await spawn("services/hook-dispatcher/src/main.ts", [], /hook-dispatcher started/);
+  await spawn("bench/gateway/peer.ts", ["handler"], /ready/);
+  const gatewayUrl = `${urlOf(await spawn("services/agent-gateway/src/main.ts", [], /listening on/))}${CLAUDE_CODE_HOOK_PATH}`;
+  // Ready once the handler's decision comes back through the gateway.
+  await waitFor(
+    () =>
+      post(gatewayUrl, input, token).then(
+        () => true,
+        () => false,
+      ),
+    30_000,
+  );
+
+  const rows: Array<{ label: string; seq: LatencySummary; rate: number }> = [];
+  const measure = async (label: string, url: string) => {
+    progress(label);
+    const fn = () => post(url, input, token);
+    const seq = await measureSequential(N, fn, 300);
+    const rate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, fn);
+    rows.push({ label, seq, rate });
+    return seq;
+  };
+  const measureFn = async (label: string, fn: () => Promise<unknown>) => {
+    progress(label);
+    const seq = await measureSequential(N, fn, 300);
+    const rate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, fn);
+    rows.push({ label, seq, rate });
+    return seq;
+  };
+  const floor = await measure("trivial HTTP endpoint answering {}", endpoint);
+  const gateway = await measure("agent gateway, PreToolUse, 1 handler", gatewayUrl);
+  // What a runtime of the plane pays for the same hook call (no HTTP, no gateway).
+  const hooks = createHookClient(conn.nc, conn.names);
+  const corr = correlation({ session_id: sessionId, run_id: sessionId, tool_call_id: "toolu_01Bench" });
+  const args = { command: "npm test -- --runInBand src/parser", description: "Run the parser tests" };
+  const direct = await measureFn("PreToolUse invoked directly over NATS, 1 handler", () =>
+    hooks.invoke(HookName.PreToolUse, { tool_name: "Bash", arguments: args }, corr),
+  );
+
+  const added = gateway.medianUs - floor.medianUs;
+  process.stdout.write(
+    `${table(
+      ["case", "median", "p99", `${CONCURRENCY} callers`],
+      rows.map((r) => [r.label, fmtUs(r.seq.medianUs), fmtUs(r.seq.p99Us), fmtRate(r.rate)]),
+    )}\n\n`,
+  );
+  process.stdout.write(
+    [
+      `added by the gateway at the median: ${fmtUs(added)} (target ≤ ${TARGET_ADDED_MS} ms)`,
+      `  of which the hook call on the plane (invoked directly): ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)}`,
+      `n=${N} sequential calls per case after 300 warm-up calls; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
+    ].join("\n") + "\n",
+  );
+} finally {
+  agent.destroy();
+  for (const p of procs.reverse()) await p.stop("SIGTERM", 5_000);
+  await cleanupNamespace(await jetstreamManager(conn.nc, { checkAPI: false }), ns).catch(() => undefined);
+  await conn.close();
+}

@@ -1,0 +1,36 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { CLAUDE_CODE_EVENTS } from "@geode/contracts";
+import { REPO_ROOT } from "@geode/testing";
+import { describe, expect, it } from "vitest";
+
+const guide = readFileSync(path.join(REPO_ROOT, "docs/claude-code.md"), "utf8");
+
+/** The rows of the guide's mapping table: event → its cells. */
+function mappingRows(): Map<string, string[]> {
+  const start = guide.indexOf("| Claude Code event |");
+  const rows = new Map<string, string[]>();
+  for (const line of guide.slice(start).split("\n").slice(2)) {
+    if (!line.startsWith("|")) break;
+    const cells = line.split(" | ").map((c) => c.replace(/^\| |\s*\|$/g, "").trim());
+    rows.set((cells[0] ?? "").replaceAll("`", ""), cells);
+  }
+  return rows;
+}
+
+describe("docs/claude-code.md", () => {
+  it("has one mapping row per event the gateway maps, in the runtime's order, with its guarded flag", () => {
+    const rows = mappingRows();
+    expect([...rows.keys()]).toEqual(CLAUDE_CODE_EVENTS.map((e) => e.event));
+    for (const e of CLAUDE_CODE_EVENTS) {
+      const cells = rows.get(e.event) ?? [];
+      expect(cells.at(-1), e.event).toBe(e.guards ? "yes" : "no");
+      if (e.plane !== null && e.plane !== "verifier") expect(cells[1], e.event).toContain(`\`${e.plane}\``);
+    }
+  });
+
+  it("names the three commands from nothing to a guarded session", () => {
+    for (const command of ["geode up", "geode agents add", "geode connect claude-code --write"])
+      expect(guide).toContain(command);
+  });
+});

@@ -106,7 +106,7 @@ describe("docker-compose.yml", () => {
     for (const v of vars) expect(nats.environment?.[v as string], v).toMatch(/^[A-Za-z][A-Za-z0-9_-]*$/);
   });
 
-  it("runs the four services from one image, each health-checked with `geode health` and its own NATS user", () => {
+  it("runs every service from one image, each health-checked with `geode health` and its own NATS user", () => {
     const users = natsUsers({ handlers: [...DEFAULT_HANDLERS] });
     const nats = services["nats"] as Service;
     const images = new Set<string | undefined>();

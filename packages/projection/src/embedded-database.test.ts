@@ -42,7 +42,7 @@ describe("the embedded database's owner file", () => {
   });
 
   it("takes over the file of an owner that is gone, serves, and frees the folder on close", {
-    timeout: 120_000,
+    timeout: 240_000,
   }, async () => {
     const dir = path.join(root, "stale");
     mkdirSync(dir);

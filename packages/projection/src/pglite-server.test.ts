@@ -13,7 +13,7 @@ describe("servePglite: one PGlite backend, many wire-protocol connections", () =
     server = await servePglite(lite);
     pool = new pg.Pool({ connectionString: server.url, max: 8 });
     await pool.query("create table t (id int primary key, v text)");
-  }, 60_000);
+  }, 180_000);
   afterAll(async () => {
     await pool?.end();
     await server?.close();

@@ -54,6 +54,127 @@ class Session {
   }
 }
 
+/** How many of the queued messages form the rest of the current exchange, and whether it ends there. */
+function nextExchange(messages: readonly Buffer[]): { count: number; ends: boolean } {
+  let count = 0;
+  for (const m of messages) {
+    const type = String.fromCharCode(m[0]!);
+    if (type === "X") break;
+    count++;
+    if (ENDS_EXCHANGE.has(type)) return { count, ends: true };
+  }
+  return { count, ends: false };
+}
+
+/** True when `tail` (the last bytes a backend sent) is ReadyForQuery with status idle. */
+function endsIdle(tail: Buffer): boolean {
+  return tail.length === 6 && tail[0] === 0x5a && tail.readInt32BE(1) === 5 && tail[5] === 0x49; // 'Z', 'I'
+}
+
+/** Hands the one backend to the connections in turn, one whole exchange at a time. */
+class BackendScheduler {
+  readonly sessions = new Set<Session>();
+  private readonly ready: Session[] = [];
+  private holder: Session | undefined;
+  running = false;
+
+  constructor(private readonly db: PGlite) {}
+
+  attach(socket: net.Socket): void {
+    const s = new Session(socket);
+    this.sessions.add(s);
+    this.ready.push(s);
+    socket.setNoDelay(true);
+    socket.on("data", (chunk: Buffer) => {
+      s.take(chunk);
+      this.schedule();
+    });
+    const gone = () => {
+      if (!this.sessions.delete(s)) return;
+      this.forget(s);
+      // Holding the backend: `drive` rolls it back before anyone else runs.
+      if (this.holder === s) this.schedule();
+    };
+    socket.on("error", gone);
+    socket.on("close", gone);
+  }
+
+  private schedule(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.drive().finally(() => {
+      this.running = false;
+      if (this.next()) this.schedule();
+    });
+  }
+
+  private next(): Session | undefined {
+    const h = this.holder;
+    if (h) return h.messages.length > 0 || h.closed ? h : undefined;
+    return this.ready.find((s) => s.messages.length > 0);
+  }
+
+  /** Round robin: a connection that had its turn queues behind the others. */
+  private release(s: Session): void {
+    if (this.holder === s) this.holder = undefined;
+    const i = this.ready.indexOf(s);
+    if (i >= 0) this.ready.splice(i, 1);
+    if (!s.closed) this.ready.push(s);
+  }
+
+  /** A connection that ended: nothing of it runs any more. */
+  private forget(s: Session): void {
+    s.closed = true;
+    s.messages.length = 0;
+    const i = this.ready.indexOf(s);
+    if (i >= 0) this.ready.splice(i, 1);
+  }
+
+  /** Ends what a vanished connection left open on the backend. */
+  private async reset(): Promise<void> {
+    await this.db.execProtocolRawStream(SYNC, { onRawData: () => undefined });
+    if (this.db.isInTransaction()) await this.db.exec("ROLLBACK");
+  }
+
+  private async drive(): Promise<void> {
+    for (let s = this.next(); s; s = this.next()) {
+      // Let sockets be read and written between two exchanges.
+      await new Promise((r) => setImmediate(r));
+      this.holder = s;
+      if (s.closed) {
+        await this.reset().catch(() => undefined);
+        this.holder = undefined;
+      } else await this.step(s);
+    }
+  }
+
+  /** Runs what `s` has queued of its exchange, in one call; releases the backend at its end. */
+  private async step(s: Session): Promise<void> {
+    const { count, ends } = nextExchange(s.messages);
+    if (count === 0) {
+      // Terminate: the connection ends; `reset` runs before anyone else.
+      this.forget(s);
+      s.socket.end();
+      return;
+    }
+    const messages = s.messages.splice(0, count);
+    let tail = Buffer.alloc(0);
+    try {
+      await this.db.execProtocolRawStream(messages.length === 1 ? messages[0]! : Buffer.concat(messages), {
+        onRawData: (data) => {
+          if (!s.socket.destroyed) s.socket.write(data);
+          tail = Buffer.concat([tail, Buffer.from(data)]).subarray(-6);
+        },
+      });
+    } catch {
+      this.forget(s);
+      s.socket.destroy();
+      return;
+    }
+    if (ends && endsIdle(tail)) this.release(s);
+  }
+}
+
 /**
  * Serves one PGlite instance (a single backend) to any number of loopback connections. A
  * connection holds the backend from its first message until the backend is idle again after that
@@ -65,112 +186,8 @@ class Session {
  */
 export async function servePglite(db: PGlite, options: { port?: number } = {}): Promise<PgliteServer> {
   await db.waitReady;
-  const sessions = new Set<Session>();
-  const ready: Session[] = [];
-  let holder: Session | undefined;
-  let running = false;
-
-  const schedule = () => {
-    if (running) return;
-    running = true;
-    void drive().finally(() => {
-      running = false;
-      if (nextSession()) schedule();
-    });
-  };
-
-  const nextSession = (): Session | undefined => {
-    if (holder) return holder.messages.length > 0 || holder.closed ? holder : undefined;
-    return ready.find((s) => s.messages.length > 0);
-  };
-
-  const release = (s: Session) => {
-    if (holder === s) holder = undefined;
-    const i = ready.indexOf(s);
-    if (i >= 0) ready.splice(i, 1);
-    // Round robin: a connection that had its turn queues behind the others.
-    if (!s.closed) ready.push(s);
-  };
-
-  /** A connection that ended: nothing of it runs any more. */
-  const forget = (s: Session) => {
-    s.closed = true;
-    s.messages.length = 0;
-    const i = ready.indexOf(s);
-    if (i >= 0) ready.splice(i, 1);
-  };
-
-  /** Ends what a vanished connection left open on the backend. */
-  const reset = async () => {
-    await db.execProtocolRawStream(SYNC, { onRawData: () => undefined });
-    if (db.isInTransaction()) await db.exec("ROLLBACK");
-  };
-
-  const drive = async () => {
-    for (let s = nextSession(); s; s = nextSession()) {
-      // Let sockets be read and written between two exchanges.
-      await new Promise((r) => setImmediate(r));
-      holder = s;
-      if (s.closed) {
-        await reset().catch(() => undefined);
-        holder = undefined;
-        continue;
-      }
-      // Everything queued up to the end of the exchange goes to the backend in one call.
-      let count = 0;
-      let ends = false;
-      for (const m of s.messages) {
-        const type = String.fromCharCode(m[0]!);
-        if (type === "X") break;
-        count++;
-        if (ENDS_EXCHANGE.has(type)) {
-          ends = true;
-          break;
-        }
-      }
-      if (count === 0) {
-        // Terminate: the connection ends; `reset` runs before anyone else.
-        forget(s);
-        s.socket.end();
-        continue;
-      }
-      const messages = s.messages.splice(0, count);
-      let tail = Buffer.alloc(0);
-      try {
-        await db.execProtocolRawStream(messages.length === 1 ? messages[0]! : Buffer.concat(messages), {
-          onRawData: (data) => {
-            if (!s.socket.destroyed) s.socket.write(data);
-            tail = Buffer.concat([tail, Buffer.from(data)]).subarray(-6);
-          },
-        });
-      } catch {
-        forget(s);
-        s.socket.destroy();
-        continue;
-      }
-      const idle = tail.length === 6 && tail[0] === 0x5a && tail.readInt32BE(1) === 5 && tail[5] === 0x49; // 'Z', 'I'
-      if (idle && ends) release(s);
-    }
-  };
-
-  const server = net.createServer((socket) => {
-    const s = new Session(socket);
-    sessions.add(s);
-    ready.push(s);
-    socket.setNoDelay(true);
-    socket.on("data", (chunk: Buffer) => {
-      s.take(chunk);
-      schedule();
-    });
-    const gone = () => {
-      if (!sessions.delete(s)) return;
-      forget(s);
-      // Holding the backend: `drive` rolls it back before anyone else runs.
-      if (holder === s) schedule();
-    };
-    socket.on("error", gone);
-    socket.on("close", gone);
-  });
+  const scheduler = new BackendScheduler(db);
+  const server = net.createServer((socket) => scheduler.attach(socket));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
@@ -181,9 +198,9 @@ export async function servePglite(db: PGlite, options: { port?: number } = {}): 
     port,
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const s of sessions) s.socket.destroy();
+      for (const s of scheduler.sessions) s.socket.destroy();
       await closed;
-      while (running) await new Promise((r) => setTimeout(r, 10));
+      while (scheduler.running) await new Promise((r) => setTimeout(r, 10));
     },
   };
 }

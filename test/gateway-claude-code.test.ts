@@ -277,6 +277,11 @@ describe("Claude Code governed through the agent gateway", () => {
         );
         expect(timeline.at(-1)).toBe("session.ended");
         const file = path.join(runsDir, sessionId, "events.jsonl");
+        // `geode events tail` shows the session like any other.
+        const tail = await geode("events", "tail", "--session", sessionId, "--from-seq", "1", "--limit", "2");
+        expect(tail.code, tail.err).toBe(0);
+        expect(tail.out).toMatch(/session_started\s+agent-gateway/);
+        expect(tail.out).toMatch(/user_input_received\s+agent-gateway/);
         // The run file mirrors the session's activity rows, from its start to its end.
         await waitFor(
           () => existsSync(file) && readFileSync(file, "utf8").includes('"event":"session_ended"'),

@@ -1,7 +1,9 @@
 /**
  * `pnpm bench gateway`: one Claude Code hook call as Claude Code sees it (HTTP request → agent
  * gateway → hook-dispatcher → one PreToolUse handler → reply), against a trivial HTTP endpoint that
- * answers the same request directly, in one run, each in its own process. Target: the gateway adds
+ * answers the same request directly, in one run, each in its own process. Also the gateway with no
+ * hook to call (Notification) and with a hook that has no handler (PostToolUse), and the same
+ * PreToolUse invoked directly over NATS, so the gateway's own share shows. Target: the gateway adds
  * at most 2 ms at the median.
  */
 import { randomBytes, randomUUID } from "node:crypto";
@@ -14,13 +16,16 @@ import {
   fmtRate,
   fmtUs,
   type LatencySummary,
-  measureSequential,
   measureThroughput,
+  nowUs,
   progress,
+  summarize,
   table,
 } from "../lib/stats.js";
 
-const N = Number(process.env["BENCH_N"] ?? 2_000);
+const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 100);
+const PER_ROUND = 20;
+const WARMUP = 300;
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 4_000);
 const CONCURRENCY = 16;
 const TARGET_ADDED_MS = 2;
@@ -113,44 +118,69 @@ try {
     30_000,
   );
 
-  const rows: Array<{ label: string; seq: LatencySummary; rate: number }> = [];
-  const measure = async (label: string, url: string) => {
-    progress(label);
-    const fn = () => post(url, input, token);
-    const seq = await measureSequential(N, fn, 300);
-    const rate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, fn);
-    rows.push({ label, seq, rate });
-    return seq;
-  };
-  const measureFn = async (label: string, fn: () => Promise<unknown>) => {
-    progress(label);
-    const seq = await measureSequential(N, fn, 300);
-    const rate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, fn);
-    rows.push({ label, seq, rate });
-    return seq;
-  };
-  const floor = await measure("trivial HTTP endpoint answering {}", endpoint);
-  const gateway = await measure("agent gateway, PreToolUse, 1 handler", gatewayUrl);
-  // What a runtime of the plane pays for the same hook call (no HTTP, no gateway).
+  // The cases run interleaved, a few calls of each in turn, so a shared machine's load swings
+  // alike over all of them and their differences stay meaningful.
   const hooks = createHookClient(conn.nc, conn.names);
   const corr = correlation({ session_id: sessionId, run_id: sessionId, tool_call_id: "toolu_01Bench" });
   const args = { command: "npm test -- --runInBand src/parser", description: "Run the parser tests" };
-  const direct = await measureFn("PreToolUse invoked directly over NATS, 1 handler", () =>
-    hooks.invoke(HookName.PreToolUse, { tool_name: "Bash", arguments: args }, corr),
+  const asEvent = (event: string) =>
+    input.replace('"hook_event_name":"PreToolUse"', `"hook_event_name":"${event}"`);
+  const notification = asEvent("Notification");
+  const postToolUse = asEvent("PostToolUse").replace(
+    '"tool_use_id"',
+    '"tool_response":{"stdout":"12 passed","stderr":""},"tool_use_id"',
   );
+  const cases: Array<[string, () => Promise<unknown>]> = [
+    ["trivial HTTP endpoint answering {}", () => post(endpoint, input, token)],
+    ["gateway: Notification (no hook, one event)", () => post(gatewayUrl, notification, token)],
+    ["gateway: PostToolUse, 0 handlers", () => post(gatewayUrl, postToolUse, token)],
+    ["gateway: PreToolUse, 1 handler", () => post(gatewayUrl, input, token)],
+    [
+      "PreToolUse invoked directly over NATS, 1 handler",
+      () => hooks.invoke(HookName.PreToolUse, { tool_name: "Bash", arguments: args }, corr),
+    ],
+  ];
+  progress("warm-up");
+  for (const [, fn] of cases) for (let i = 0; i < WARMUP; i++) await fn();
+  progress(`${ROUNDS} rounds of ${PER_ROUND} calls per case`);
+  const samples = cases.map((): number[] => []);
+  for (let round = 0; round < ROUNDS; round++)
+    for (const [i, [, fn]] of cases.entries())
+      for (let k = 0; k < PER_ROUND; k++) {
+        const t0 = nowUs();
+        await fn();
+        samples[i]!.push(nowUs() - t0);
+      }
+  const summaries = samples.map(summarize);
+  progress(`throughput at ${CONCURRENCY} callers`);
+  const floorRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[0]![1]);
+  const gatewayRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[3]![1]);
+  const rates = [floorRate, undefined, undefined, gatewayRate, undefined];
 
+  const [floor, , , gateway, direct] = summaries as [
+    LatencySummary,
+    LatencySummary,
+    LatencySummary,
+    LatencySummary,
+    LatencySummary,
+  ];
   const added = gateway.medianUs - floor.medianUs;
   process.stdout.write(
     `${table(
       ["case", "median", "p99", `${CONCURRENCY} callers`],
-      rows.map((r) => [r.label, fmtUs(r.seq.medianUs), fmtUs(r.seq.p99Us), fmtRate(r.rate)]),
+      cases.map(([label], i) => [
+        label,
+        fmtUs(summaries[i]!.medianUs),
+        fmtUs(summaries[i]!.p99Us),
+        rates[i] === undefined ? "" : fmtRate(rates[i]),
+      ]),
     )}\n\n`,
   );
   process.stdout.write(
     [
-      `added by the gateway at the median: ${fmtUs(added)} (target ≤ ${TARGET_ADDED_MS} ms)`,
-      `  of which the hook call on the plane (invoked directly): ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)}`,
-      `n=${N} sequential calls per case after 300 warm-up calls; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
+      `added by the gateway at the median (PreToolUse, 1 handler − trivial endpoint): ${fmtUs(added)} (target ≤ ${TARGET_ADDED_MS} ms)`,
+      `  of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)}`,
+      `${ROUNDS * PER_ROUND} calls per case, interleaved in rounds of ${PER_ROUND}, after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
     ].join("\n") + "\n",
   );
 } finally {

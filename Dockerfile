@@ -15,11 +15,12 @@ WORKDIR /app
 COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
 RUN pnpm fetch --prod
 COPY . .
-# Only the services, the CLI and what they depend on; no dev tools, no test harness. The example
-# handlers (examples/, run by `geode demo`) import workspace packages from the repository root, so
-# the root gets the same links to them that a development install gives it.
+# Only the services, the CLI, the SDK and the runtime (which the demo's example processes under
+# examples/, run by `geode demo`, import) and what they depend on; no dev tools, no test harness.
+# The examples import workspace packages from the repository root, so the root gets the same links
+# to them that a development install gives it.
 RUN pnpm install --offline --frozen-lockfile --prod \
-      --filter "./services/*..." --filter "@geode/cli..." \
+      --filter "./services/*..." --filter "@geode/cli..." --filter "@geode/sdk..." --filter "@geode/runtime..." \
  && mkdir -p node_modules/@geode \
  && for p in packages/*/ services/*/; do ln -sfn "../../$p" "node_modules/@geode/$(basename "$p")"; done \
  && rm -rf test bench docs .ci \

@@ -18,6 +18,8 @@ export interface SecuredNats {
   readonly users: NatsUser[];
   /** Connects as one of the generated users (with its own inbox prefix); closed by `stop()`. */
   as(user: string, options?: Partial<ConnectionOptions>): Promise<NatsConnection>;
+  /** Every error (permission violations, above all) any of those connections saw, as `user: message`. */
+  readonly violations: string[];
   stop(): Promise<void>;
 }
 
@@ -34,9 +36,11 @@ export async function startSecuredNats(roles: NatsRolesOptions): Promise<Secured
     env: passwordEnv(users, (u) => passwords.get(u.user) ?? ""),
   });
   const open: NatsConnection[] = [];
+  const violations: string[] = [];
   return {
     server,
     users,
+    violations,
     async as(user, options = {}) {
       const u = users.find((x) => x.user === user);
       if (!u) throw new Error(`no user ${user}`);
@@ -48,6 +52,11 @@ export async function startSecuredNats(roles: NatsRolesOptions): Promise<Secured
         ...options,
       });
       open.push(nc);
+      // An event bus, for one, swallows publish failures: the connection's errors tell.
+      void (async () => {
+        for await (const s of nc.status())
+          if (s.type === "error") violations.push(`${user}: ${s.error.message}`);
+      })();
       return nc;
     },
     async stop() {

@@ -3,11 +3,11 @@
  * section, then accepts. It cannot turn a failed built-in check into a pass (the verifier
  * escalates such an accept), so it only ever adds requirements.
  */
-import { HookName, serveHook } from "@geode/sdk";
-import { runHandlerProcess } from "./run-handler.js";
+import { type GeodeConnection, HookName, type ServedHook, serveHook } from "@geode/sdk";
+import { isMain, runHandlerProcess } from "./run-handler.js";
 
-await runHandlerProcess("ci-evaluator", async (conn) => [
-  await serveHook(conn, HookName.PostVerify, { name: "ci-evaluator", priority: 50 }, (envelope) => {
+export function serveCiEvaluator(conn: GeodeConnection): Promise<ServedHook> {
+  return serveHook(conn, HookName.PostVerify, { name: "ci-evaluator", priority: 50 }, (envelope) => {
     const summary = String(envelope.payload["candidate_summary"] ?? "");
     if (!summary.includes("## Summary")) {
       return {
@@ -17,5 +17,8 @@ await runHandlerProcess("ci-evaluator", async (conn) => [
       };
     }
     return { action: "accept", reason: "summary present" };
-  }),
-]);
+  });
+}
+
+if (isMain(import.meta))
+  await runHandlerProcess("ci-evaluator", async (conn) => [await serveCiEvaluator(conn)]);

@@ -3,8 +3,15 @@
  * hook's own decisions: tool writes ask for permission, permission goes to a human, reads get
  * context, everything else continues.
  */
-import { type HookDecision, type HookEnvelope, type HookName, serveHook } from "@geode/sdk";
-import { runHandlerProcess } from "./run-handler.js";
+import {
+  type GeodeConnection,
+  type HookDecision,
+  type HookEnvelope,
+  type HookName,
+  type ServedHook,
+  serveHook,
+} from "@geode/sdk";
+import { isMain, runHandlerProcess } from "./run-handler.js";
 
 const decide: Record<HookName, (e: HookEnvelope) => HookDecision | null> = {
   UserPromptSubmit: () => null,
@@ -28,10 +35,12 @@ const decide: Record<HookName, (e: HookEnvelope) => HookDecision | null> = {
   Stop: () => ({ action: "finalize" }),
 };
 
-await runHandlerProcess("observer", async (conn) =>
-  Promise.all(
+export function serveObserver(conn: GeodeConnection): Promise<ServedHook[]> {
+  return Promise.all(
     (Object.keys(decide) as HookName[]).map((hook) =>
       serveHook(conn, hook, { name: "observer", priority: 100 }, decide[hook]),
     ),
-  ),
-);
+  );
+}
+
+if (isMain(import.meta)) await runHandlerProcess("observer", serveObserver);

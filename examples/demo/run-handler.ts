@@ -23,3 +23,8 @@ export async function runHandlerProcess(
   process.on("SIGTERM", () => void close());
   process.on("SIGINT", () => void close());
 }
+
+/** True when this module is the process's entry point (`tsx examples/demo/<name>.ts`), not an import. */
+export function isMain(meta: ImportMeta): boolean {
+  return process.argv[1] === meta.filename;
+}

@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { RuntimeEventBus } from "@geode/bus";
+import { connectGeode } from "@geode/bus";
 import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
-import { connectGeode } from "@geode/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { probeHealth } from "../up/health-probe.js";
@@ -20,11 +19,18 @@ import {
   type ServiceProcess,
   spawnServiceProcess,
 } from "../up/service-processes.js";
-import { type DemoSessionResult, runDemoSession } from "./demo-session.js";
+import { type DemoSessionResult, parseDemoResult } from "./demo-result.js";
 
 const JOIN_POINTS = ["tool_request", "tool_execution", "llm_request", "llm_execution"] as const;
-/** The example handlers, each in its own process. */
-const HANDLER_SCRIPTS = ["policy-guard", "redaction-check", "ci-evaluator", "observer", "approver"] as const;
+/** The example handlers and the remote tool, each in its own process. */
+const HANDLER_SCRIPTS = [
+  "policy-guard",
+  "redaction-check",
+  "ci-evaluator",
+  "observer",
+  "approver",
+  "shell-tool",
+] as const;
 
 export interface DemoOptions {
   natsUrl?: string | undefined;
@@ -74,19 +80,43 @@ async function natsUp(url: string): Promise<boolean> {
   }
 }
 
+function exampleProcess(script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(
+    process.execPath,
+    ["--import", import.meta.resolve("tsx"), path.join(REPO_ROOT, "examples/demo", `${script}.ts`)],
+    { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] },
+  );
+}
+
+/**
+ * The demo's runtime (`examples/demo/session.ts`) as its own process, like the handlers: its
+ * story lines go to `progress` as they come, its result is the last line of its stdout.
+ */
+async function runSessionProcess(
+  env: NodeJS.ProcessEnv,
+  progress: (line: string) => void,
+): Promise<DemoSessionResult> {
+  const child = exampleProcess("session", env);
+  let out = "";
+  let err = "";
+  child.stdout?.on("data", (b: Buffer) => {
+    out += b.toString("utf8");
+  });
+  child.stderr?.on("data", (b: Buffer) => {
+    const text = b.toString("utf8");
+    err += text;
+    for (const line of text.split("\n")) if (line.trim() !== "") progress(line);
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  if (code !== 0) throw new Error(`the demo session exited (${code}):\n${err.slice(-4_000)}`);
+  return parseDemoResult(out);
+}
+
 function spawnExample(
   script: string,
   env: NodeJS.ProcessEnv,
 ): { child: ChildProcess; ready: Promise<void>; output: () => string } {
-  const child = spawn(
-    process.execPath,
-    ["--import", import.meta.resolve("tsx"), path.join(REPO_ROOT, "examples/demo", `${script}.ts`)],
-    {
-      cwd: REPO_ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = exampleProcess(script, env);
   let out = "";
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 30_000);
@@ -185,8 +215,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       examples.push(...started.map((s) => s.child));
       await Promise.all(started.map((s) => s.ready));
 
-      const events = await RuntimeEventBus.create({ nc: conn.nc, names: n, source: "runtime" });
-      const session = await runDemoSession(conn, events, (line) => progress(line));
+      const session = await runSessionProcess(env, progress);
 
       progress("waiting for the activity-recorder to catch up");
       const jsm = await jetstreamManager(conn.nc, { checkAPI: false });

@@ -168,8 +168,10 @@ describe("geode up", () => {
   }, 60_000);
 
   it("refuses a bad configuration before starting anything", async () => {
-    const run = geode(["up"], { ...env().env, GEODE_TOOL_TIMEOUT_MS: "soon" }, REPO_ROOT);
+    // A common setting is checked before anything starts; a service's own (GEODE_RECORDER_BATCH_SIZE
+    // above) when that service starts.
+    const run = geode(["up"], { ...env().env, GEODE_APPROVAL_TIMEOUT_MS: "soon" }, REPO_ROOT);
     expect(await run.exit).toBe(2);
-    expect(run.output()).toMatch(/GEODE_TOOL_TIMEOUT_MS must be a non-negative integer/);
+    expect(run.output()).toMatch(/GEODE_APPROVAL_TIMEOUT_MS must be a non-negative integer/);
   });
 });

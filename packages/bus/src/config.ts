@@ -1,100 +1,65 @@
-import { DEFAULT_NAMESPACE, DEFAULT_RECEIPT_LEASE_MS, NamespaceSchema } from "@geode/contracts";
-import { z } from "zod";
+import { DEFAULT_NAMESPACE, NAMESPACE_PATTERN } from "@geode/contracts";
+import { ConfigError, envSpec, envVar, read } from "./env-spec.js";
 
-const intFromEnv = (name: string, def: number) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === "") return def;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0) {
-        ctx.addIssue({
-          code: "custom",
-          message: `${name} must be a non-negative integer, got ${JSON.stringify(v)}`,
-        });
-        return z.NEVER;
-      }
-      return n;
-    });
-
-const listFromEnv = z
-  .string()
-  .optional()
-  .transform((v) =>
-    (v ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== ""),
-  );
-
-const EnvSchema = z.object({
-  NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
-  NATS_USER: z.string().optional(),
-  NATS_PASS: z.string().optional(),
-  NATS_TOKEN: z.string().optional(),
-  DATABASE_URL: z.string().optional(),
-  GEODE_NAMESPACE: NamespaceSchema.default(DEFAULT_NAMESPACE),
-  GEODE_RUNS_DIR: z.string().min(1).default(".geode/runs"),
-  GEODE_TOOL_DENY: listFromEnv,
-  GEODE_TOOL_ALLOW: listFromEnv,
-  GEODE_TOOL_TIMEOUT_MS: intFromEnv("GEODE_TOOL_TIMEOUT_MS", 300_000),
-  GEODE_APPROVAL_TIMEOUT_MS: intFromEnv("GEODE_APPROVAL_TIMEOUT_MS", 60_000),
-  GEODE_RECEIPT_LEASE_MS: intFromEnv("GEODE_RECEIPT_LEASE_MS", DEFAULT_RECEIPT_LEASE_MS).refine(
-    (n) => n > 0,
+/**
+ * The environment every component reads (docs/operations.md, "Configuration"). A service's own
+ * settings are in its own spec (`services/<name>/src/*-config.ts`), read by `runService` with these.
+ */
+export const COMMON_ENV = envSpec({
+  natsUrl: envVar("NATS_URL", read.string("nats://127.0.0.1:4222"), {
+    default: "`nats://127.0.0.1:4222`",
+    meaning: "NATS servers, comma-separated (list every cluster node)",
+  }),
+  natsUser: envVar("NATS_USER", read.optional(), {
+    default: "unset",
+    meaning: "this component's NATS user (set `NATS_PASS` with it)",
+  }),
+  natsPass: envVar("NATS_PASS", read.optional(), { default: "unset", meaning: "the NATS user's password" }),
+  natsToken: envVar("NATS_TOKEN", read.optional(), {
+    default: "unset",
+    meaning: "token authentication instead of a user",
+  }),
+  databaseUrl: envVar("DATABASE_URL", read.optional(), {
+    default: "unset: embedded PGlite under `.geode/pgdata`, through its owner process",
+    meaning: "PostgreSQL of the projection (activity-recorder, `geode replay`, `geode prune`)",
+  }),
+  namespace: envVar(
+    "GEODE_NAMESPACE",
+    read.custom<string>(DEFAULT_NAMESPACE, (v, name) =>
+      NAMESPACE_PATTERN.test(v)
+        ? { value: v }
+        : { error: `${name} must match [a-z][a-z0-9_]{0,31}, got ${JSON.stringify(v)}` },
+    ),
     {
-      message: "GEODE_RECEIPT_LEASE_MS must be a positive integer",
+      default: "`geode`",
+      meaning: "prefix of every subject, stream, bucket and the Postgres schema, `[a-z][a-z0-9_]{0,31}`",
     },
   ),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  runsDir: envVar("GEODE_RUNS_DIR", read.string(".geode/runs"), {
+    default: "`.geode/runs` (`/data/runs` in the image)",
+    meaning: "where active runs' `events.jsonl` go",
+  }),
+  approvalTimeoutMs: envVar("GEODE_APPROVAL_TIMEOUT_MS", read.int(60_000), {
+    default: "`60000`",
+    meaning: "wait for a human approval before denying (tool-executor, agent gateway)",
+  }),
+  logLevel: envVar(
+    "LOG_LEVEL",
+    read.oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info"),
+    {
+      default: "`info`",
+      meaning: "`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`; logs are pino JSON",
+    },
+  ),
 });
 
-/** Service configuration (DESIGN section 10), validated at start-up. */
-export interface GeodeConfig {
-  natsUrl: string;
-  natsUser: string | undefined;
-  natsPass: string | undefined;
-  natsToken: string | undefined;
-  databaseUrl: string | undefined;
-  namespace: string;
-  runsDir: string;
-  toolDeny: string[];
-  toolAllow: string[];
-  toolTimeoutMs: number;
-  approvalTimeoutMs: number;
-  /** How long a receipt's lease lasts unless renewed by the executor running it. */
-  receiptLeaseMs: number;
-  logLevel: string;
-}
+/** The configuration every component reads, validated. */
+export type GeodeConfig = ReturnType<typeof COMMON_ENV.parse>;
 
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-}
-
-/** Reads and validates the environment; a bad value throws ConfigError naming the variable. */
+/** Reads and validates the common environment; a bad value throws ConfigError naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GeodeConfig {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`);
-    throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
-  }
-  const e = parsed.data;
-  if ((e.NATS_USER === undefined) !== (e.NATS_PASS === undefined)) {
+  const config = COMMON_ENV.parse(env);
+  if ((config.natsUser === undefined) !== (config.natsPass === undefined))
     throw new ConfigError("invalid configuration: NATS_USER and NATS_PASS must be set together");
-  }
-  return {
-    natsUrl: e.NATS_URL,
-    natsUser: e.NATS_USER,
-    natsPass: e.NATS_PASS,
-    natsToken: e.NATS_TOKEN,
-    databaseUrl: e.DATABASE_URL === "" ? undefined : e.DATABASE_URL,
-    namespace: e.GEODE_NAMESPACE,
-    runsDir: e.GEODE_RUNS_DIR,
-    toolDeny: e.GEODE_TOOL_DENY,
-    toolAllow: e.GEODE_TOOL_ALLOW,
-    toolTimeoutMs: e.GEODE_TOOL_TIMEOUT_MS,
-    approvalTimeoutMs: e.GEODE_APPROVAL_TIMEOUT_MS,
-    receiptLeaseMs: e.GEODE_RECEIPT_LEASE_MS,
-    logLevel: e.LOG_LEVEL,
-  };
+  return config;
 }

@@ -1,5 +1,5 @@
 export { decodeJson, encodeJson, jsonDepth } from "./codec.js";
-export { ConfigError, type GeodeConfig, loadConfig } from "./config.js";
+export { COMMON_ENV, type GeodeConfig, loadConfig } from "./config.js";
 export {
   type ConnectOptions,
   connectBus,
@@ -7,6 +7,15 @@ export {
   type GeodeConnection,
   type NatsConnection,
 } from "./connection.js";
+export {
+  ConfigError,
+  type EnvSpec,
+  type EnvVar,
+  type EnvVarDoc,
+  envSpec,
+  envVar,
+  read,
+} from "./env-spec.js";
 export {
   type EventObserver,
   RuntimeEventBus,

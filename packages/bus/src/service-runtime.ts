@@ -1,7 +1,8 @@
 import { names as buildNames, HealthLeg, type HealthReply, type Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ConfigError, type GeodeConfig, loadConfig } from "./config.js";
+import { type GeodeConfig, loadConfig } from "./config.js";
 import { connectBus } from "./connection.js";
+import { ConfigError, type EnvSpec } from "./env-spec.js";
 import { createLogger, type Logger } from "./logger.js";
 import { type Responder, serveRequests } from "./responder.js";
 
@@ -37,8 +38,10 @@ export function serveHealth(
   });
 }
 
-export interface ServiceContext {
+export interface ServiceContext<S = unknown> {
   config: GeodeConfig;
+  /** The service's own settings, read with its `EnvSpec` (see `runService`). */
+  settings: S;
   nc: NatsConnection;
   names: Names;
   log: Logger;
@@ -52,16 +55,20 @@ export interface RunningService {
 }
 
 /**
- * The whole life of a service process: validate config (a bad value exits 2 with a clear
- * message), connect, start, answer health, and drain on SIGTERM/SIGINT.
+ * The whole life of a service process: read the common environment and the service's own (`env`:
+ * its spec in `services/<name>/src/*-config.ts`; a bad value exits 2 with one message naming every
+ * bad variable), connect, start, answer health, and drain on SIGTERM/SIGINT.
  */
-export async function runService(
+export async function runService<S = undefined>(
   service: string,
-  start: (ctx: ServiceContext) => Promise<RunningService>,
+  options: { env?: EnvSpec<S> },
+  start: (ctx: ServiceContext<S>) => Promise<RunningService>,
 ): Promise<void> {
   let config: GeodeConfig;
+  let settings: S;
   try {
     config = loadConfig();
+    settings = options.env ? options.env.parse(process.env) : (undefined as S);
   } catch (err) {
     process.stderr.write(`${service}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     process.exit(2);
@@ -75,7 +82,7 @@ export async function runService(
     process.exit(1);
   }
   const n = buildNames(config.namespace);
-  const running = await start({ config, nc, names: n, log });
+  const running = await start({ config, settings, nc, names: n, log });
   const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok");
   // "started" means health answers: the subscription has reached the server.
   await nc.flush();

@@ -1,8 +1,10 @@
 import {
   DEFAULT_INVOKE_TIMEOUT_MS,
+  envSpec,
+  envVar,
   type GeodeConnection,
-  loadConfig,
   RequestFailedError,
+  read,
   requestJson,
 } from "@geode/bus";
 import {
@@ -90,12 +92,24 @@ export function createToolClient(conn: GeodeConnection, options: ToolClientOptio
   };
 }
 
+/** The client's own defaults: the executor's and the approvers' limits, from the same variables. */
+const CLIENT_ENV = envSpec({
+  toolTimeoutMs: envVar("GEODE_TOOL_TIMEOUT_MS", read.int(300_000), {
+    default: "`300000`",
+    meaning: "the terminal limit of a tool without its own `timeout_ms`",
+  }),
+  approvalTimeoutMs: envVar("GEODE_APPROVAL_TIMEOUT_MS", read.int(60_000), {
+    default: "`60000`",
+    meaning: "the wait for a human approval",
+  }),
+});
+
 function clientLimits(options: ToolClientOptions): Required<ToolClientOptions> {
   if (options.toolTimeoutMs !== undefined && options.approvalTimeoutMs !== undefined)
     return { toolTimeoutMs: options.toolTimeoutMs, approvalTimeoutMs: options.approvalTimeoutMs };
   let env = { toolTimeoutMs: 300_000, approvalTimeoutMs: 60_000 };
   try {
-    env = loadConfig(process.env);
+    env = CLIENT_ENV.parse(process.env);
   } catch {
     // A bad variable is the services' to report; the client keeps the documented defaults.
   }

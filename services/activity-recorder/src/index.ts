@@ -11,23 +11,21 @@ import {
 } from "@geode/projection";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, DEFAULT_WRITERS } from "./recorder-config.js";
 import { DEFAULT_RUN_FILE_MAX_BYTES, RunMirror } from "./run-mirror.js";
 import { type ProjectorStats, StreamProjector } from "./stream-projector.js";
 
+export {
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_WRITERS,
+  RECORDER_ENV,
+} from "./recorder-config.js";
 export { DEFAULT_RUN_FILE_MAX_BYTES, type MirrorItem, RunMirror } from "./run-mirror.js";
 export { type ProjectorStats, StreamProjector } from "./stream-projector.js";
 
 /** The durable consumer name every replica shares, on both streams. */
 export { RECORDER_CONSUMER };
-export const DEFAULT_BATCH_SIZE = 1_000;
-/** Batches of one stream written at once (each its own transaction and connection). */
-export const DEFAULT_WRITERS = 2;
-/**
- * Redelivery delay of a message nobody acked or marked in progress: after a replica dies, its
- * messages reach another replica within this time. Held messages are marked in progress three
- * times per period, so a long batch or a database outage never triggers a redelivery.
- */
-export const DEFAULT_ACK_WAIT_MS = 3_000;
 
 export interface ActivityRecorderOptions {
   nc: NatsConnection;

@@ -35,7 +35,7 @@ export interface AgentGateway {
 export async function startAgentGateway(options: AgentGatewayOptions): Promise<AgentGateway> {
   const { nc, names } = options;
   const log = options.log ?? silentLogger();
-  const config: GatewayConfig = { ...gatewayConfig(), ...options.config };
+  const config: GatewayConfig = gatewayConfig(options.config);
   const events =
     options.events ?? (await RuntimeEventBus.create({ nc, names, source: "agent-gateway", log }));
   const plane = await createPlane({

@@ -1,17 +1,17 @@
-import { z } from "zod";
+import { envSpec, envVar, read } from "@geode/bus";
 
-/** The agent gateway's own settings, beyond DESIGN §10's (validated at start-up). */
+/** The agent gateway's settings. */
 export interface GatewayConfig {
-  /** Listen address (`GEODE_GATEWAY_ADDR`, default `127.0.0.1:4280`; port 0 picks a free one). */
+  /** Listen address (port 0 picks a free one). */
   host: string;
   port: number;
-  /** Largest request body accepted (`GEODE_GATEWAY_MAX_BODY_BYTES`, default 1 MiB); larger is 413. */
+  /** Largest request body accepted; larger is 413. */
   maxBodyBytes: number;
   /** Budget of one hook invocation through the hook-dispatcher. */
   hookTimeoutMs: number;
   /** Budget of one verification (three hook chains run inside it). */
   verifyTimeoutMs: number;
-  /** Wait for a human approver (`GEODE_APPROVAL_TIMEOUT_MS`, default 60 s). */
+  /** Wait for a human approver. */
   approvalTimeoutMs: number;
 }
 
@@ -20,54 +20,36 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 const ADDR = /^(?<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?<port>\d{1,5})$/;
 
-const EnvSchema = z.object({
-  GEODE_GATEWAY_ADDR: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      const raw = v === undefined || v.trim() === "" ? DEFAULT_GATEWAY_ADDR : v.trim();
-      const m = ADDR.exec(raw);
-      const port = Number(m?.groups?.["port"]);
-      if (!m || port > 65_535) {
-        ctx.addIssue({ code: "custom", message: `must be host:port, got ${JSON.stringify(raw)}` });
-        return z.NEVER;
-      }
-      return { host: (m.groups?.["host"] ?? "").replace(/^\[|\]$/g, ""), port };
-    }),
-  GEODE_GATEWAY_MAX_BODY_BYTES: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === "") return DEFAULT_MAX_BODY_BYTES;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1024) {
-        ctx.addIssue({ code: "custom", message: `must be an integer ≥ 1024, got ${JSON.stringify(v)}` });
-        return z.NEVER;
-      }
-      return n;
-    }),
-});
-
-export class GatewayConfigError extends Error {
-  override readonly name = "GatewayConfigError";
+/** `host:port` (an IPv6 host in brackets), or why not. */
+function parseAddr(raw: string, name: string): { value: { host: string; port: number } } | { error: string } {
+  const m = ADDR.exec(raw);
+  const port = Number(m?.groups?.["port"]);
+  if (!m || port > 65_535) return { error: `${name} must be host:port, got ${JSON.stringify(raw)}` };
+  return { value: { host: (m.groups?.["host"] ?? "").replace(/^\[|\]$/g, ""), port } };
 }
 
-/** Reads the gateway's settings from the environment; a bad value throws naming the variable. */
-export function gatewayConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  service: { approvalTimeoutMs: number } = { approvalTimeoutMs: 60_000 },
-): GatewayConfig {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
-    throw new GatewayConfigError(`invalid configuration: ${lines.join("; ")}`);
-  }
+const DEFAULT_ADDR = parseAddr(DEFAULT_GATEWAY_ADDR, "") as { value: { host: string; port: number } };
+
+/** The agent gateway's own environment (docs/operations.md, "Configuration"), beside the common one. */
+export const GATEWAY_ENV = envSpec({
+  addr: envVar("GEODE_GATEWAY_ADDR", read.custom(DEFAULT_ADDR.value, parseAddr), {
+    default: `\`${DEFAULT_GATEWAY_ADDR}\` (\`0.0.0.0:4280\` in compose)`,
+    meaning: "the agent gateway's HTTP `host:port`; port 0 picks a free one (agent-gateway)",
+  }),
+  maxBodyBytes: envVar("GEODE_GATEWAY_MAX_BODY_BYTES", read.int(DEFAULT_MAX_BODY_BYTES, 1024), {
+    default: "1 MiB",
+    meaning: "largest hook request body; a larger one is 413 (agent-gateway)",
+  }),
+});
+
+/** Fills the defaults of what is not given (the service passes what it read from its environment). */
+export function gatewayConfig(partial: Partial<GatewayConfig> = {}): GatewayConfig {
   return {
-    host: parsed.data.GEODE_GATEWAY_ADDR.host,
-    port: parsed.data.GEODE_GATEWAY_ADDR.port,
-    maxBodyBytes: parsed.data.GEODE_GATEWAY_MAX_BODY_BYTES,
-    hookTimeoutMs: 30_000,
-    verifyTimeoutMs: 90_000,
-    approvalTimeoutMs: service.approvalTimeoutMs,
+    host: partial.host ?? DEFAULT_ADDR.value.host,
+    port: partial.port ?? DEFAULT_ADDR.value.port,
+    maxBodyBytes: partial.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    hookTimeoutMs: partial.hookTimeoutMs ?? 30_000,
+    verifyTimeoutMs: partial.verifyTimeoutMs ?? 90_000,
+    approvalTimeoutMs: partial.approvalTimeoutMs ?? 60_000,
   };
 }

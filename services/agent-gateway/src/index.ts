@@ -4,7 +4,7 @@ export { handleClaudeCodeHook, unavailableOutput } from "./claude-code/claude-co
 export {
   DEFAULT_GATEWAY_ADDR,
   DEFAULT_MAX_BODY_BYTES,
+  GATEWAY_ENV,
   type GatewayConfig,
-  GatewayConfigError,
   gatewayConfig,
 } from "./gateway-config.js";

@@ -1,24 +1,22 @@
 import { runService } from "@geode/bus";
-import { type GatewayConfig, GatewayConfigError, gatewayConfig, startAgentGateway } from "./index.js";
+import { GATEWAY_ENV, startAgentGateway } from "./index.js";
 
-let config: GatewayConfig;
-try {
-  config = gatewayConfig(process.env);
-} catch (err) {
-  process.stderr.write(`agent-gateway: ${err instanceof GatewayConfigError ? err.message : String(err)}\n`);
-  process.exit(2);
-}
-
-await runService("agent-gateway", async (ctx) => {
+await runService("agent-gateway", { env: GATEWAY_ENV }, async ({ nc, names, log, config, settings }) => {
+  const { host, port } = settings.addr;
   try {
     return await startAgentGateway({
-      nc: ctx.nc,
-      names: ctx.names,
-      log: ctx.log,
-      config: { ...config, approvalTimeoutMs: ctx.config.approvalTimeoutMs },
+      nc,
+      names,
+      log,
+      config: {
+        host,
+        port,
+        maxBodyBytes: settings.maxBodyBytes,
+        approvalTimeoutMs: config.approvalTimeoutMs,
+      },
     });
   } catch (err) {
-    ctx.log.fatal({ err, addr: `${config.host}:${config.port}` }, "agent-gateway could not start");
+    log.fatal({ err, addr: `${host}:${port}` }, "agent-gateway could not start");
     process.exit(1);
   }
 });

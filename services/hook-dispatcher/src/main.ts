@@ -1,4 +1,4 @@
 import { runService } from "@geode/bus";
 import { startHookDispatcher } from "./index.js";
 
-await runService("hook-dispatcher", (ctx) => startHookDispatcher(ctx));
+await runService("hook-dispatcher", {}, (ctx) => startHookDispatcher(ctx));

@@ -1,11 +1,4 @@
-import {
-  createHookClient,
-  type GeodeConfig,
-  type Logger,
-  RuntimeEventBus,
-  serveRequests,
-  silentLogger,
-} from "@geode/bus";
+import { createHookClient, type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import { type Names, QueueGroup } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
 import { ReceiptStore, ToolStore } from "@geode/state";
@@ -20,7 +13,7 @@ import { ToolRegistry } from "./tool-registry.js";
 
 export { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 export { loadMiddlewareModules } from "./middleware-loader.js";
-export { type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
+export { TOOL_EXECUTOR_ENV, type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
 export { createToolPolicy, type ToolPolicy } from "./tool-policy.js";
 
 export interface ToolExecutorOptions {
@@ -29,8 +22,8 @@ export interface ToolExecutorOptions {
   log?: Logger;
   /** Where runtime events go; default: a bus of its own (source `tool-executor`). */
   events?: RuntimeEventBus;
-  /** Service configuration (policy lists, time limits); fields of `tools config` override it. */
-  config?: Partial<ToolExecutorConfig> & { service?: GeodeConfig };
+  /** Policy lists, time limits, tool folder, middleware modules; what is left out has its default. */
+  config?: Partial<ToolExecutorConfig>;
   /** In-process tools; default: the built-ins (`echo`, `clock.now`, `fs.read`, `fs.write`). */
   tools?: BuiltinTool[];
   /** Trusted tool middleware; modules named in `config.middlewareModules` are loaded into it. */
@@ -45,8 +38,7 @@ export interface ToolExecutor {
 export async function startToolExecutor(options: ToolExecutorOptions): Promise<ToolExecutor> {
   const { nc, names: n } = options;
   const log = options.log ?? silentLogger();
-  const { service, ...partial } = options.config ?? {};
-  const config = toolExecutorConfig(partial, service);
+  const config = toolExecutorConfig(options.config);
   const middleware = options.middleware ?? new MiddlewareRegistry();
   await loadMiddlewareModules(config.middlewareModules, middleware);
   // Not batched: each event goes on the wire when it is emitted, so it is ahead of the request of

@@ -1,6 +1,6 @@
 import { runService } from "@geode/bus";
-import { startToolExecutor } from "./index.js";
+import { startToolExecutor, TOOL_EXECUTOR_ENV } from "./index.js";
 
-await runService("tool-executor", (ctx) =>
-  startToolExecutor({ nc: ctx.nc, names: ctx.names, log: ctx.log, config: { service: ctx.config } }),
+await runService("tool-executor", { env: TOOL_EXECUTOR_ENV }, ({ nc, names, log, config, settings }) =>
+  startToolExecutor({ nc, names, log, config: { ...settings, approvalTimeoutMs: config.approvalTimeoutMs } }),
 );

@@ -1,49 +1,70 @@
 import path from "node:path";
-import type { GeodeConfig } from "@geode/bus";
+import { envSpec, envVar, read } from "@geode/bus";
 import { DEFAULT_RECEIPT_LEASE_MS } from "@geode/contracts";
 
-/** What the tool boundary needs from configuration (DESIGN section 10 plus the tool folder). */
+export const DEFAULT_TOOL_ROOT = ".geode/files";
+export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
+
+/** The tool-executor's own environment (docs/operations.md, "Configuration"), beside the common one. */
+export const TOOL_EXECUTOR_ENV = envSpec({
+  deny: envVar("GEODE_TOOL_DENY", read.list(), {
+    default: "empty",
+    meaning: "tool-name globs always denied, comma-separated (tool-executor)",
+  }),
+  allow: envVar("GEODE_TOOL_ALLOW", read.list(), {
+    default: "empty (all)",
+    meaning: "tool-name globs allowed, comma-separated (tool-executor)",
+  }),
+  toolTimeoutMs: envVar("GEODE_TOOL_TIMEOUT_MS", read.int(DEFAULT_TOOL_TIMEOUT_MS), {
+    default: `\`${DEFAULT_TOOL_TIMEOUT_MS}\``,
+    meaning:
+      "terminal time limit of a tool without its own `timeout_ms` (tool-executor; the runtime's tool client waits as long by default)",
+  }),
+  receiptLeaseMs: envVar("GEODE_RECEIPT_LEASE_MS", read.int(DEFAULT_RECEIPT_LEASE_MS, 1), {
+    default: `\`${DEFAULT_RECEIPT_LEASE_MS}\``,
+    meaning:
+      "lease on a running call's receipt, renewed every third of it; a retry gets `in_progress` while it is live and `indeterminate` once it lapsed (tool-executor)",
+  }),
+  toolRoot: envVar("GEODE_TOOL_ROOT", read.string(DEFAULT_TOOL_ROOT), {
+    default: `\`${DEFAULT_TOOL_ROOT}\``,
+    meaning: "folder the built-in `fs.*` tools are confined to (tool-executor)",
+  }),
+  middlewareModules: envVar("GEODE_TOOL_MIDDLEWARE", read.list(), {
+    default: "empty",
+    meaning: "trusted tool middleware modules, comma-separated paths (tool-executor)",
+  }),
+});
+
+/** What the tool boundary runs with. */
 export interface ToolExecutorConfig {
-  /** Tool-name globs that are always denied (`GEODE_TOOL_DENY`). */
+  /** Tool-name globs that are always denied. */
   deny: string[];
-  /** Tool-name globs that may run; empty = all (`GEODE_TOOL_ALLOW`). */
+  /** Tool-name globs that may run; empty = all. */
   allow: string[];
-  /** Terminal time limit when a tool sets none (`GEODE_TOOL_TIMEOUT_MS`, default 300 s). */
+  /** Terminal time limit when a tool sets none. */
   toolTimeoutMs: number;
-  /** Wait for a human approver (`GEODE_APPROVAL_TIMEOUT_MS`, default 60 s). */
+  /** Wait for a human approver. */
   approvalTimeoutMs: number;
-  /** Length of the lease on a running call's receipt (`GEODE_RECEIPT_LEASE_MS`, default 10 s). */
+  /** Length of the lease on a running call's receipt. */
   receiptLeaseMs: number;
-  /** Folder the `fs.*` built-ins are confined to (`GEODE_TOOL_ROOT`, default `.geode/files`). */
+  /** Folder the `fs.*` built-ins are confined to. */
   toolRoot: string;
   /** Budget of one hook invocation when the caller gives none (default 30 s). */
   hookTimeoutMs: number;
-  /** Middleware modules, each exporting `register(registry)` (`GEODE_TOOL_MIDDLEWARE`). */
+  /** Middleware modules, each exporting `register(registry)`. */
   middlewareModules: string[];
 }
 
-export const DEFAULT_TOOL_ROOT = ".geode/files";
-
-const list = (v: string | undefined) =>
-  (v ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-
-/** Fills defaults; values from the validated service config win, then the tool-specific env. */
-export function toolExecutorConfig(
-  partial: Partial<ToolExecutorConfig> = {},
-  config?: GeodeConfig,
-  env: NodeJS.ProcessEnv = process.env,
-): ToolExecutorConfig {
+/** Fills the defaults of what is not given (the service passes what it read from its environment). */
+export function toolExecutorConfig(partial: Partial<ToolExecutorConfig> = {}): ToolExecutorConfig {
   return {
-    deny: partial.deny ?? config?.toolDeny ?? [],
-    allow: partial.allow ?? config?.toolAllow ?? [],
-    toolTimeoutMs: partial.toolTimeoutMs ?? config?.toolTimeoutMs ?? 300_000,
-    approvalTimeoutMs: partial.approvalTimeoutMs ?? config?.approvalTimeoutMs ?? 60_000,
-    receiptLeaseMs: partial.receiptLeaseMs ?? config?.receiptLeaseMs ?? DEFAULT_RECEIPT_LEASE_MS,
-    toolRoot: path.resolve(partial.toolRoot ?? (env["GEODE_TOOL_ROOT"] || DEFAULT_TOOL_ROOT)),
+    deny: partial.deny ?? [],
+    allow: partial.allow ?? [],
+    toolTimeoutMs: partial.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+    approvalTimeoutMs: partial.approvalTimeoutMs ?? 60_000,
+    receiptLeaseMs: partial.receiptLeaseMs ?? DEFAULT_RECEIPT_LEASE_MS,
+    toolRoot: path.resolve(partial.toolRoot ?? DEFAULT_TOOL_ROOT),
     hookTimeoutMs: partial.hookTimeoutMs ?? 30_000,
-    middlewareModules: partial.middlewareModules ?? list(env["GEODE_TOOL_MIDDLEWARE"]),
+    middlewareModules: partial.middlewareModules ?? [],
   };
 }

@@ -116,3 +116,22 @@ export const DispatchOutcomeSchema = z.strictObject({
 export type DispatchOutcome = z.infer<typeof DispatchOutcomeSchema>;
 
 export type { HookAction };
+
+/** `<handler>: <reason>` of the outcome's first decision with one of `actions`, else `<fallback> by <handler>`. */
+export function decisionReason(
+  outcome: DispatchOutcome,
+  actions: readonly string[],
+  fallback: string,
+): string {
+  const d = outcome.decisions.find((x) => actions.includes(x.action));
+  if (!d) return fallback;
+  return d.reason ? `${d.handler}: ${d.reason}` : `${fallback} by ${d.handler}`;
+}
+
+/**
+ * True when an outcome stops the call: a decision with `action` (`block`, or `deny` for
+ * PermissionRequest), or a closed guard that failed (`blocked`).
+ */
+export function isBlocked(outcome: DispatchOutcome, action: "block" | "deny" = "block"): boolean {
+  return outcome.blocked || outcome.decisions.some((d) => d.action === action);
+}

@@ -44,6 +44,7 @@ export {
   DECISION_FIELDS,
   type DispatchOutcome,
   DispatchOutcomeSchema,
+  decisionReason,
   decisionSchemaFor,
   type HandlerReply,
   HandlerReplySchema,
@@ -54,6 +55,7 @@ export {
   type HookInvokeRequest,
   HookInvokeRequestSchema,
   hookEnvelope,
+  isBlocked,
 } from "./hook-envelope.js";
 export { exampleHookPayload } from "./hook-examples.js";
 export {

@@ -1,7 +1,7 @@
-import { type ClaudeCodeHookOutput, HookName, RuntimeEvent } from "@geode/contracts";
+import { type ClaudeCodeHookOutput, decisionReason, HookName, RuntimeEvent } from "@geode/contracts";
 import { PROVIDER } from "../session-tracker.js";
 import { type EventContext, field } from "./event-context.js";
-import { block, decisionReason, NOTHING } from "./outputs.js";
+import { block, NOTHING } from "./outputs.js";
 
 /** SessionStart → the session is created (or resumed: a new generation), then SessionStart runs. */
 export async function sessionStartEvent(ctx: EventContext): Promise<ClaudeCodeHookOutput> {

@@ -1,20 +1,4 @@
-import type { ClaudeCodeHookOutput, DispatchOutcome } from "@geode/contracts";
-
-/** `handler: reason` of the first decision with one of `actions`, else `fallback by handler`. */
-export function decisionReason(
-  outcome: DispatchOutcome,
-  actions: readonly string[],
-  fallback: string,
-): string {
-  const d = outcome.decisions.find((x) => actions.includes(x.action));
-  if (!d) return fallback;
-  return d.reason ? `${d.handler}: ${d.reason}` : `${fallback} by ${d.handler}`;
-}
-
-/** True when the chain stopped with `block` (a handler's, or a closed guard's failure). */
-export function isBlocked(outcome: DispatchOutcome, action = "block"): boolean {
-  return outcome.blocked || outcome.decisions.some((d) => d.action === action);
-}
+import type { ClaudeCodeHookOutput } from "@geode/contracts";
 
 export const NOTHING: ClaudeCodeHookOutput = {};
 

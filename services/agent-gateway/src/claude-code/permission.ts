@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { HookName, RuntimeEvent, sanitizeText } from "@geode/contracts";
+import { decisionReason, HookName, isBlocked, RuntimeEvent, sanitizeText } from "@geode/contracts";
 import type { EventContext } from "./event-context.js";
-import { decisionReason, isBlocked } from "./outputs.js";
 
 /** Claude Code tools that only read; everything else counts as a mutation (the safer reading). */
 const READ_TOOLS = new Set(["Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead"]);

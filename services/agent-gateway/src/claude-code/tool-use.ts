@@ -1,7 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { type ClaudeCodeHookOutput, HookName, RuntimeEvent, sha256 } from "@geode/contracts";
+import {
+  type ClaudeCodeHookOutput,
+  decisionReason,
+  HookName,
+  isBlocked,
+  RuntimeEvent,
+  sha256,
+} from "@geode/contracts";
 import { asObject, type EventContext, field } from "./event-context.js";
-import { decisionReason, denyTool, isBlocked, NOTHING, permissionAnswer, preToolUse } from "./outputs.js";
+import { denyTool, NOTHING, permissionAnswer, preToolUse } from "./outputs.js";
 import { askPermission, safetyLevelOf } from "./permission.js";
 import { argumentsAsSeen, updatedToolInput } from "./updated-input.js";
 

@@ -1,6 +1,12 @@
-import { type ClaudeCodeHookOutput, HookName, RuntimeEvent } from "@geode/contracts";
+import {
+  type ClaudeCodeHookOutput,
+  decisionReason,
+  HookName,
+  isBlocked,
+  RuntimeEvent,
+} from "@geode/contracts";
 import { type EventContext, field } from "./event-context.js";
-import { block, decisionReason, isBlocked, NOTHING } from "./outputs.js";
+import { block, NOTHING } from "./outputs.js";
 
 /**
  * UserPromptSubmit → UserPromptSubmit (`user_input` = prompt): block → `{"decision": "block",

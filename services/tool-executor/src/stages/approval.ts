@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { ToolExecuteReply } from "@geode/contracts";
+import { decisionReason, type ToolExecuteReply } from "@geode/contracts";
 import { requestApproval } from "../approval-client.js";
-import { decisionReason, type ToolCall, toolReply } from "./tool-call.js";
+import { type ToolCall, toolReply } from "./tool-call.js";
 
 /**
  * PermissionRequest / approval, when the tool requires it or PreToolUse asked for it: `allow`

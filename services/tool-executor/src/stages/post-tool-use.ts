@@ -1,5 +1,5 @@
-import type { ToolExecuteReply } from "@geode/contracts";
-import { decisionReason, isBlocked, type ToolCall } from "./tool-call.js";
+import { decisionReason, isBlocked, type ToolExecuteReply } from "@geode/contracts";
+import type { ToolCall } from "./tool-call.js";
 
 /**
  * PostToolUse (continue / add_context / block) after the terminal ran or a wrapper answered.

@@ -1,6 +1,6 @@
-import type { ToolExecuteReply } from "@geode/contracts";
+import { decisionReason, isBlocked, type ToolExecuteReply } from "@geode/contracts";
 import { checkCall } from "./policy.js";
-import { decisionReason, isBlocked, type ToolCall, toolReply } from "./tool-call.js";
+import { type ToolCall, toolReply } from "./tool-call.js";
 
 /**
  * PreToolUse: `block` stops the call; a `rewrite` is checked again like the original (policy, then

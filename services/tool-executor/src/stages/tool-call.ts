@@ -181,22 +181,6 @@ export const errorResult = (message: string): ToolCallResult => ({
   has_error: true,
 });
 
-/** `<handler>: <reason>` of the first decision with one of `actions`, else `<fallback> by <handler>`. */
-export function decisionReason(
-  outcome: DispatchOutcome,
-  actions: readonly string[],
-  fallback: string,
-): string {
-  const d = outcome.decisions.find((x) => actions.includes(x.action));
-  if (!d) return fallback;
-  return d.reason ? `${d.handler}: ${d.reason}` : `${fallback} by ${d.handler}`;
-}
-
-/** True when an outcome stops the call: a `block` decision, or a closed guard that failed. */
-export function isBlocked(outcome: DispatchOutcome): boolean {
-  return outcome.blocked || outcome.decisions.some((d) => d.action === "block");
-}
-
 /** The `tool.completed` timeline record that closes every call that got past admission. */
 export function completedTimeline(call: ToolCall, status: ToolCallStatus, hasError: boolean): void {
   void call.deps.events.timeline(

@@ -85,10 +85,14 @@ export class ReceiptStore {
       .sort((a, b) => a.admitted_at - b.admitted_at);
   }
 
-  /** Moves the lease of an admitted receipt to `leaseUntil` if nobody changed it since `revision`. */
-  async renew(held: StoredReceipt, leaseUntil: number): Promise<StoredReceipt> {
+  /**
+   * Moves the lease of an admitted receipt to `leaseUntil` if nobody changed it since it was
+   * `held`; null when someone did (an operator's resolution): the lease is lost.
+   */
+  async renew(held: StoredReceipt, leaseUntil: number): Promise<StoredReceipt | null> {
     const receipt: Receipt = { ...held.receipt, lease_until: leaseUntil };
-    return { receipt, revision: await this.commit(receipt, held.revision) };
+    const revision = await this.records.update(receiptStorageKey(receipt.key), receipt, held.revision);
+    return revision === null ? null : { receipt, revision };
   }
 
   /**

@@ -1,4 +1,4 @@
-import { isRevisionConflict, type Logger } from "@geode/bus";
+import type { Logger } from "@geode/bus";
 import type { ReceiptStore, StoredReceipt } from "@geode/state";
 
 /**
@@ -41,25 +41,29 @@ export class ReceiptLease {
       .renew(this.held, Date.now() + this.leaseMs)
       .then(
         (next) => {
-          this.held = next;
+          if (next) this.held = next;
+          else this.lose();
         },
         (err: unknown) => {
-          if (!isRevisionConflict(err)) {
-            // NATS away for a moment: the next tick tries again; the lease may lapse meanwhile.
-            this.log.warn({ err, receipt_key: this.held.receipt.key }, "could not renew receipt lease");
-            return;
-          }
-          this.lost = true;
-          this.halt();
-          this.log.warn(
-            { receipt_key: this.held.receipt.key },
-            "receipt changed by someone else; lease ended",
-          );
+          // NATS away for a moment: the next tick tries again; the lease may lapse meanwhile.
+          this.log.warn({ err, receipt_key: this.held.receipt.key }, "could not renew receipt lease");
         },
       )
       .finally(() => {
         this.renewing = null;
       });
+  }
+
+  /** Someone else (an operator) changed the receipt: never write it again. */
+  private lose(): void {
+    this.lost = true;
+    this.halt();
+    this.log.warn({ receipt_key: this.held.receipt.key }, "receipt changed by someone else; lease ended");
+  }
+
+  /** True once someone else changed the receipt; this executor no longer writes it. */
+  get isLost(): boolean {
+    return this.lost;
   }
 
   private halt(): void {
@@ -82,7 +86,9 @@ export class ReceiptLease {
     const held = await this.stop();
     if (this.lost) return held;
     try {
-      this.held = await this.store.renew(held, Date.now());
+      const next = await this.store.renew(held, Date.now());
+      if (next) this.held = next;
+      else this.lose();
     } catch (err) {
       this.log.warn(
         { err, receipt_key: held.receipt.key },

@@ -3,7 +3,7 @@
  * event bus), with the hook-dispatcher replaced by a scripted `invokeHook` so each test states the
  * outcome a stage reacts to. The boundary with a real dispatcher is tested in test/tools-*.
  */
-import { ensureBucket, RuntimeEventBus, silentLogger } from "@geode/bus";
+import { RuntimeEventBus, silentLogger } from "@geode/bus";
 import {
   type AttributedDecision,
   type DispatchOutcome,
@@ -14,9 +14,9 @@ import {
   type ToolDefinition,
 } from "@geode/contracts";
 import { MiddlewareRegistry, type ToolCallResult } from "@geode/middleware";
+import { ReceiptStore, ToolStore } from "@geode/state";
 import type { TestEnv } from "@geode/testing";
 import type { BuiltinTool } from "../builtin-tools.js";
-import { ReceiptStore } from "../receipt-store.js";
 import { SchemaValidator } from "../schema-validator.js";
 import { toolExecutorConfig } from "../tool-executor-config.js";
 import { createToolPolicy } from "../tool-policy.js";
@@ -110,7 +110,7 @@ export async function stageHarness(
     seen.push(r);
   });
   const log = silentLogger();
-  const tools = await ToolRegistry.open(await ensureBucket(nc, names, "tools"), options.tools ?? [], log);
+  const tools = await ToolRegistry.open(await ToolStore.open({ nc, names }), options.tools ?? [], log);
   const invoked: StageHarness["invoked"] = [];
   const script = options.hooks ?? ((hook, payload) => outcome(hook, payload));
   const invokeHook: InvokeHook = async (hook, payload) => {
@@ -128,7 +128,7 @@ export async function stageHarness(
     tools,
     policy: createToolPolicy(config),
     validator: new SchemaValidator(),
-    receipts: new ReceiptStore(await ensureBucket(nc, names, "toolReceipts")),
+    receipts: await ReceiptStore.open({ nc, names }),
     middleware: options.middleware ?? new MiddlewareRegistry(),
     config,
   };
@@ -138,7 +138,7 @@ export async function stageHarness(
     seen,
     open: (body) => openToolCall(deps, { arguments: {}, ...body }),
     async stop() {
-      tools.stop();
+      await tools.stop();
       await events.close();
     },
   };

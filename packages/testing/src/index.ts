@@ -1,4 +1,12 @@
 export { findPostgresBin, type PostgresServer, startPostgresServer } from "./postgres-server.js";
 export { REPO_ROOT, type SpawnedProcess, spawnService, waitFor } from "./processes.js";
 export { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, natsReachable, postgresReachable } from "./reachability.js";
-export { cleanupNamespace, createTestEnv, type TestEnv, uniqueNamespace, useTestEnv } from "./test-env.js";
+export { scriptedOutcome } from "./scripted-outcome.js";
+export {
+  cleanupNamespace,
+  createTestEnv,
+  type TestEnv,
+  uniqueNamespace,
+  useFixture,
+  useTestEnv,
+} from "./test-env.js";

@@ -108,3 +108,28 @@ export function useTestEnv(): () => TestEnv {
     return current;
   };
 }
+
+/**
+ * A test file's fixture built once on its own namespace (`beforeAll`) and stopped at the end; use
+ * the getter inside tests.
+ */
+export function useFixture<T>(
+  create: (env: TestEnv) => Promise<T>,
+  stop: (fixture: T) => Promise<void>,
+): { fixture: () => T; env: () => TestEnv } {
+  const env = useTestEnv();
+  let current: T | undefined;
+  beforeAll(async () => {
+    current = await create(env());
+  });
+  afterAll(async () => {
+    if (current !== undefined) await stop(current);
+  });
+  return {
+    env,
+    fixture: () => {
+      if (current === undefined) throw new Error("fixture is not ready: use it inside a test or hook");
+      return current;
+    },
+  };
+}

@@ -1,39 +1,33 @@
 import type { Receipt } from "@geode/contracts";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admission } from "./admission.js";
 import { checkCall } from "./policy.js";
-import { type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { stageTool, useStageHarness } from "./stage-fixture.js";
 
-const env = useTestEnv();
-let h: StageHarness;
 const LEASE_MS = 5_000;
-beforeAll(async () => {
-  h = await stageHarness(env(), {
-    config: { receiptLeaseMs: LEASE_MS },
-    tools: [stageTool("t.read"), stageTool("t.write", { effect: "communication" })],
-  });
+const { h } = useStageHarness({
+  config: { receiptLeaseMs: LEASE_MS },
+  tools: [stageTool("t.read"), stageTool("t.write", { effect: "communication" })],
 });
-afterAll(() => h.stop());
 
 async function shaped(name: string, key: string) {
-  const call = h.open({ tool_name: name, operation_key: key, correlation: { tool_call_id: key } });
+  const call = h().open({ tool_name: name, operation_key: key, correlation: { tool_call_id: key } });
   await checkCall(call, name, { to: "x" });
   return call;
 }
 
-const stored = async (key: string) => (await h.deps.receipts.get(key))?.receipt as Receipt;
+const stored = async (key: string) => (await h().deps.receipts.get(key))?.receipt as Receipt;
 
 describe("admission stage", () => {
   it("records the pending-call checkpoint; a read tool needs no receipt", async () => {
     const call = await shaped("t.read", "read-1");
     expect(await admission(call)).toBeUndefined();
     expect(call.lease).toBeNull();
-    expect(h.seen.at(-1)).toMatchObject({
+    expect(h().seen.at(-1)).toMatchObject({
       kind: "tool.called",
       payload: { tool_name: "t.read", effect: "read" },
     });
-    expect(await h.deps.receipts.get("read-1")).toBeNull();
+    expect(await h().deps.receipts.get("read-1")).toBeNull();
   });
 
   it("admits an effectful call with a lease it then holds", async () => {

@@ -1,42 +1,36 @@
 import { encodeJson } from "@geode/bus";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { approval, describeCall } from "./approval.js";
 import { checkCall } from "./policy.js";
-import { type HookScript, outcome, type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { type HookScript, outcome, stageTool, useStageHarness } from "./stage-fixture.js";
 
-const env = useTestEnv();
-let h: StageHarness;
 let script: HookScript = (hook, payload) => outcome(hook, payload);
-beforeAll(async () => {
-  h = await stageHarness(env(), {
-    hooks: (hook, payload) => script(hook, payload),
-    config: { approvalTimeoutMs: 2_000 },
-    tools: [
-      stageTool("plain.read"),
-      stageTool("guarded.write", { effect: "mutation", requires_approval: true }),
-    ],
-  });
+const { h, env } = useStageHarness({
+  hooks: (hook, payload) => script(hook, payload),
+  config: { approvalTimeoutMs: 2_000 },
+  tools: [
+    stageTool("plain.read"),
+    stageTool("guarded.write", { effect: "mutation", requires_approval: true }),
+  ],
 });
-afterAll(() => h.stop());
 
 async function shaped(name: string) {
-  const call = h.open({ tool_name: name, operation_key: "op", arguments: { n: 1 } });
+  const call = h().open({ tool_name: name, operation_key: "op", arguments: { n: 1 } });
   await checkCall(call, name, { n: 1 });
   return call;
 }
 
 describe("approval stage", () => {
   it("does nothing for a tool that needs no approval and was not asked for", async () => {
-    const before = h.invoked.length;
+    const before = h().invoked.length;
     expect(await approval(await shaped("plain.read"))).toBeUndefined();
-    expect(h.invoked.length).toBe(before);
+    expect(h().invoked.length).toBe(before);
   });
 
   it("PermissionRequest: allow proceeds, deny denies with the handler's reason", async () => {
     script = (hook, payload) => outcome(hook, payload, [{ handler: "perm", action: "allow" }]);
     expect(await approval(await shaped("guarded.write"))).toBeUndefined();
-    expect(h.invoked.at(-1)).toEqual({
+    expect(h().invoked.at(-1)).toEqual({
       hook: "PermissionRequest",
       payload: { tool_name: "guarded.write", safety_level: "mutation", detail: 'guarded.write {"n":1}' },
     });
@@ -68,7 +62,7 @@ describe("approval stage", () => {
     });
     try {
       expect(await approval(await shaped("guarded.write"))).toBeUndefined();
-      const transitions = h.seen.filter((e) => "event" in e && e.event === "approval_transition");
+      const transitions = h().seen.filter((e) => "event" in e && e.event === "approval_transition");
       expect(transitions.at(-1)).toMatchObject({ payload: { decision: "allow", approver: "alice" } });
     } finally {
       sub.unsubscribe();

@@ -1,21 +1,15 @@
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admission } from "./admission.js";
 import { commit } from "./commit.js";
 import { checkCall } from "./policy.js";
-import { type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { stageTool, useStageHarness } from "./stage-fixture.js";
 
-const env = useTestEnv();
-let h: StageHarness;
-beforeAll(async () => {
-  h = await stageHarness(env(), {
-    tools: [stageTool("t.read"), stageTool("t.write", { effect: "mutation" })],
-  });
+const { h } = useStageHarness({
+  tools: [stageTool("t.read"), stageTool("t.write", { effect: "mutation" })],
 });
-afterAll(() => h.stop());
 
 async function finished(name: string, key: string) {
-  const call = h.open({ tool_name: name, operation_key: key, correlation: { tool_call_id: key } });
+  const call = h().open({ tool_name: name, operation_key: key, correlation: { tool_call_id: key } });
   await checkCall(call, name, {});
   await admission(call);
   call.entered = true;
@@ -35,7 +29,7 @@ describe("commit stage", () => {
       additional_context: ["noted"],
       receipt: { key: "c-1", state: "completed" },
     });
-    const stored = await h.deps.receipts.get("c-1");
+    const stored = await h().deps.receipts.get("c-1");
     expect(stored?.revision).toBe(reply.receipt?.revision);
     expect(stored?.receipt).toMatchObject({
       state: "completed",
@@ -44,7 +38,7 @@ describe("commit stage", () => {
       result: { sent: 1 },
       additional_context: ["noted"],
     });
-    expect(h.seen.at(-1)).toMatchObject({
+    expect(h().seen.at(-1)).toMatchObject({
       kind: "tool.completed",
       payload: { status: "completed", executed: true },
     });
@@ -63,9 +57,9 @@ describe("commit stage", () => {
       status: "failed",
       resolution: { by: "ops", reason: "x", at: 1 },
     };
-    await h.deps.receipts.commit(resolved as typeof held.receipt, held.revision);
+    await h().deps.receipts.commit(resolved as typeof held.receipt, held.revision);
     const reply = await commit(call);
     expect(reply.receipt).toMatchObject({ key: "c-3", state: "failed" });
-    expect((await h.deps.receipts.get("c-3"))?.receipt.state).toBe("failed");
+    expect((await h().deps.receipts.get("c-3"))?.receipt.state).toBe("failed");
   });
 });

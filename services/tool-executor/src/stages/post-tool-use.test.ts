@@ -1,23 +1,17 @@
 import { GeodeError } from "@geode/contracts";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { checkCall } from "./policy.js";
 import { postToolUse } from "./post-tool-use.js";
-import { type HookScript, outcome, type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { type HookScript, outcome, stageTool, useStageHarness } from "./stage-fixture.js";
 
-const env = useTestEnv();
-let h: StageHarness;
 let script: HookScript = (hook, payload) => outcome(hook, payload);
-beforeAll(async () => {
-  h = await stageHarness(env(), {
-    hooks: (hook, payload) => script(hook, payload),
-    tools: [stageTool("t.read")],
-  });
+const { h } = useStageHarness({
+  hooks: (hook, payload) => script(hook, payload),
+  tools: [stageTool("t.read")],
 });
-afterAll(() => h.stop());
 
 async function ran(result: Record<string, unknown>, hasError = false) {
-  const call = h.open({ tool_name: "t.read", arguments: { q: 1 } });
+  const call = h().open({ tool_name: "t.read", arguments: { q: 1 } });
   await checkCall(call, "t.read", { q: 1 });
   call.entered = true;
   call.result = { result, has_error: hasError };
@@ -29,7 +23,7 @@ describe("PostToolUse stage", () => {
     const call = await ran({ rows: 3 });
     expect(await postToolUse(call)).toBeUndefined();
     expect(call.status).toBe("completed");
-    expect(h.invoked.at(-1)).toEqual({
+    expect(h().invoked.at(-1)).toEqual({
       hook: "PostToolUse",
       payload: {
         tool_name: "t.read",

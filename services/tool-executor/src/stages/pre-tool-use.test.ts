@@ -1,28 +1,22 @@
 import { GeodeError } from "@geode/contracts";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { checkCall } from "./policy.js";
 import { preToolUse, restoreRedacted } from "./pre-tool-use.js";
-import { type HookScript, outcome, type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { type HookScript, outcome, stageTool, useStageHarness } from "./stage-fixture.js";
 import type { ToolCall } from "./tool-call.js";
 
-const env = useTestEnv();
-let h: StageHarness;
 let script: HookScript = (hook, payload) => outcome(hook, payload);
-beforeAll(async () => {
-  h = await stageHarness(env(), {
-    deny: ["danger.*"],
-    hooks: (hook, payload) => script(hook, payload),
-    tools: [
-      stageTool("files.read", { input_schema: { type: "object", properties: { path: { type: "string" } } } }),
-      stageTool("danger.rm"),
-    ],
-  });
+const { h } = useStageHarness({
+  deny: ["danger.*"],
+  hooks: (hook, payload) => script(hook, payload),
+  tools: [
+    stageTool("files.read", { input_schema: { type: "object", properties: { path: { type: "string" } } } }),
+    stageTool("danger.rm"),
+  ],
 });
-afterAll(() => h.stop());
 
 async function shaped(args: Record<string, unknown>): Promise<ToolCall> {
-  const call = h.open({ tool_name: "files.read", arguments: args });
+  const call = h().open({ tool_name: "files.read", arguments: args });
   await checkCall(call, "files.read", args);
   return call;
 }
@@ -31,7 +25,7 @@ describe("PreToolUse stage", () => {
   it("sends the tool and its arguments; no decision goes on unchanged", async () => {
     const call = await shaped({ path: "a" });
     expect(await preToolUse(call)).toBeUndefined();
-    expect(h.invoked.at(-1)).toEqual({
+    expect(h().invoked.at(-1)).toEqual({
       hook: "PreToolUse",
       payload: { tool_name: "files.read", arguments: { path: "a" } },
     });

@@ -4,18 +4,16 @@
  * outcome a stage reacts to. The boundary with a real dispatcher is tested in test/tools-*.
  */
 import { RuntimeEventBus, silentLogger } from "@geode/bus";
-import {
-  type AttributedDecision,
-  type DispatchOutcome,
-  type EventEnvelope,
-  type HookName,
-  SchemaVersion,
-  type TimelineRecord,
-  type ToolDefinition,
+import type {
+  DispatchOutcome,
+  EventEnvelope,
+  HookName,
+  TimelineRecord,
+  ToolDefinition,
 } from "@geode/contracts";
 import { MiddlewareRegistry, type ToolCallResult } from "@geode/middleware";
 import { ReceiptStore, ToolStore } from "@geode/state";
-import type { TestEnv } from "@geode/testing";
+import { scriptedOutcome, type TestEnv, useFixture } from "@geode/testing";
 import type { BuiltinTool } from "../builtin-tools.js";
 import { SchemaValidator } from "../schema-validator.js";
 import { toolExecutorConfig } from "../tool-executor-config.js";
@@ -45,33 +43,7 @@ export function stageTool(
 }
 
 /** A dispatch outcome as the dispatcher would reply it. */
-export function outcome(
-  hook: HookName,
-  payload: Record<string, unknown>,
-  decisions: AttributedDecision[] = [],
-  blocked = false,
-): DispatchOutcome {
-  return {
-    schema_version: SchemaVersion.V2,
-    name: hook,
-    correlation: {
-      session_id: "",
-      turn_id: "",
-      step_id: "",
-      run_id: "",
-      session_generation: 0,
-      verify_attempt: 0,
-      tool_call_id: "",
-      llm_call_id: "",
-      llm_attempt_id: "",
-    },
-    payload,
-    decisions,
-    decision_sources: decisions.map((d) => d.handler),
-    handler_errors: [],
-    blocked,
-  };
-}
+export const outcome = scriptedOutcome;
 
 export type HookScript = (
   hook: HookName,
@@ -142,4 +114,16 @@ export async function stageHarness(
       await events.close();
     },
   };
+}
+
+/** A test file's harness, built once on its own namespace; use the getters inside tests. */
+export function useStageHarness(options: Parameters<typeof stageHarness>[1] = {}): {
+  h: () => StageHarness;
+  env: () => TestEnv;
+} {
+  const { fixture, env } = useFixture(
+    (e) => stageHarness(e, options),
+    (h) => h.stop(),
+  );
+  return { h: fixture, env };
 }

@@ -1,28 +1,25 @@
 import { encodeJson, ensureBucket } from "@geode/bus";
 import { MiddlewareRegistry } from "@geode/middleware";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { admission } from "./admission.js";
 import { checkCall } from "./policy.js";
-import { type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { stageTool, useStageHarness } from "./stage-fixture.js";
 import { terminal } from "./terminal.js";
 
-const env = useTestEnv();
 const middleware = new MiddlewareRegistry();
-let h: StageHarness;
 const never = () => new Promise<never>(() => undefined);
+const { h, env } = useStageHarness({
+  middleware,
+  tools: [
+    stageTool("t.echo"),
+    stageTool("t.stuck", { timeout_ms: 50 }, never),
+    stageTool("w.stuck", { effect: "mutation", timeout_ms: 50 }, never),
+    stageTool("w.throws", { effect: "mutation" }, async () => {
+      throw new Error("disk on fire");
+    }),
+  ],
+});
 beforeAll(async () => {
-  h = await stageHarness(env(), {
-    middleware,
-    tools: [
-      stageTool("t.echo"),
-      stageTool("t.stuck", { timeout_ms: 50 }, never),
-      stageTool("w.stuck", { effect: "mutation", timeout_ms: 50 }, never),
-      stageTool("w.throws", { effect: "mutation" }, async () => {
-        throw new Error("disk on fire");
-      }),
-    ],
-  });
   // A remote tool nobody serves.
   const tools = await ensureBucket(env().nc, env().names, "tools");
   const ghost = {
@@ -34,17 +31,16 @@ beforeAll(async () => {
   };
   await tools.put("ghost.write", encodeJson(ghost));
 });
-afterAll(() => h.stop());
 
 async function admitted(name: string, key: string) {
-  const call = h.open({ tool_name: name, operation_key: key, correlation: { tool_call_id: key } });
+  const call = h().open({ tool_name: name, operation_key: key, correlation: { tool_call_id: key } });
   await checkCall(call, name, { k: key });
   await admission(call);
   return call;
 }
 
 const eventsOf = (key: string) =>
-  h.seen.flatMap((e) => ("event" in e && e.correlation.tool_call_id === key ? [e.event] : []));
+  h().seen.flatMap((e) => ("event" in e && e.correlation.tool_call_id === key ? [e.event] : []));
 
 describe("terminal stage", () => {
   it("calls the terminal once between tool_exec_started and tool_exec_ended", async () => {
@@ -87,7 +83,7 @@ describe("terminal stage", () => {
       receipt: { state: "admitted" },
     });
     expect(call.lease).toBeNull();
-    const receipt = (await h.deps.receipts.get("stuck-2"))?.receipt;
+    const receipt = (await h().deps.receipts.get("stuck-2"))?.receipt;
     expect(receipt?.state).toBe("admitted");
     expect(receipt?.lease_until).toBeLessThanOrEqual(Date.now());
   });
@@ -100,7 +96,7 @@ describe("terminal stage", () => {
       reason: "disk on fire",
       receipt: { state: "admitted" },
     });
-    expect((await h.deps.receipts.get("throw-1"))?.receipt.state).toBe("admitted");
+    expect((await h().deps.receipts.get("throw-1"))?.receipt.state).toBe("admitted");
 
     const ghost = await admitted("ghost.write", "ghost-1");
     expect(await terminal(ghost)).toBeUndefined();
@@ -109,6 +105,6 @@ describe("terminal stage", () => {
       has_error: true,
     });
     expect(ghost.lease).toBeNull();
-    expect(await h.deps.receipts.get("ghost-1")).toBeNull();
+    expect(await h().deps.receipts.get("ghost-1")).toBeNull();
   });
 });

@@ -1,24 +1,18 @@
 import { MiddlewareRegistry } from "@geode/middleware";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type StageHarness, stageHarness, stageTool } from "./stage-fixture.js";
+import { describe, expect, it } from "vitest";
+import { stageTool, useStageHarness } from "./stage-fixture.js";
 import { toolRequest } from "./tool-request.js";
 
-const env = useTestEnv();
 const middleware = new MiddlewareRegistry();
-let h: StageHarness;
-beforeAll(async () => {
-  h = await stageHarness(env(), {
-    middleware,
-    deny: ["danger.*"],
-    tools: [
-      stageTool("v1.read"),
-      stageTool("v2.read", { input_schema: { type: "object", required: ["q"] } }),
-      stageTool("danger.rm"),
-    ],
-  });
+const { h } = useStageHarness({
+  middleware,
+  deny: ["danger.*"],
+  tools: [
+    stageTool("v1.read"),
+    stageTool("v2.read", { input_schema: { type: "object", required: ["q"] } }),
+    stageTool("danger.rm"),
+  ],
 });
-afterAll(() => h.stop());
 
 describe("tool_request stage", () => {
   it("runs the transforms, then validates what they produced", async () => {
@@ -27,7 +21,7 @@ describe("tool_request stage", () => {
       arguments: { ...req.arguments, q: "x" },
     }));
     try {
-      const call = h.open({ tool_name: "v1.read", arguments: { n: 1 } });
+      const call = h().open({ tool_name: "v1.read", arguments: { n: 1 } });
       expect(await toolRequest(call)).toBeUndefined();
       expect(call.definition.name).toBe("v2.read");
       expect(call.args).toEqual({ n: 1, q: "x" });
@@ -43,9 +37,9 @@ describe("tool_request stage", () => {
       arguments: {},
     }));
     try {
-      expect(await toolRequest(h.open({ tool_name: "v1.read" }))).toMatchObject({ status: "denied" });
+      expect(await toolRequest(h().open({ tool_name: "v1.read" }))).toMatchObject({ status: "denied" });
       to = "v2.read";
-      await expect(toolRequest(h.open({ tool_name: "v1.read" }))).rejects.toMatchObject({
+      await expect(toolRequest(h().open({ tool_name: "v1.read" }))).rejects.toMatchObject({
         code: "schema_invalid",
       });
     } finally {
@@ -59,10 +53,10 @@ describe("tool_request stage", () => {
       () => ({ tool_name: 5 }) as unknown as { tool_name: string; arguments: Record<string, unknown> },
     );
     try {
-      const reply = await toolRequest(h.open({ tool_name: "v1.read" }));
+      const reply = await toolRequest(h().open({ tool_name: "v1.read" }));
       expect(reply).toMatchObject({ status: "failed", has_error: true, executed: false });
       expect(reply?.reason).toContain("broken");
-      expect(h.invoked).toEqual([]);
+      expect(h().invoked).toEqual([]);
     } finally {
       off();
     }

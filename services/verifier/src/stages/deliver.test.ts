@@ -1,22 +1,16 @@
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { builtIn } from "./built-in.js";
 import { type Decided, decisionRecords, deliver } from "./deliver.js";
 import { postVerify } from "./post-verify.js";
 import { preVerify } from "./pre-verify.js";
 import { stop } from "./stop.js";
-import { type VerifyHarness, verifyHarness } from "./verify-fixture.js";
+import { useVerifyHarness } from "./verify-fixture.js";
 
-const env = useTestEnv();
-let h: VerifyHarness;
-beforeAll(async () => {
-  h = await verifyHarness(env());
-});
-afterAll(() => h.stop());
+const { h } = useVerifyHarness();
 
 /** The stages before deliver, with the hooks as scripted. */
 async function decide(turn: string, text: string, extra: Record<string, unknown> = {}) {
-  const run = await h.open(turn, text, extra);
+  const run = await h().open(turn, text, extra);
   const pre = await preVerify(run);
   const checked = builtIn(run, pre);
   const post = await postVerify(run, checked);
@@ -24,11 +18,11 @@ async function decide(turn: string, text: string, extra: Record<string, unknown>
   return { run, decided };
 }
 const timelineOf = (turn: string) =>
-  h.seen.flatMap((r) => ("kind" in r && r.payload["root_turn"] === turn ? [r.kind] : []));
+  h().seen.flatMap((r) => ("kind" in r && r.payload["root_turn"] === turn ? [r.kind] : []));
 
 describe("deliver stage", () => {
   it("accept: the turn is delivered with its final checkpoint; the runtime gets deliver: true", async () => {
-    h.script = () => [];
+    h().script = () => [];
     const { run, decided } = await decide("ok", "fine");
     const reply = await deliver(run, decided);
     expect(reply).toMatchObject({ policy_action: "accept", deliver: true, verify_attempt: 0 });
@@ -38,18 +32,18 @@ describe("deliver stage", () => {
       tool_call_count: 1,
       usage: { input_tokens: 0, output_tokens: 0 },
     });
-    const turn = await h.deps.attempts.get("s", "ok");
+    const turn = await h().deps.attempts.get("s", "ok");
     expect(turn).toMatchObject({
       status: "delivered",
       final: { attempt: 0, policy_action: "accept", resolved_by: "verifier" },
     });
     expect(turn?.attempts[0]).toMatchObject({ state: "decided", policy_action: "accept" });
     expect(timelineOf("ok")).toEqual(["verification.decided", "verification.evidence"]);
-    expect(h.seen.some((e) => "event" in e && e.event === "turn_verify_passed")).toBe(true);
+    expect(h().seen.some((e) => "event" in e && e.event === "turn_verify_passed")).toBe(true);
   });
 
   it("revise: the instruction goes to the runtime once, the timeline keeps only its digest", async () => {
-    h.script = (hook) =>
+    h().script = (hook) =>
       hook === "PostVerify" ? [{ handler: "critic", action: "revise", instruction: "add units" }] : [];
     const { run, decided } = await decide("again", "fine");
     const reply = await deliver(run, decided);
@@ -59,13 +53,13 @@ describe("deliver stage", () => {
       follow_up_instruction: "add units",
     });
     expect(timelineOf("again")).toEqual(["verification.decided", "verification.continued"]);
-    const continued = h.seen.find((r) => "kind" in r && r.kind === "verification.continued");
+    const continued = h().seen.find((r) => "kind" in r && r.kind === "verification.continued");
     expect(JSON.stringify(continued)).not.toContain("add units");
-    expect((await h.deps.attempts.get("s", "again"))?.status).toBe("open");
+    expect((await h().deps.attempts.get("s", "again"))?.status).toBe("open");
   });
 
   it("escalate parks the candidate for its owner: turn parked with the text, session paused", async () => {
-    h.script = (hook) =>
+    h().script = (hook) =>
       hook === "PostVerify" ? [{ handler: "judge", action: "escalate", reason: "legal" }] : [];
     const { run, decided } = await decide("gate", "the contract says…");
     const reply = await deliver(run, decided);
@@ -74,12 +68,12 @@ describe("deliver stage", () => {
       deliver: false,
       pending_text: "the contract says…",
     });
-    expect(await h.deps.attempts.get("s", "gate")).toMatchObject({
+    expect(await h().deps.attempts.get("s", "gate")).toMatchObject({
       status: "parked",
       pending: { attempt: 0, text: "the contract says…", policy_action: "escalate" },
       final: { policy_action: "escalate" },
     });
-    expect(await h.deps.sessions.get("s")).toMatchObject({
+    expect(await h().deps.sessions.get("s")).toMatchObject({
       status: "paused",
       reason: "external_verification_required",
     });
@@ -88,11 +82,11 @@ describe("deliver stage", () => {
       "verification.pending",
       "verification.evidence",
     ]);
-    await expect(h.open("gate")).rejects.toMatchObject({ code: "session_paused" });
+    await expect(h().open("gate")).rejects.toMatchObject({ code: "session_paused" });
   });
 
   it("records the runtime's own fallback when PostVerify had no decision", async () => {
-    h.script = () => [];
+    h().script = () => [];
     const { decided } = await decide("records", "");
     expect(decisionRecords(decided)).toMatchObject([
       {

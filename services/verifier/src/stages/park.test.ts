@@ -1,19 +1,13 @@
 import { newTurnRecord } from "@geode/state";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parkTurn, pauseForOwner, pendingEntry } from "./park.js";
-import { type VerifyHarness, verifyHarness } from "./verify-fixture.js";
+import { useVerifyHarness } from "./verify-fixture.js";
 
-const env = useTestEnv();
-let h: VerifyHarness;
-beforeAll(async () => {
-  h = await verifyHarness(env());
-});
-afterAll(() => h.stop());
+const { h } = useVerifyHarness();
 
 describe("park", () => {
   it("keeps the candidate text on the turn (and only there) for its owner", async () => {
-    const run = await h.open("p1", "secret draft");
+    const run = await h().open("p1", "secret draft");
     const parked = parkTurn(newTurnRecord("s", "p1", 1), run, "built_in_fail");
     expect(parked).toMatchObject({
       status: "parked",
@@ -39,13 +33,13 @@ describe("park", () => {
   });
 
   it("pauses the session (creating it if absent) but never revives an ended one", async () => {
-    const run = await h.open("p2");
+    const run = await h().open("p2");
     await pauseForOwner(run);
-    expect(await h.deps.sessions.get("s")).toMatchObject({
+    expect(await h().deps.sessions.get("s")).toMatchObject({
       status: "paused",
       reason: "external_verification_required",
     });
-    await h.deps.sessions.mutate("ended", () => ({
+    await h().deps.sessions.mutate("ended", () => ({
       status: "completed",
       reason: "",
       generation: 0,
@@ -54,6 +48,6 @@ describe("park", () => {
       updated_at: 1,
     }));
     await pauseForOwner({ ...run, correlation: { ...run.correlation, session_id: "ended" } });
-    expect((await h.deps.sessions.get("ended"))?.status).toBe("completed");
+    expect((await h().deps.sessions.get("ended"))?.status).toBe("completed");
   });
 });

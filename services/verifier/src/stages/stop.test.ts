@@ -1,16 +1,10 @@
 import type { EvidenceRef } from "@geode/contracts";
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { builtIn } from "./built-in.js";
 import { stop } from "./stop.js";
-import { outcomeOf, type VerifyHarness, verifyHarness } from "./verify-fixture.js";
+import { outcomeOf, useVerifyHarness } from "./verify-fixture.js";
 
-const env = useTestEnv();
-let h: VerifyHarness;
-beforeAll(async () => {
-  h = await verifyHarness(env());
-});
-afterAll(() => h.stop());
+const { h } = useVerifyHarness();
 
 const ref = (reference: string): EvidenceRef => ({
   kind: "sil_eval",
@@ -20,7 +14,7 @@ const ref = (reference: string): EvidenceRef => ({
 });
 
 async function stopAfter(turn: string, action: "accept" | "escalate") {
-  const run = await h.open(turn);
+  const run = await h().open(turn);
   const pre = {
     outcome: outcomeOf("PreVerify", {}, [{ handler: "p", action: "continue", evidence_refs: [ref("pre")] }]),
     additionalMisses: [],
@@ -35,9 +29,9 @@ async function stopAfter(turn: string, action: "accept" | "escalate") {
 
 describe("Stop stage", () => {
   it("sees the policy action and the evidence so far; finalize keeps the decision", async () => {
-    h.script = () => [{ handler: "closer", action: "finalize", evidence_refs: [ref("stop")] }];
+    h().script = () => [{ handler: "closer", action: "finalize", evidence_refs: [ref("stop")] }];
     const stopped = await stopAfter("keep", "accept");
-    expect(h.invoked.at(-1)?.payload).toMatchObject({
+    expect(h().invoked.at(-1)?.payload).toMatchObject({
       policy_action: "accept",
       evidence_refs: [ref("pre"), ref("post")],
     });
@@ -46,7 +40,7 @@ describe("Stop stage", () => {
   });
 
   it("continue with an instruction turns an accept into continue; after an escalation it is ignored", async () => {
-    h.script = () => [{ handler: "more", action: "continue", instruction: "check the sources" }];
+    h().script = () => [{ handler: "more", action: "continue", instruction: "check the sources" }];
     expect((await stopAfter("go-on", "accept")).result).toEqual({
       action: "continue",
       instruction: "check the sources",

@@ -4,17 +4,15 @@
  * stage reacts to. The loop with a real dispatcher is tested in test/verify-*.
  */
 import { RuntimeEventBus, silentLogger } from "@geode/bus";
-import {
-  type AttributedDecision,
-  type DispatchOutcome,
-  type EventEnvelope,
-  correlation as fillCorrelation,
-  type HookName,
-  SchemaVersion,
-  type TimelineRecord,
+import type {
+  AttributedDecision,
+  DispatchOutcome,
+  EventEnvelope,
+  HookName,
+  TimelineRecord,
 } from "@geode/contracts";
 import { AttemptStore, SessionStore } from "@geode/state";
-import type { TestEnv } from "@geode/testing";
+import { scriptedOutcome, type TestEnv, useFixture } from "@geode/testing";
 import { openVerifyRun, type VerifierDeps, type VerifyRun } from "./verify-run.js";
 
 export type VerifyHookScript = (
@@ -32,23 +30,15 @@ export interface VerifyHarness {
   stop(): Promise<void>;
 }
 
-/** A dispatch outcome as the dispatcher would reply it. */
+/** A dispatch outcome as the dispatcher would reply it, from what a script decided. */
 export function outcomeOf(
   hook: HookName,
   payload: Record<string, unknown>,
   decided: ReturnType<VerifyHookScript>,
 ): DispatchOutcome {
-  const { decisions, blocked } = Array.isArray(decided) ? { decisions: decided, blocked: false } : decided;
-  return {
-    schema_version: SchemaVersion.V2,
-    name: hook,
-    correlation: fillCorrelation({}),
-    payload,
-    decisions,
-    decision_sources: decisions.map((d) => d.handler),
-    handler_errors: [],
-    blocked,
-  };
+  return Array.isArray(decided)
+    ? scriptedOutcome(hook, payload, decided)
+    : scriptedOutcome(hook, payload, decided.decisions, decided.blocked);
 }
 
 export async function verifyHarness(env: TestEnv): Promise<VerifyHarness> {
@@ -87,4 +77,10 @@ export async function verifyHarness(env: TestEnv): Promise<VerifyHarness> {
     stop: () => events.close(),
   };
   return harness;
+}
+
+/** A test file's harness, built once on its own namespace; use the getters inside tests. */
+export function useVerifyHarness(): { h: () => VerifyHarness; env: () => TestEnv } {
+  const { fixture, env } = useFixture(verifyHarness, (h) => h.stop());
+  return { h: fixture, env };
 }

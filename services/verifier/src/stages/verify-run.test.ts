@@ -1,19 +1,13 @@
-import { useTestEnv } from "@geode/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type VerifyHarness, verifyHarness } from "./verify-fixture.js";
+import { describe, expect, it } from "vitest";
+import { useVerifyHarness } from "./verify-fixture.js";
 import { candidateSummary, releaseAttempt } from "./verify-run.js";
 
-const env = useTestEnv();
-let h: VerifyHarness;
-beforeAll(async () => {
-  h = await verifyHarness(env());
-});
-afterAll(() => h.stop());
+const { h } = useVerifyHarness();
 
 describe("openVerifyRun", () => {
   it("counts the root turn's attempts itself and stamps the correlation with the attempt", async () => {
-    const first = await h.open("count");
-    const second = await h.open("count", "again", {
+    const first = await h().open("count");
+    const second = await h().open("count", "again", {
       correlation: { session_id: "s", turn_id: "count", verify_attempt: 0 },
     });
     expect([first.attempt, second.attempt]).toEqual([0, 1]);
@@ -28,17 +22,17 @@ describe("openVerifyRun", () => {
   });
 
   it("refuses bad input before counting anything", async () => {
-    await expect(h.open("bad", "x", { rubric: { required: ["("] } })).rejects.toMatchObject({
+    await expect(h().open("bad", "x", { rubric: { required: ["("] } })).rejects.toMatchObject({
       code: "invalid_request",
     });
-    await expect(h.open("bad", "x", { surprise: 1 })).rejects.toMatchObject({ code: "invalid_request" });
-    expect(await h.deps.attempts.get("s", "bad")).toBeNull();
+    await expect(h().open("bad", "x", { surprise: 1 })).rejects.toMatchObject({ code: "invalid_request" });
+    expect(await h().deps.attempts.get("s", "bad")).toBeNull();
   });
 
   it("releaseAttempt gives the attempt back, so an outage does not spend the budget", async () => {
-    const run = await h.open("outage");
+    const run = await h().open("outage");
     await releaseAttempt(run);
-    expect((await h.open("outage")).attempt).toBe(0);
+    expect((await h().open("outage")).attempt).toBe(0);
   });
 
   it("hooks see at most 280 characters of the candidate, secrets masked", () => {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** The wire error codes of DESIGN section 2. Every failed request replies with one of these. */
+/** The wire error codes (docs/protocol.md#errors). Every failed request replies with one of these. */
 export const ErrorCode = {
   InvalidRequest: "invalid_request",
   UnknownHook: "unknown_hook",

@@ -53,7 +53,9 @@ export const HookDecisionSchema = z.strictObject({
 export type HookDecision = z.infer<typeof HookDecisionSchema>;
 
 /** What a handler replies: `{"decision": null}` or `{"decision": {...}}`. */
-export const HandlerReplySchema = z.object({ decision: z.unknown() });
+export const HandlerReplySchema = z.object({
+  decision: z.unknown().describe("the decision (see hooks.md for what each hook allows), or null for none"),
+});
 export type HandlerReply = { decision: HookDecision | null };
 
 /** What a handler receives. */

@@ -52,7 +52,7 @@ export const VERIFIER_CONSUMERS = {
   subagentStopped: "verifier-subagent-stopped",
 } as const;
 
-/** Queue groups of DESIGN section 2. */
+/** Queue groups of docs/protocol.md#names. */
 export const QueueGroup = {
   HookDispatcher: "hook-dispatcher",
   ToolExecutor: "tool-executor",
@@ -67,7 +67,7 @@ export interface Names {
   hookInvoke(hook: HookName | string): string;
   readonly hookInvokeAll: string;
   /**
-   * Cancels an invocation in flight (an addition to DESIGN's names): the caller publishes an empty
+   * Cancels an invocation in flight (see docs/protocol.md#headers): the caller publishes an empty
    * message here, with the id it sent in the `Geode-Invocation-Id` header, when it gives up.
    */
   hookCancel(invocationId: string): string;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 
-/** The limits of DESIGN section 3; "characters" are Unicode code points. */
+/** The limits of docs/hooks.md#limits; "characters" are Unicode code points. */
 export const SANITIZE_LIMITS = {
   maxStringChars: 4096,
   maxCollectionItems: 64,

@@ -57,7 +57,7 @@ export type DecodedMessage =
 
 export type StreamKind = "events" | "timeline";
 
-/** Timeline kinds kept as long as audit events; the rest are operational (DESIGN §8 buckets). */
+/** Timeline kinds kept as long as audit events; the rest are operational (retention buckets of docs/protocol.md#runtime-events). */
 export function timelineRetentionOf(kind: string): RetentionBucket {
   return kind.startsWith("verification.") ? "audit" : "ops";
 }

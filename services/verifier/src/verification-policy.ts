@@ -50,7 +50,7 @@ const joinInstructions = (list: (string | undefined)[]): string | undefined => {
 };
 
 /**
- * PostVerify composition (DESIGN §6). No decision: pass → accept, retryable failure → revise with
+ * PostVerify composition (docs/protocol.md#verification). No decision: pass → accept, retryable failure → revise with
  * the default instruction, other failure → escalate. With decisions: any escalate, an accept of a
  * failed built-in result, or a blocked outcome (a `failure_mode: closed` guard failed) → escalate;
  * else any revise → revise with the revise instructions (joined, in chain order); else accept if

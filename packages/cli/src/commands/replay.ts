@@ -25,7 +25,7 @@ const DEFAULT_REPLAY_BATCH = 2_000;
 /** Batches written at once, each in its own transaction (as the recorder does). */
 const DEFAULT_REPLAY_WRITERS = 2;
 
-/** Config, NATS and the namespace's names, from the CLI's environment (DESIGN §10). */
+/** Config, NATS and the namespace's names, from the CLI's environment (docs/protocol.md#configuration). */
 export async function connectFromEnv(
   io: CommandIO,
   client: string,

@@ -9,8 +9,8 @@ export function runIdOf(sessionId: string): string {
 }
 
 /**
- * DESIGN §11's correlation of a Claude Code hook call: `session_id` and `run_id` = Claude Code's
- * `session_id`, `turn_id` = `prompt_id`, `tool_call_id` = `tool_use_id`.
+ * The correlation of a Claude Code hook call (docs/protocol.md#agent-gateway): `session_id` and
+ * `run_id` = Claude Code's `session_id`, `turn_id` = `prompt_id`, `tool_call_id` = `tool_use_id`.
  */
 export function correlationOf(input: ClaudeCodeHookInput, generation: number): Correlation {
   const toolUseId = input["tool_use_id"];

@@ -18,7 +18,7 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];
-export const ErrorCodeSchema = z.enum(ERROR_CODES);
+const ErrorCodeSchema = z.enum(ERROR_CODES);
 
 /**
  * `details.kind` of an error, where the code alone does not say enough: `invalid_decision` is the
@@ -31,7 +31,7 @@ export const ErrorKind = {
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 
-export const ErrorReplySchema = z.strictObject({
+const ErrorReplySchema = z.strictObject({
   error: z.strictObject({
     code: ErrorCodeSchema,
     message: z.string(),

@@ -10,7 +10,7 @@ import {
 } from "@geode/contracts";
 
 /** Correlation ids as row columns, named like their fields. */
-export type CorrelationRow = Correlation;
+type CorrelationRow = Correlation;
 
 /** One `activity_events` row as the projection stores it and the run JSONL mirrors it. */
 export interface ActivityEventRow extends CorrelationRow {

@@ -107,7 +107,7 @@ export function postVerifyPolicy(
 }
 
 /** Actions that park the candidate for its external owner (the delivery gate). */
-export const PARKED_ACTIONS: ReadonlySet<PolicyAction> = new Set([
+const PARKED_ACTIONS: ReadonlySet<PolicyAction> = new Set([
   "escalate",
   "escalate_budget_exhausted",
   "built_in_fail",
@@ -129,7 +129,7 @@ export function applyBudget(result: PolicyResult, attempt: number): PolicyResult
   return result;
 }
 
-export interface StopResult {
+interface StopResult {
   result: PolicyResult;
   /** Stop decisions that were not applied (a continue after an escalation). */
   ignored: AttributedDecision[];

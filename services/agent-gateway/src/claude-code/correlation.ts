@@ -4,7 +4,7 @@ import type { ClaudeCodeHookInput, Correlation } from "@geode/contracts";
 const RUN_ID = /^(?!\.)[A-Za-z0-9_.-]{1,128}(?<!\.)$/;
 
 /** Each Claude Code session is a run of its own: its id, when it is usable as one, else "". */
-export function runIdOf(sessionId: string): string {
+function runIdOf(sessionId: string): string {
   return RUN_ID.test(sessionId) ? sessionId : "";
 }
 

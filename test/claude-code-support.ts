@@ -13,14 +13,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
-export const CLAUDE_WRAPPER = createRequire(import.meta.url).resolve(
-  "@anthropic-ai/claude-code/cli-wrapper.cjs",
-);
+const CLAUDE_WRAPPER = createRequire(import.meta.url).resolve("@anthropic-ai/claude-code/cli-wrapper.cjs");
 
 /** One scripted answer of the model: a tool call, or text that ends the turn. */
 export type Turn = { tool: { name: string; input: Record<string, unknown> } } | { text: string };
 
-export interface RecordedRequest {
+interface RecordedRequest {
   url: string;
   /** The main loop's requests offer tools; side requests (titles, summaries) do not. */
   main: boolean;

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
 import { RuntimeEventBus } from "@geode/bus";
-import { runCliCaptured } from "@geode/cli";
+import { runCliCaptured } from "@geode/cli/testing";
 import { RUNTIME_EVENTS } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { useTestEnv, waitFor } from "@geode/testing";

@@ -1,5 +1,6 @@
 import { decodeJson, encodeJson, ensureBucket } from "@geode/bus";
-import { captureIO, runCli } from "@geode/cli";
+import { runCli } from "@geode/cli";
+import { captureIO } from "@geode/cli/testing";
 import { type EventEnvelope, receiptStorageKey } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
 import { createToolClient } from "@geode/runtime";

@@ -30,10 +30,12 @@ export {
 } from "./hook-client.js";
 export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
+  BUCKET_HISTORY,
   type BucketName,
   ensureBucket,
   ensureEventStreams,
   isRevisionConflict,
+  STREAM_DEFAULTS,
   type StreamOptions,
 } from "./provision.js";
 export {

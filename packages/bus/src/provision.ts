@@ -20,6 +20,12 @@ export interface StreamOptions {
 
 const DAY_MS = 86_400_000;
 
+/** What a component creates a stream with when it is absent (file storage, old messages discarded). */
+export const STREAM_DEFAULTS = {
+  maxAgeMs: 180 * DAY_MS,
+  duplicateWindowMs: 120_000,
+} as const;
+
 function isNotFound(err: unknown): boolean {
   return err instanceof JetStreamApiError && (err.code === 10059 || err.status === 404);
 }
@@ -42,8 +48,8 @@ async function ensureStream(
       subjects,
       storage: StorageType.File,
       num_replicas: options.replicas ?? 1,
-      max_age: nanos(options.maxAgeMs ?? 180 * DAY_MS),
-      duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
+      max_age: nanos(options.maxAgeMs ?? STREAM_DEFAULTS.maxAgeMs),
+      duplicate_window: nanos(options.duplicateWindowMs ?? STREAM_DEFAULTS.duplicateWindowMs),
       discard: DiscardPolicy.Old,
     });
   } catch (err) {
@@ -67,7 +73,7 @@ export async function ensureEventStreams(
 export type BucketName = keyof Names["buckets"];
 
 /** History kept per bucket: receipts, verify and sessions keep a short audit trail of revisions. */
-const BUCKET_HISTORY: Record<BucketName, number> = {
+export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   hookHandlers: 1,
   toolReceipts: 5,
   verify: 5,

@@ -18,7 +18,7 @@ export type DecisionCheck = { ok: true; decision: HookDecision | null } | { ok: 
 const fail = (error: string): DecisionCheck => ({ ok: false, error });
 
 /**
- * Validates one handler decision for `hook` against every rule of DESIGN section 3, after cutting
+ * Validates one handler decision for `hook` against every rule of docs/hooks.md#decision, after cutting
  * the bounded fields. `null`/`undefined` is "no decision". The error strings are the contract's
  * exact messages.
  */

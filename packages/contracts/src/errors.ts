@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** The wire error codes of DESIGN section 2. Every failed request replies with one of these. */
+/** The wire error codes (docs/protocol.md#errors). Every failed request replies with one of these. */
 export const ErrorCode = {
   InvalidRequest: "invalid_request",
   UnknownHook: "unknown_hook",
@@ -18,7 +18,7 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];
-export const ErrorCodeSchema = z.enum(ERROR_CODES);
+const ErrorCodeSchema = z.enum(ERROR_CODES);
 
 /**
  * `details.kind` of an error, where the code alone does not say enough: `invalid_decision` is the
@@ -31,7 +31,7 @@ export const ErrorKind = {
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 
-export const ErrorReplySchema = z.strictObject({
+const ErrorReplySchema = z.strictObject({
   error: z.strictObject({
     code: ErrorCodeSchema,
     message: z.string(),

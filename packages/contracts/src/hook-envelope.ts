@@ -9,7 +9,6 @@ import {
 import {
   ALLOWED_ACTIONS,
   HOOK_ACTIONS,
-  type HookAction,
   type HookName,
   HookNameSchema,
   SchemaVersion,
@@ -42,7 +41,7 @@ export function decisionSchemaFor(hook: HookName) {
 }
 
 /** Any hook's decision, action from the whole action set. */
-export const HookDecisionSchema = z.strictObject({
+const HookDecisionSchema = z.strictObject({
   action: z.enum(HOOK_ACTIONS),
   reason: z.string().optional(),
   updates: FreeObjectSchema.optional(),
@@ -53,8 +52,9 @@ export const HookDecisionSchema = z.strictObject({
 export type HookDecision = z.infer<typeof HookDecisionSchema>;
 
 /** What a handler replies: `{"decision": null}` or `{"decision": {...}}`. */
-export const HandlerReplySchema = z.object({ decision: z.unknown() });
-export type HandlerReply = { decision: HookDecision | null };
+export const HandlerReplySchema = z.object({
+  decision: z.unknown().describe("the decision (see hooks.md for what each hook allows), or null for none"),
+});
 
 /** What a handler receives. */
 export const HookEnvelopeSchema = z.strictObject({
@@ -96,10 +96,9 @@ export const HookInvokeRequestSchema = z.strictObject({
   payload: z.record(z.string(), z.unknown()),
   timeout_ms: z.number().int().positive().optional(),
 });
-export type HookInvokeRequest = z.input<typeof HookInvokeRequestSchema>;
 
 /** A decision in the outcome, attributed to its handler. */
-export const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });
+const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });
 export type AttributedDecision = z.infer<typeof AttributedDecisionSchema>;
 
 /** The reply to an invocation: the composed outcome of the handler chain. */
@@ -114,8 +113,6 @@ export const DispatchOutcomeSchema = z.strictObject({
   blocked: z.boolean(),
 });
 export type DispatchOutcome = z.infer<typeof DispatchOutcomeSchema>;
-
-export type { HookAction };
 
 /** `<handler>: <reason>` of the outcome's first decision with one of `actions`, else `<fallback> by <handler>`. */
 export function decisionReason(

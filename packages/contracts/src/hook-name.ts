@@ -60,7 +60,6 @@ export const ALLOWED_ACTIONS = {
   PostVerify: ["accept", "revise", "escalate"],
   Stop: ["finalize", "continue"],
 } as const satisfies Record<HookName, readonly HookAction[]>;
-export type AllowedAction<H extends HookName> = (typeof ALLOWED_ACTIONS)[H][number];
 
 /** Hooks whose registrations may filter by tool name (`match`). */
 export const TOOL_HOOKS: readonly HookName[] = ["PreToolUse", "PermissionRequest", "PostToolUse"];
@@ -73,6 +72,3 @@ export type SchemaVersion = (typeof SchemaVersion)[keyof typeof SchemaVersion];
 export const SchemaVersionSchema = z.enum([SchemaVersion.V1, SchemaVersion.V2]);
 /** Short version labels used by the CLI and `publicHookSchema`. */
 export type SchemaVersionLabel = "v1" | "v2";
-export function schemaVersionOf(label: SchemaVersionLabel): SchemaVersion {
-  return label === "v1" ? SchemaVersion.V1 : SchemaVersion.V2;
-}

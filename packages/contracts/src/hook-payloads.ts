@@ -6,7 +6,7 @@ export const FreeObjectSchema = z.record(z.string(), z.unknown());
 const int = z.number().int();
 const redacted = { _redacted_fields: z.array(z.string()).optional() };
 
-export const EVIDENCE_KINDS = [
+const EVIDENCE_KINDS = [
   "runtime_event",
   "sil_eval",
   "crucible_evidence",
@@ -124,7 +124,5 @@ export const HookPayloadSchemas = {
   }),
 } as const satisfies Record<HookName, z.ZodType>;
 
-export type HookPayloads = { [H in HookName]: z.infer<(typeof HookPayloadSchemas)[H]> };
-export type HookPayload<H extends HookName> = HookPayloads[H];
 /** Payload as a caller writes it (before sanitizing adds `_redacted_fields`). */
 export type HookPayloadInput<H extends HookName> = z.input<(typeof HookPayloadSchemas)[H]>;

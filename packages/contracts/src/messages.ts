@@ -9,13 +9,11 @@ const correlationIn = CorrelationInputSchema.default(CorrelationInputSchema.pars
 
 // ---- handler registration (KV {ns}_hook_handlers, key {HookName}.{handler}) ----
 
-export const FailureModeSchema = z.enum(["open", "closed"]);
+const FailureModeSchema = z.enum(["open", "closed"]);
 export type FailureMode = z.infer<typeof FailureModeSchema>;
-export const HandlerNameSchema = z
-  .string()
-  .regex(HANDLER_NAME_PATTERN, "handler names match [A-Za-z0-9_-]{1,64}");
+const HandlerNameSchema = z.string().regex(HANDLER_NAME_PATTERN, "handler names match [A-Za-z0-9_-]{1,64}");
 /** Tool-name globs, e.g. `{"tool_name": ["fs.*", "shell"]}`. */
-export const HandlerMatchSchema = z.strictObject({ tool_name: z.array(z.string().min(1)).min(1).max(64) });
+const HandlerMatchSchema = z.strictObject({ tool_name: z.array(z.string().min(1)).min(1).max(64) });
 export type HandlerMatch = z.infer<typeof HandlerMatchSchema>;
 
 export const HandlerRegistrationSchema = z.strictObject({
@@ -33,9 +31,9 @@ export type HandlerRegistration = z.infer<typeof HandlerRegistrationSchema>;
 
 // ---- tools ----
 
-export const ToolEffectSchema = z.enum(["read", "mutation", "communication", "admin"]);
+const ToolEffectSchema = z.enum(["read", "mutation", "communication", "admin"]);
 export type ToolEffect = z.infer<typeof ToolEffectSchema>;
-export const ToolNameSchema = z.string().regex(TOOL_NAME_PATTERN, "tool names match [A-Za-z0-9_.-]{1,64}");
+const ToolNameSchema = z.string().regex(TOOL_NAME_PATTERN, "tool names match [A-Za-z0-9_.-]{1,64}");
 
 /** A tool definition (built-in, or remote in KV `{ns}_tools`). */
 export const ToolDefinitionSchema = z.strictObject({
@@ -55,18 +53,17 @@ export const ToolExecuteRequestSchema = z.strictObject({
   operation_key: z.string().min(1).max(256).optional(),
   timeout_ms: z.number().int().positive().optional(),
 });
-export type ToolExecuteRequest = z.input<typeof ToolExecuteRequestSchema>;
 
-export const ReceiptStateSchema = z.enum(["admitted", "completed", "failed"]);
+const ReceiptStateSchema = z.enum(["admitted", "completed", "failed"]);
 export type ReceiptState = z.infer<typeof ReceiptStateSchema>;
-export const ReceiptRefSchema = z.strictObject({
+const ReceiptRefSchema = z.strictObject({
   key: z.string(),
   state: ReceiptStateSchema,
   revision: z.number().int(),
 });
 export type ReceiptRef = z.infer<typeof ReceiptRefSchema>;
 
-export const ToolCallStatusSchema = z.enum([
+const ToolCallStatusSchema = z.enum([
   "completed",
   "blocked",
   "denied",
@@ -188,9 +185,7 @@ export const ToolTerminalRequestSchema = z.strictObject({
   arguments: FreeObjectSchema,
   correlation: z.record(z.string(), z.unknown()),
 });
-export type ToolTerminalRequest = z.infer<typeof ToolTerminalRequestSchema>;
 export const ToolTerminalReplySchema = z.object({ result: FreeObjectSchema, has_error: z.boolean() });
-export type ToolTerminalReply = z.infer<typeof ToolTerminalReplySchema>;
 
 // ---- approvals ----
 
@@ -211,17 +206,16 @@ export type ApprovalReply = z.infer<typeof ApprovalReplySchema>;
 
 // ---- verification ----
 
-export const UsageSchema = z.strictObject({
+const UsageSchema = z.strictObject({
   input_tokens: z.number().int().min(0),
   output_tokens: z.number().int().min(0),
 });
 export type Usage = z.infer<typeof UsageSchema>;
-export const RubricSchema = z.strictObject({
+const RubricSchema = z.strictObject({
   required: z.array(z.string()).max(64).default([]),
   forbidden: z.array(z.string()).max(64).default([]),
 });
-export type Rubric = z.input<typeof RubricSchema>;
-export const VerifyModeSchema = z.enum(["rule_based", "off"]);
+const VerifyModeSchema = z.enum(["rule_based", "off"]);
 export type VerifyMode = z.infer<typeof VerifyModeSchema>;
 
 export const VerifyFinalizeRequestSchema = z.strictObject({
@@ -245,7 +239,7 @@ export const VerifyResolveRequestSchema = z.strictObject({
 });
 export type VerifyResolveRequest = z.input<typeof VerifyResolveRequestSchema>;
 
-export const POLICY_ACTIONS = [
+const POLICY_ACTIONS = [
   "accept",
   "revise",
   "continue",
@@ -253,10 +247,10 @@ export const POLICY_ACTIONS = [
   "escalate_budget_exhausted",
   "built_in_fail",
 ] as const;
-export const PolicyActionSchema = z.enum(POLICY_ACTIONS);
+const PolicyActionSchema = z.enum(POLICY_ACTIONS);
 export type PolicyAction = z.infer<typeof PolicyActionSchema>;
 
-export const BuiltInResultSchema = z.strictObject({
+const BuiltInResultSchema = z.strictObject({
   passed: z.boolean(),
   mode: z.string(),
   score: z.number(),
@@ -280,7 +274,7 @@ export type VerifyReply = z.infer<typeof VerifyReplySchema>;
 
 // ---- verification state (KV {ns}_verify, key {session_id}.{turn_id}) ----
 
-export const VerifyAttemptSchema = z.strictObject({
+const VerifyAttemptSchema = z.strictObject({
   attempt: z.number().int().min(0),
   /** `running` while the finalize is in progress; `aborted` when it failed before deciding. */
   state: z.enum(["running", "decided", "aborted"]),
@@ -293,9 +287,8 @@ export const VerifyAttemptSchema = z.strictObject({
   started_at: z.number().int(),
   decided_at: z.number().int().nullable(),
 });
-export type VerifyAttempt = z.infer<typeof VerifyAttemptSchema>;
 
-export const VerifyTotalsSchema = z.strictObject({
+const VerifyTotalsSchema = z.strictObject({
   rounds: z.number().int(),
   tool_call_count: z.number().int(),
   usage: UsageSchema,
@@ -336,7 +329,7 @@ export type TurnRecord = z.infer<typeof TurnRecordSchema>;
 
 // ---- sessions and runs ----
 
-export const SessionStatusSchema = z.enum(["active", "paused", "completed", "error"]);
+const SessionStatusSchema = z.enum(["active", "paused", "completed", "error"]);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 export const SessionRecordSchema = z.strictObject({
   status: SessionStatusSchema,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { HANDLER_NAME_PATTERN, names, TOOL_NAME_PATTERN } from "./names.js";
 
 describe("names(ns)", () => {
-  it("builds every subject, stream, bucket and schema name of DESIGN section 2", () => {
+  it("builds every subject, stream, bucket and schema name of docs/protocol.md#names", () => {
     const n = names("acme_1");
     expect(n.ns).toBe("acme_1");
     expect(n.NS).toBe("ACME_1");

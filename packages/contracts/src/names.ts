@@ -3,9 +3,7 @@ import type { HookName } from "./hook-name.js";
 import type { RuntimeEvent, TimelineKind } from "./runtime-event.js";
 
 export const NAMESPACE_PATTERN = /^[a-z][a-z0-9_]{0,31}$/;
-export const NamespaceSchema = z
-  .string()
-  .regex(NAMESPACE_PATTERN, "namespace must match [a-z][a-z0-9_]{0,31}");
+const NamespaceSchema = z.string().regex(NAMESPACE_PATTERN, "namespace must match [a-z][a-z0-9_]{0,31}");
 export const DEFAULT_NAMESPACE = "geode";
 export const HANDLER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** Header carrying a hook invocation's id, so the caller can cancel it on `{ns}.hook.cancel.{id}`. */
@@ -37,7 +35,6 @@ export const SERVICE_NAMES = [
   "activity-recorder",
   "agent-gateway",
 ] as const;
-export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** The durable consumer the activity-recorder replicas share on each stream. */
 export const RECORDER_CONSUMER = "activity-recorder";
@@ -52,7 +49,7 @@ export const VERIFIER_CONSUMERS = {
   subagentStopped: "verifier-subagent-stopped",
 } as const;
 
-/** Queue groups of DESIGN section 2. */
+/** Queue groups of docs/protocol.md#names. */
 export const QueueGroup = {
   HookDispatcher: "hook-dispatcher",
   ToolExecutor: "tool-executor",
@@ -67,7 +64,7 @@ export interface Names {
   hookInvoke(hook: HookName | string): string;
   readonly hookInvokeAll: string;
   /**
-   * Cancels an invocation in flight (an addition to DESIGN's names): the caller publishes an empty
+   * Cancels an invocation in flight (see docs/protocol.md#headers): the caller publishes an empty
    * message here, with the id it sent in the `Geode-Invocation-Id` header, when it gives up.
    */
   hookCancel(invocationId: string): string;
@@ -115,7 +112,7 @@ const PLAIN_KEY_TOKEN = /^[A-Za-z0-9_-]{1,200}$/;
  * `=` + its base64url UTF-8 bytes. `=` never occurs in a plain token, so the two forms cannot collide,
  * and a session's keys never match another session's filter.
  */
-export function kvKeyToken(id: string): string {
+function kvKeyToken(id: string): string {
   if (PLAIN_KEY_TOKEN.test(id)) return id;
   return `=${Buffer.from(id, "utf8").toString("base64url")}`;
 }

@@ -6,12 +6,12 @@ import { HookPayloadSchemas } from "./hook-payloads.js";
 
 export const JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema";
 
-export function publicHookSchemaId(name: HookName, version: SchemaVersionLabel): string {
+function publicHookSchemaId(name: HookName, version: SchemaVersionLabel): string {
   return `https://geode.dev/schemas/hooks/${version}/${name}.json`;
 }
 
 /** The zod schema of the envelope-plus-decision document for one hook and version. */
-export function publicHookZodSchema(name: HookName, version: SchemaVersionLabel = "v2") {
+function publicHookZodSchema(name: HookName, version: SchemaVersionLabel = "v2") {
   return z.strictObject({
     schema_version: z.literal(version === "v1" ? SchemaVersion.V1 : SchemaVersion.V2),
     name: z.literal(name),

@@ -72,7 +72,10 @@ export type RuntimeEvent = EventValue;
 export const RUNTIME_EVENTS: readonly RuntimeEvent[] = EVENT_VALUES;
 export const RuntimeEventSchema = z.enum(EVENT_VALUES);
 
-/** Older integrations' names for the same catalog. */
+/**
+ * Older integrations' names for the same catalog (the wire contract keeps them).
+ * @alias
+ */
 export const HookEvent = RuntimeEvent;
 export type HookEvent = RuntimeEvent;
 
@@ -143,7 +146,7 @@ export const TIMELINE_KINDS = [
   "subagent.stopped",
 ] as const;
 export type TimelineKind = (typeof TIMELINE_KINDS)[number];
-export const TimelineKindSchema = z.enum(TIMELINE_KINDS);
+const TimelineKindSchema = z.enum(TIMELINE_KINDS);
 
 export const TimelineRecordSchema = z.strictObject({
   id: z.string().min(1),
@@ -157,14 +160,13 @@ export const TimelineRecordSchema = z.strictObject({
 export type TimelineRecord = z.infer<typeof TimelineRecordSchema>;
 
 /** The `extension_invoked` payload: bounded fields only, never payload content. */
-export const EXTENSION_SURFACES = [
+const EXTENSION_SURFACES = [
   "hook",
   "tool_request",
   "tool_execution",
   "llm_request",
   "llm_execution",
 ] as const;
-export type ExtensionSurface = (typeof EXTENSION_SURFACES)[number];
 export const ExtensionInvokedPayloadSchema = z.object({
   surface: z.enum(EXTENSION_SURFACES),
   name: z.string(),

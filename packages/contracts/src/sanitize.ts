@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 
-/** The limits of DESIGN section 3; "characters" are Unicode code points. */
+/** The limits of docs/hooks.md#limits; "characters" are Unicode code points. */
 export const SANITIZE_LIMITS = {
   maxStringChars: 4096,
   maxCollectionItems: 64,
@@ -29,7 +29,7 @@ export const SECRET_KEYS: ReadonlySet<string> = new Set([
   "token",
 ]);
 
-export const REDACTED = "[REDACTED]";
+const REDACTED = "[REDACTED]";
 
 const SECRET_VALUE_PATTERNS: ReadonlyArray<[RegExp, string]> = [
   // PEM private keys, whole block.
@@ -89,7 +89,7 @@ function sliceCodePoints(s: string, count: number): string {
 }
 
 /** Keeps the first `max` code points and appends `…[truncated:N]`, N the code points removed. */
-export function truncateString(s: string, max: number): string {
+function truncateString(s: string, max: number): string {
   if (s.length <= max) return s;
   const len = codePointLength(s);
   if (len <= max) return s;
@@ -105,7 +105,7 @@ function isSecretKey(key: string): boolean {
 }
 
 /** Marker that replaces a value nested deeper than the depth limit. */
-export const MAX_DEPTH_MARKER = { _truncated: "max_depth" } as const;
+const MAX_DEPTH_MARKER = { _truncated: "max_depth" } as const;
 
 function sanitizeValue(value: unknown, depth: number): unknown {
   switch (typeof value) {

@@ -115,7 +115,7 @@ export const VerifyResolveLeg = {
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /** A health request: an empty body (or `{}`). */
-export const HealthRequestSchema = z.strictObject({});
+const HealthRequestSchema = z.strictObject({});
 
 /** `{ns}.health.{service}`: each service answers with its status. */
 export const HealthLeg = {

@@ -1,4 +1,4 @@
-/** Stable codes of middleware rule violations (DESIGN section 4). */
+/** Stable codes of middleware rule violations (docs/architecture.md#the-tool-boundary). */
 export const MiddlewareErrorCode = {
   DuplicateName: "duplicate_middleware",
   InputMutated: "input_mutated",

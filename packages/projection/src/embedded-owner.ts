@@ -28,7 +28,7 @@ export interface EmbeddedOwner {
 }
 
 /** The data folder, taken: advertise where it is served, release it when done. */
-export interface OwnerClaim {
+interface OwnerClaim {
   readonly file: string;
   readonly record: EmbeddedOwner;
   advertise(url: string): void;

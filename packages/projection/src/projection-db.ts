@@ -12,7 +12,7 @@ import {
 import { migrateProjection } from "./migrations.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
-/** Where the embedded database lives when `DATABASE_URL` is unset (DESIGN §10). */
+/** Where the embedded database lives when `DATABASE_URL` is unset (docs/protocol.md#configuration). */
 export const DEFAULT_PGLITE_DIR = ".geode/pgdata";
 
 export interface ProjectionDbOptions {

@@ -10,7 +10,7 @@ import {
 } from "@geode/contracts";
 
 /** Correlation ids as row columns, named like their fields. */
-export type CorrelationRow = Correlation;
+type CorrelationRow = Correlation;
 
 /** One `activity_events` row as the projection stores it and the run JSONL mirrors it. */
 export interface ActivityEventRow extends CorrelationRow {
@@ -57,7 +57,7 @@ export type DecodedMessage =
 
 export type StreamKind = "events" | "timeline";
 
-/** Timeline kinds kept as long as audit events; the rest are operational (DESIGN §8 buckets). */
+/** Timeline kinds kept as long as audit events; the rest are operational (retention buckets of docs/protocol.md#runtime-events). */
 export function timelineRetentionOf(kind: string): RetentionBucket {
   return kind.startsWith("verification.") ? "audit" : "ops";
 }

@@ -23,7 +23,7 @@ export interface ActivityEventsTable extends CorrelationColumns {
   payload: ColumnType<Record<string, unknown>, string, string>;
 }
 
-/** Payload-free audit row of one `extension_invoked` event (DESIGN §8: nothing else). */
+/** Payload-free audit row of one `extension_invoked` event (docs/protocol.md#projection: nothing else). */
 export interface ExtensionInvocationsTable extends CorrelationColumns {
   stream_seq: BigintColumn;
   ts: BigintColumn;

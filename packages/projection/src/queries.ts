@@ -9,7 +9,7 @@ export type PruneCounts = Record<"activity_events" | "extension_invocations" | "
 
 /**
  * Deletes rows older than their retention bucket (audit 180 d, ops 30 d, debug 7 d) as of `now`.
- * `extension_invocations` rows are audit rows (DESIGN §8). Returns the count per table.
+ * `extension_invocations` rows are audit rows (docs/protocol.md#projection). Returns the count per table.
  */
 export async function pruneExpired(db: Kysely<ProjectionDatabase>, now = Date.now()): Promise<PruneCounts> {
   const counts: PruneCounts = { activity_events: 0, extension_invocations: 0, session_events: 0 };

@@ -35,7 +35,7 @@ function lazy<T>(create: () => Promise<T>): () => Promise<T> {
 }
 
 /** The event bus of a runtime helper: the one given, or one of its own (source `runtime`) on first use. */
-export function lazyEvents(conn: GeodeConnection, given?: RuntimeEventBus): () => Promise<RuntimeEventBus> {
+function lazyEvents(conn: GeodeConnection, given?: RuntimeEventBus): () => Promise<RuntimeEventBus> {
   return given
     ? () => Promise.resolve(given)
     : lazy(() => RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "runtime" }));

@@ -13,7 +13,7 @@ export interface ServedApprovals {
 }
 
 /** The approval reply for an answer (`approver` unless the answer names its own). */
-export function approvalReply(answer: ApprovalAnswer, approver: string): ApprovalReply {
+function approvalReply(answer: ApprovalAnswer, approver: string): ApprovalReply {
   const full = typeof answer === "string" ? { decision: answer } : answer;
   return {
     decision: full.decision === "allow" ? "allow" : "deny",

@@ -5,7 +5,7 @@ import { type RunRecord, RunRecordSchema } from "@geode/contracts";
 import type { ProjectedRow } from "@geode/projection";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 
-/** DESIGN §8: a run file stops at 16 MiB. */
+/** A run file stops at 16 MiB (docs/protocol.md#projection). */
 export const DEFAULT_RUN_FILE_MAX_BYTES = 16 * 1024 * 1024;
 /** Room always kept for the one `projection.truncated` line. */
 const MARKER_RESERVE = 512;

@@ -13,7 +13,7 @@ import type { RunMirror } from "./run-mirror.js";
 /** Counters of one stream's projector (health, tests, benchmarks). */
 export type ProjectorStats = ProjectionStats;
 
-export interface BatchSource {
+interface BatchSource {
   /** Starts (or restarts) consumption, handing each message to `onMessage`; close() stops it. */
   open(onMessage: (m: JsMsg) => void): Promise<ConsumerMessages>;
 }

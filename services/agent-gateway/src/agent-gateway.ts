@@ -28,7 +28,7 @@ export interface AgentGateway {
 }
 
 /**
- * Starts the agent gateway (DESIGN §11): HTTP for agents with hook systems of their own, each call
+ * Starts the agent gateway (docs/protocol.md#agent-gateway): HTTP for agents with hook systems of their own, each call
  * mapped to the plane's hooks, verifier and approvers. Stateless apart from NATS: replicas behind
  * any HTTP balancer share nothing but the plane.
  */

@@ -34,11 +34,11 @@ import type { NatsConnection } from "@nats-io/transport-node";
 export { KeepRecord } from "@geode/state";
 
 /** A human approver's answer, or why there was none. */
-export type ApprovalAnswer =
+type ApprovalAnswer =
   | (ApprovalReply & { source: "approver" })
   | { source: "no_approver" | "timeout" | "invalid_reply" | "error"; reason: string };
 
-export interface CallOptions {
+interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 

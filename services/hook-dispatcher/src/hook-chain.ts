@@ -7,7 +7,7 @@ import { handlerTurn } from "./chain/handler-turn.js";
 
 export { AUDIT_REASON_CHARS } from "./chain/apply-decision.js";
 export type { HandlerErrorType } from "./chain/call-handler.js";
-export type { AuditSink, ChainContext, ChainInput } from "./chain/chain-run.js";
+export type { ChainContext, ChainInput } from "./chain/chain-run.js";
 
 /**
  * Runs the handler chain of one invocation and composes the outcome (docs/architecture.md, "A

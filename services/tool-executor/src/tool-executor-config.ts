@@ -2,8 +2,8 @@ import path from "node:path";
 import { envSpec, envVar, read } from "@geode/bus";
 import { DEFAULT_RECEIPT_LEASE_MS } from "@geode/contracts";
 
-export const DEFAULT_TOOL_ROOT = ".geode/files";
-export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
+const DEFAULT_TOOL_ROOT = ".geode/files";
+const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
 
 /** The tool-executor's own environment (docs/operations.md, "Configuration"), beside the common one. */
 export const TOOL_EXECUTOR_ENV = envSpec({

@@ -8,9 +8,9 @@ export const DELIVERABLE_TERMINATIONS: ReadonlySet<string> = new Set([
 ]);
 
 /** Longest rubric pattern accepted (a bound on the work one request can ask for). */
-export const MAX_PATTERN_CHARS = 1024;
+const MAX_PATTERN_CHARS = 1024;
 
-export const EMPTY_CANDIDATE_MISS = "empty_candidate";
+const EMPTY_CANDIDATE_MISS = "empty_candidate";
 
 /** A rubric whose patterns compiled. */
 export interface CompiledRubric {

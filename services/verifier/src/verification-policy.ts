@@ -50,7 +50,7 @@ const joinInstructions = (list: (string | undefined)[]): string | undefined => {
 };
 
 /**
- * PostVerify composition (DESIGN §6). No decision: pass → accept, retryable failure → revise with
+ * PostVerify composition (docs/protocol.md#verification). No decision: pass → accept, retryable failure → revise with
  * the default instruction, other failure → escalate. With decisions: any escalate, an accept of a
  * failed built-in result, or a blocked outcome (a `failure_mode: closed` guard failed) → escalate;
  * else any revise → revise with the revise instructions (joined, in chain order); else accept if
@@ -107,7 +107,7 @@ export function postVerifyPolicy(
 }
 
 /** Actions that park the candidate for its external owner (the delivery gate). */
-export const PARKED_ACTIONS: ReadonlySet<PolicyAction> = new Set([
+const PARKED_ACTIONS: ReadonlySet<PolicyAction> = new Set([
   "escalate",
   "escalate_budget_exhausted",
   "built_in_fail",
@@ -129,7 +129,7 @@ export function applyBudget(result: PolicyResult, attempt: number): PolicyResult
   return result;
 }
 
-export interface StopResult {
+interface StopResult {
   result: PolicyResult;
   /** Stop decisions that were not applied (a continue after an escalation). */
   ignored: AttributedDecision[];

@@ -35,7 +35,7 @@ export interface RunningVerifier {
  * A revise or continue goes back to the runtime, whose next candidate is the next attempt. When a
  * hook cannot run before the decision, the attempt is given back and the error is the reply.
  */
-export async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply> {
+async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply> {
   const run = await openVerifyRun(deps, body);
   let decided: Parameters<typeof deliver>[1];
   try {

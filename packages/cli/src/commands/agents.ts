@@ -7,7 +7,7 @@ import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 /** A fresh bearer token: 256 random bits, prefixed so it is recognisable in a secret scanner. */
-export function newAgentToken(): string {
+function newAgentToken(): string {
   return `geode_agent_${randomBytes(32).toString("base64url")}`;
 }
 

@@ -10,7 +10,7 @@ import { hookEndpoint } from "./hook-shim.js";
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** The command that runs this CLI's hook shim (this Node, this checkout's `geode`). */
-export function shimCommand(hookUrl: string, failClosed: boolean): string {
+function shimCommand(hookUrl: string, failClosed: boolean): string {
   const bin = path.resolve(import.meta.dirname, "../../bin/geode.mjs");
   return [process.execPath, bin, "hook-shim", "--url", hookUrl]
     .map(shellQuote)

@@ -26,7 +26,7 @@ const list = (items: readonly string[]) => (items.length === 0 ? "—" : items.m
 const num = (n: number) => n.toLocaleString("en-US");
 
 /** A JSON Schema node as a short human type: `integer`, `array of string`, `object (free)`. */
-export function jsonType(schema: Node): string {
+function jsonType(schema: Node): string {
   if (schema["const"] !== undefined) return `${code(JSON.stringify(schema["const"]))} (const)`;
   const type = schema["type"];
   if (Array.isArray(schema["enum"])) return `${String(type)}: ${(schema["enum"] as string[]).join(" \\| ")}`;

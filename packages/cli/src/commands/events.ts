@@ -15,7 +15,7 @@ import { connectFromEnv } from "./replay.js";
 const SUMMARY_CHARS = 96;
 
 /** A short, one-line view of a payload (already sanitized on the wire). */
-export function summarizePayload(payload: Record<string, unknown>): string {
+function summarizePayload(payload: Record<string, unknown>): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(payload)) {
     if (k === "_redacted_fields") continue;
@@ -27,7 +27,7 @@ export function summarizePayload(payload: Record<string, unknown>): string {
 }
 
 /** One human-readable line: time, event, source, session/turn, short payload summary. */
-export function formatEventLine(e: {
+function formatEventLine(e: {
   ts: number;
   name: string;
   source: string;

@@ -29,14 +29,14 @@ async function withRegistry<T>(
 }
 
 /** "12.3s", or "expired 4.0s ago" for a registration past its lease. */
-export function leaseLeft(reg: HandlerRegistration, now = Date.now()): string {
+function leaseLeft(reg: HandlerRegistration, now = Date.now()): string {
   const left = reg.heartbeat_at + reg.lease_ms - now;
   const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
   return left >= 0 ? secs(left) : `expired ${secs(-left)} ago`;
 }
 
 /** The `handlers ls` table rows, in call order (hook, then priority, then name). */
-export function handlerRows(regs: HandlerRegistration[], now = Date.now()): string[][] {
+function handlerRows(regs: HandlerRegistration[], now = Date.now()): string[][] {
   return [...regs]
     .sort((a, b) =>
       a.hook !== b.hook

@@ -7,7 +7,7 @@ import type { Command } from "../command.js";
 
 /** The agent gateway's Claude Code endpoint (`CLAUDE_CODE_HOOK_PATH` of the contract). */
 export const HOOK_PATH = "/v1/claude-code/hook";
-export const DEFAULT_GATEWAY_URL = "http://127.0.0.1:4280";
+const DEFAULT_GATEWAY_URL = "http://127.0.0.1:4280";
 const DEFAULT_TIMEOUT_MS = 120_000;
 
 /**

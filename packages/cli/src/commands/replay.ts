@@ -20,12 +20,12 @@ import {
 import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
 
 /** The consumer name replay writes into `projection_offsets`. */
-export const REPLAY_CONSUMER = "replay";
+const REPLAY_CONSUMER = "replay";
 const DEFAULT_REPLAY_BATCH = 2_000;
 /** Batches written at once, each in its own transaction (as the recorder does). */
 const DEFAULT_REPLAY_WRITERS = 2;
 
-/** Config, NATS and the namespace's names, from the CLI's environment (DESIGN §10). */
+/** Config, NATS and the namespace's names, from the CLI's environment (docs/protocol.md#configuration). */
 export async function connectFromEnv(
   io: CommandIO,
   client: string,
@@ -47,7 +47,7 @@ export function openProjectionFromEnv(
   return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate, command });
 }
 
-export interface ReplayResult {
+interface ReplayResult {
   stream: string;
   firstSeq: number;
   lastSeq: number;
@@ -58,7 +58,7 @@ export interface ReplayResult {
   seconds: number;
 }
 
-export interface ReplayOptions {
+interface ReplayOptions {
   nc: NatsConnection;
   db: ProjectionDb;
   kind: StreamKind;
@@ -76,7 +76,7 @@ export interface ReplayOptions {
  * sequence at start, with the recorder's own projection loop (decoder, batching, writer), so the
  * rows are identical and a replay over rows already present changes nothing (idempotent).
  */
-export async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
+async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
   const started = performance.now();
   const jsm = await jetstreamManager(options.nc, { checkAPI: false });
   let state: { first_seq: number; last_seq: number; messages: number };
@@ -160,7 +160,7 @@ function replayFailed(err: unknown, db: ProjectionDb): unknown {
 }
 
 /** A progress bar on a terminal; otherwise a plain line every 10%. */
-export function progressReporter(io: CommandIO, label: string): (done: number, total: number) => void {
+function progressReporter(io: CommandIO, label: string): (done: number, total: number) => void {
   let lastDecile = -1;
   return (done, total) => {
     const ratio = total === 0 ? 1 : done / total;

@@ -5,7 +5,7 @@ import { z } from "zod";
  * What the demo's runtime process (`examples/demo/session.ts`) reports on the last line of its
  * stdout, after `RESULT_PREFIX`: checked here like any message from another process.
  */
-export const DemoSessionResultSchema = z.object({
+const DemoSessionResultSchema = z.object({
   runId: z.string(),
   sessionId: z.string(),
   steps: z.array(z.object({ what: z.string(), outcome: z.string() })),
@@ -21,7 +21,7 @@ export const DemoSessionResultSchema = z.object({
 export type DemoSessionResult = z.infer<typeof DemoSessionResultSchema>;
 
 /** The prefix of the result line (see `examples/demo/session.ts`). */
-export const RESULT_PREFIX = "demo-result ";
+const RESULT_PREFIX = "demo-result ";
 
 /** The result in a session process's stdout, or an error naming what is wrong. */
 export function parseDemoResult(stdout: string): DemoSessionResult {

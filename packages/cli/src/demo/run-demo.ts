@@ -45,7 +45,7 @@ export interface DemoOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface SurfaceRow {
+interface SurfaceRow {
   surface: string;
   name: string;
   extensions: string[];

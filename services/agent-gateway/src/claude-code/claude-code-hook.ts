@@ -32,7 +32,7 @@ import {
 } from "./tool-use.js";
 import { userPromptSubmitEvent } from "./user-prompt.js";
 
-/** DESIGN §11's mapping: one handler per Claude Code event. */
+/** The mapping of docs/protocol.md#agent-gateway: one handler per Claude Code event. */
 const HANDLERS: Record<ClaudeCodeEventName, EventHandler> = {
   SessionStart: sessionStartEvent,
   UserPromptSubmit: userPromptSubmitEvent,

@@ -4,13 +4,13 @@ import type { ClaudeCodeHookInput, Correlation } from "@geode/contracts";
 const RUN_ID = /^(?!\.)[A-Za-z0-9_.-]{1,128}(?<!\.)$/;
 
 /** Each Claude Code session is a run of its own: its id, when it is usable as one, else "". */
-export function runIdOf(sessionId: string): string {
+function runIdOf(sessionId: string): string {
   return RUN_ID.test(sessionId) ? sessionId : "";
 }
 
 /**
- * DESIGN §11's correlation of a Claude Code hook call: `session_id` and `run_id` = Claude Code's
- * `session_id`, `turn_id` = `prompt_id`, `tool_call_id` = `tool_use_id`.
+ * The correlation of a Claude Code hook call (docs/protocol.md#agent-gateway): `session_id` and
+ * `run_id` = Claude Code's `session_id`, `turn_id` = `prompt_id`, `tool_call_id` = `tool_use_id`.
  */
 export function correlationOf(input: ClaudeCodeHookInput, generation: number): Correlation {
   const toolUseId = input["tool_use_id"];

@@ -7,7 +7,7 @@ import type { SessionTracker } from "../session-tracker.js";
 export interface EventContext {
   /** The hook input as Claude Code sent it (validated for its event). */
   input: ClaudeCodeHookInput;
-  /** DESIGN §11's correlation of this call (session generation filled in). */
+  /** The correlation of this call (docs/protocol.md#agent-gateway) (session generation filled in). */
   corr: Correlation;
   plane: Plane;
   sessions: SessionTracker;

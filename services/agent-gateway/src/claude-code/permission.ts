@@ -18,7 +18,7 @@ export function safetyLevelOf(toolName: string): "read" | "communication" | "mut
 }
 
 /** A short, bounded, secret-masked description of a call for PermissionRequest and approvers. */
-export function describeCall(toolName: string, args: Record<string, unknown>): string {
+function describeCall(toolName: string, args: Record<string, unknown>): string {
   return sanitizeText(`${toolName} ${JSON.stringify(args)}`, 1024);
 }
 

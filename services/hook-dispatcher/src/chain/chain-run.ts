@@ -18,7 +18,7 @@ export interface ChainContext {
 }
 
 /** Where a chain's audit events go (see InvocationAudits). */
-export interface AuditSink {
+interface AuditSink {
   add(event: ExtensionInvokedPayload): void;
   /** Publishes what was added so far, ahead of the message about to be sent. */
   publish(): void;

@@ -4,7 +4,7 @@ import type { PreVerified } from "./pre-verify.js";
 import type { VerifyRun } from "./verify-run.js";
 
 /** The verify fields PostVerify and Stop receive. */
-export interface VerifyFields {
+interface VerifyFields {
   passed: boolean;
   mode: string;
   score: number;

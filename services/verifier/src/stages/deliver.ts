@@ -81,7 +81,7 @@ export async function deliver(run: VerifyRun, decided: Decided): Promise<VerifyR
 }
 
 /** The root turn with this attempt decided, and its final checkpoint or parked candidate. */
-export function decidedTurn(current: TurnRecord | null, run: VerifyRun, decided: Decided): TurnRecord {
+function decidedTurn(current: TurnRecord | null, run: VerifyRun, decided: Decided): TurnRecord {
   const now = Date.now();
   const { action } = decided.stop.result;
   const record = current ?? newTurnRecord(run.sessionId, run.turnId, now);

@@ -41,7 +41,7 @@ export function outcomeOf(
     : scriptedOutcome(hook, payload, decided.decisions, decided.blocked);
 }
 
-export async function verifyHarness(env: TestEnv): Promise<VerifyHarness> {
+async function verifyHarness(env: TestEnv): Promise<VerifyHarness> {
   const { nc, names } = env;
   const events = await RuntimeEventBus.create({ nc, names, source: "verify-test" });
   const seen: VerifyHarness["seen"] = [];

@@ -24,7 +24,7 @@ export function candidateSummary(text: string): string {
 }
 
 /** Invokes one verification hook (PreVerify, PostVerify, Stop) within the verifier's hook budget. */
-export type InvokeVerifyHook = <H extends HookName>(
+type InvokeVerifyHook = <H extends HookName>(
   hook: H,
   payload: HookPayloadInput<H>,
   correlation: Correlation,
@@ -40,10 +40,10 @@ export interface VerifierDeps {
   sessions: SessionStore;
 }
 
-export type FinalizeRequest = ReturnType<typeof VerifyFinalizeRequestSchema.parse>;
+type FinalizeRequest = ReturnType<typeof VerifyFinalizeRequestSchema.parse>;
 
 /** The facts of a candidate every verification hook receives. */
-export interface CandidateFacts {
+interface CandidateFacts {
   termination_reason: string;
   rounds: number;
   tool_call_count: number;

@@ -1,0 +1,551 @@
+/**
+ * docs/protocol.md, the wire protocol reference, generated from `@geode/contracts` (names, the
+ * request/reply legs and their codecs, error codes, record schemas, event catalog) and from the
+ * bus's provisioning defaults, so the reference cannot drift from what is parsed and sent. The prose
+ * between the tables is kept here with them. A test fails when the committed file is stale.
+ *
+ *   pnpm docs:protocol          # rewrite docs/protocol.md
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { BUCKET_HISTORY, type BucketName, STREAM_DEFAULTS } from "@geode/bus";
+import {
+  AGENT_NAME_PATTERN,
+  AgentRecordSchema,
+  CLAUDE_CODE_EVENTS,
+  CLAUDE_CODE_HOOK_PATH,
+  ERROR_CODES,
+  type ErrorCode,
+  ErrorKind,
+  EventEnvelopeSchema,
+  ExtensionInvokedPayloadSchema,
+  HANDLER_NAME_PATTERN,
+  HandlerRegistrationSchema,
+  INVOCATION_ID_HEADER,
+  INVOCATION_ID_PATTERN,
+  NAMESPACE_PATTERN,
+  names,
+  PROBE_HEADER,
+  RECORDER_CONSUMER,
+  RETENTION_DAYS,
+  ReceiptSchema,
+  RUN_ID_PATTERN,
+  RUNTIME_EVENTS,
+  RunRecordSchema,
+  retentionBucketOf,
+  SessionRecordSchema,
+  TIMELINE_KINDS,
+  TimelineRecordSchema,
+  TOOL_NAME_PATTERN,
+  ToolDefinitionSchema,
+  TurnRecordSchema,
+  VERIFIER_CONSUMERS,
+  WIRE_LEGS,
+  type WireLeg,
+} from "@geode/contracts";
+import { REPO_ROOT } from "@geode/testing";
+import { z } from "zod";
+
+export const PROTOCOL_DOC = path.join(REPO_ROOT, "docs/protocol.md");
+
+// ---- JSON Schema → field tables -------------------------------------------------------------
+
+type JsonSchema = {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  enum?: unknown[];
+  const?: unknown;
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  minItems?: number;
+  maxItems?: number;
+  default?: unknown;
+  description?: string;
+  additionalProperties?: boolean | JsonSchema;
+};
+
+const code = (s: string): string => `\`${s.replaceAll("|", "\\|")}\``;
+const cell = (s: string): string => s.replaceAll("|", "\\|").replaceAll("\n", " ");
+
+/** The JSON Schema of what a sender may write (`input`) or what a receiver gets (`output`). */
+function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+  return z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema;
+}
+
+function isNull(s: JsonSchema): boolean {
+  return s.type === "null";
+}
+
+function typeOf(s: JsonSchema): string {
+  if (s.enum) return s.enum.map((v) => code(JSON.stringify(v))).join(", ");
+  if (s.const !== undefined) return code(JSON.stringify(s.const));
+  if (s.anyOf) {
+    const parts = s.anyOf.filter((v) => !isNull(v)).map(typeOf);
+    const unique = [...new Set(parts)];
+    return unique.join(" or ") + (s.anyOf.some(isNull) ? " or null" : "");
+  }
+  if (s.type === "array") return s.items ? `array of ${typeOf(s.items)}` : "array";
+  if (s.type === "object" && !s.properties) return "object (any JSON values)";
+  if (s.type === undefined) return "any JSON value";
+  return Array.isArray(s.type) ? s.type.join(" or ") : s.type;
+}
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+
+function constraints(s: JsonSchema): string[] {
+  const out: string[] = [];
+  if (s.pattern) out.push(`matches ${code(s.pattern)}`);
+  if (s.minLength === 1) out.push("non-empty");
+  else if (s.minLength !== undefined && s.minLength > 1) out.push(`at least ${s.minLength} characters`);
+  if (s.maxLength !== undefined) out.push(`at most ${s.maxLength} characters`);
+  if (s.exclusiveMinimum !== undefined) out.push(`> ${s.exclusiveMinimum}`);
+  if (s.minimum !== undefined && s.minimum > -SAFE) out.push(`≥ ${s.minimum}`);
+  if (s.maximum !== undefined && s.maximum < SAFE) out.push(`≤ ${s.maximum}`);
+  if (s.minItems === 1) out.push("non-empty");
+  else if (s.minItems !== undefined && s.minItems > 1) out.push(`at least ${s.minItems} items`);
+  if (s.maxItems !== undefined) out.push(`at most ${s.maxItems} items`);
+  if (s.description) out.push(s.description);
+  return out;
+}
+
+/** The object variant to expand under a field (nullable objects and arrays of objects included). */
+function expandable(s: JsonSchema): { schema: JsonSchema; suffix: string } | null {
+  if (s.type === "object" && s.properties && Object.keys(s.properties).length > 0)
+    return { schema: s, suffix: "" };
+  if (s.type === "array" && s.items) {
+    const inner = expandable(s.items);
+    return inner ? { schema: inner.schema, suffix: `[]${inner.suffix}` } : null;
+  }
+  if (s.anyOf) {
+    const objects = s.anyOf.filter((v) => !isNull(v)).map(expandable);
+    // Several object shapes (an older correlation, say): the first is the current one.
+    return objects[0] ?? null;
+  }
+  return null;
+}
+
+function fieldRows(s: JsonSchema, prefix: string, depth: number): string[] {
+  const rows: string[] = [];
+  const required = new Set(s.required ?? []);
+  for (const [name, field] of Object.entries(s.properties ?? {})) {
+    const fieldPath = `${prefix}${name}`;
+    const presence =
+      field.default !== undefined
+        ? `no (default ${code(JSON.stringify(field.default).slice(0, 40))}${JSON.stringify(field.default).length > 40 ? "…" : ""})`
+        : required.has(name)
+          ? "yes"
+          : "no";
+    let type = typeOf(field);
+    const inner = expandable(field);
+    if (inner && field.anyOf && field.anyOf.filter((v) => !isNull(v)).length > 1) {
+      type = `object (current shape below; older senders: a v1 shape)${field.anyOf.some(isNull) ? " or null" : ""}`;
+    } else if (inner && type.startsWith("object")) {
+      type = `object${field.anyOf?.some(isNull) ? " or null" : ""}`;
+    }
+    rows.push(
+      `| ${code(fieldPath)} | ${cell(type)} | ${presence} | ${cell(constraints(field).join("; "))} |`,
+    );
+    if (inner && depth < 3) rows.push(...fieldRows(inner.schema, `${fieldPath}${inner.suffix}.`, depth + 1));
+  }
+  return rows;
+}
+
+/** A markdown table of every field of a message, nested objects as dotted paths. */
+export function fieldTable(schema: z.ZodType, io: "input" | "output"): string {
+  const json = jsonSchemaOf(schema, io);
+  const rows = fieldRows(json, "", 0);
+  if (rows.length === 0) return "An empty object `{}` (or an empty body).";
+  const extra =
+    json.additionalProperties === false ? "No other field is accepted." : "Other fields are passed through.";
+  return ["| field | type | required | notes |", "| --- | --- | --- | --- |", ...rows, "", extra].join("\n");
+}
+
+// ---- sections --------------------------------------------------------------------------------
+
+/** The names of a sentinel namespace `ns`, written back with `{ns}` / `{NS}` placeholders. */
+const n = names("ns");
+const ph = (name: string): string => name.replace(/^ns(?=[._])/, "{ns}").replace(/^NS_/, "{NS}_");
+
+function namesSection(): string {
+  const rows: Array<[string, string, string]> = [
+    ["invoke a hook", ph(n.hookInvoke("{HookName}")), "request/reply (see the legs below)"],
+    [
+      "cancel an invocation",
+      ph(n.hookCancel("{invocation_id}")),
+      "an empty message, published by a caller that gives up",
+    ],
+    ["deliver to a handler", ph(n.hookHandler("{HookName}" as never, "{handler}")), "request/reply"],
+    ["execute a tool", ph(n.toolExecute), "request/reply"],
+    ["remote tool terminal", ph(n.toolTerminal("{tool}")), "request/reply"],
+    ["human approval", ph(n.approvalRequest), "request/reply, first reply wins"],
+    ["verification", `${ph(n.verifyFinalize)}, ${ph(n.verifyResolve)}`, "request/reply"],
+    ["health", ph(n.health("{service}")), "request/reply"],
+    ["runtime events", ph(n.event("{event}" as never)), `stream ${code(ph(n.eventsStream))}`],
+    ["session timeline", ph(n.timeline("{kind}" as never)), `stream ${code(ph(n.timelineStream))}`],
+    ["KV buckets", Object.values(n.buckets).map(ph).join(", "), "see [KV buckets](#kv-buckets)"],
+    ["Postgres schema", ph(n.pgSchema), "see [Projection](#projection)"],
+  ];
+  const patterns: Array<[string, RegExp | string]> = [
+    ["namespace `ns`", NAMESPACE_PATTERN],
+    ["handler name", HANDLER_NAME_PATTERN],
+    ["tool name", TOOL_NAME_PATTERN],
+    ["run id (no leading or trailing dot)", RUN_ID_PATTERN],
+    ["agent name", AGENT_NAME_PATTERN],
+    ["invocation id", INVOCATION_ID_PATTERN],
+  ];
+  return [
+    "## Names",
+    "",
+    "One namespace `ns` (`GEODE_NAMESPACE`, default `geode`) prefixes every name, so deployments and",
+    "test runs share one NATS and one Postgres without touching each other; `NS` is `ns` upper-cased.",
+    "",
+    "| what | name | how |",
+    "| --- | --- | --- |",
+    ...rows.map(([what, name, how]) => `| ${what} | ${name.split(", ").map(code).join(", ")} | ${how} |`),
+    "",
+    "| identifier | pattern |",
+    "| --- | --- |",
+    ...patterns.map(([what, re]) => `| ${what} | ${code(String(re instanceof RegExp ? re.source : re))} |`),
+  ].join("\n");
+}
+
+/** Headings of the legs, by subject (a new leg needs one here). */
+const LEG_TITLES: Record<string, string> = {
+  "{ns}.hook.invoke.{HookName}": "Invoke a hook",
+  "{ns}.hook.handler.{HookName}.{handler}": "Deliver to a handler",
+  "{ns}.tool.execute": "Execute a tool",
+  "{ns}.tool.terminal.{tool}": "Remote tool terminal",
+  "{ns}.approval.request": "Human approval",
+  "{ns}.verify.finalize": "Verify a candidate",
+  "{ns}.verify.resolve": "Resolve a parked candidate",
+  "{ns}.health.{service}": "Health",
+};
+
+export function legTitle(leg: WireLeg<unknown, unknown, unknown, unknown>): string {
+  const title = LEG_TITLES[leg.subject];
+  if (!title) throw new Error(`scripts/protocol-docs.ts has no title for the leg ${leg.subject}`);
+  return title;
+}
+
+function legsSection(): string {
+  const out = [
+    "## Request/reply legs",
+    "",
+    "Every request and reply body is UTF-8 JSON, nested at most 128 levels deep. Each leg has one codec",
+    "per direction in `@geode/contracts` (`packages/contracts/src/wire-legs.ts`); senders and",
+    "responders use them, and the tables below are generated from them. A request that fails gets",
+    "the [error reply](#errors) instead. Timestamps are epoch milliseconds.",
+  ];
+  for (const leg of WIRE_LEGS) {
+    out.push(
+      "",
+      `### ${legTitle(leg)}`,
+      "",
+      `Subject ${code(leg.subject)}, queue group ${leg.queue.startsWith("(") ? leg.queue : code(leg.queue)}: ${leg.summary}.`,
+      "",
+      "Request:",
+      "",
+      fieldTable(leg.request.schema, "input"),
+      "",
+      "Reply:",
+      "",
+      fieldTable(leg.reply.schema, "output"),
+    );
+  }
+  return out.join("\n");
+}
+
+/** What each error code means; typed so a new code cannot go undocumented. */
+const ERROR_MEANINGS: Record<ErrorCode, string> = {
+  invalid_request: "the body is not JSON, nests too deep, or has the wrong shape for its leg",
+  unknown_hook: "the subject names no public hook",
+  invalid_payload: "a hook payload misses a required field, has one of the wrong type or an unknown one",
+  duplicate_handler: "a handler name is already registered for that hook by a live registration",
+  unknown_tool: "no built-in or remote tool has that name",
+  policy_denied: "the operator's tool policy denies the call",
+  schema_invalid: "tool arguments do not match the tool's input schema",
+  indeterminate: "the outcome of an effectful call is unknown (lapsed receipt lease, terminal timeout)",
+  session_paused: "the session awaits external verification",
+  budget_exhausted: "the revision budget of the root turn is spent",
+  unavailable: "a dependency (NATS, a responder, storage) cannot be reached; retry later",
+  timeout: "the caller's time budget ran out",
+  internal: "a bug or an unexpected failure; the message says what",
+};
+
+const KIND_MEANINGS: Record<ErrorKind, string> = {
+  invalid_decision:
+    "a handler SDK refused the decision its handler returned (code `invalid_request`); audited as `InvalidDecision`",
+  malformed_reply:
+    "a reply that is not what its leg promises (code `internal`); raised by the caller, never sent",
+};
+
+function errorsSection(): string {
+  return [
+    "## Errors",
+    "",
+    'A failed request replies `{"error": {"code", "message", "details"?}}`. A bad request never changes',
+    "state and never stops a service.",
+    "",
+    "| code | meaning |",
+    "| --- | --- |",
+    ...ERROR_CODES.map((c) => `| ${code(c)} | ${cell(ERROR_MEANINGS[c])} |`),
+    "",
+    "`details.kind` says more where the code alone does not; `details.issues` lists the first",
+    "schema issues (`{path, message}`) of a refused body.",
+    "",
+    "| `details.kind` | meaning |",
+    "| --- | --- |",
+    ...Object.values(ErrorKind).map((k) => `| ${code(k)} | ${cell(KIND_MEANINGS[k])} |`),
+  ].join("\n");
+}
+
+function headersSection(): string {
+  return [
+    "## Headers",
+    "",
+    "| header | on | meaning |",
+    "| --- | --- | --- |",
+    `| ${code(INVOCATION_ID_HEADER)} | hook invoke requests | the invocation's id; the caller publishes on ${code(ph(n.hookCancel("{id}")))} to cancel it |`,
+    `| ${code(PROBE_HEADER)} | any request | a probe: the responder's bus helper answers ${code('{"probe": "ok"}')} itself (does another replica serve?) |`,
+    "| `Nats-Msg-Id` | events and timeline records | the record's `id`: JetStream drops a repeated publish within the duplicate window |",
+  ].join("\n");
+}
+
+const days = (ms: number): string => `${ms / 86_400_000} days`;
+
+function streamsSection(): string {
+  const catalog = RUNTIME_EVENTS.map((e) => `| ${code(e)} | ${retentionBucketOf(e)} |`);
+  return [
+    "## Streams and events",
+    "",
+    "The streams are the source of truth; the Postgres projection is rebuilt from them. A component",
+    "creates a stream it uses when absent (file storage, old messages discarded first, max age",
+    `${days(STREAM_DEFAULTS.maxAgeMs)}, duplicate window ${STREAM_DEFAULTS.duplicateWindowMs / 1000} s,`,
+    "`GEODE_STREAM_REPLICAS` replicas) and never reconfigures one that exists.",
+    "",
+    "| stream | subjects | records |",
+    "| --- | --- | --- |",
+    `| ${code(ph(n.eventsStream))} | ${code(ph(n.eventsAll))} | one runtime event per message |`,
+    `| ${code(ph(n.timelineStream))} | ${code(ph(n.timelineAll))} | one session timeline record per message |`,
+    "",
+    "Durable consumers: the activity-recorder replicas share",
+    `${code(RECORDER_CONSUMER)} on each stream; the verifier replicas share`,
+    `${code(VERIFIER_CONSUMERS.sessionEnded)} (filter ${code(ph(n.timeline("session.ended")))}) and`,
+    `${code(VERIFIER_CONSUMERS.subagentStopped)} (filter ${code(ph(n.timeline("subagent.stopped")))}) on the timeline.`,
+    "",
+    "### Runtime events",
+    "",
+    `One message on ${code(ph(n.event("{event}" as never)))}; payloads are sanitized like hook payloads.`,
+    "An event recording a step reaches the stream before the next step that others can observe.",
+    "",
+    fieldTable(EventEnvelopeSchema, "output"),
+    "",
+    "`extension_invoked` (one per handler or middleware call) carries only bounded fields, never",
+    "payload, instruction, updates or user input:",
+    "",
+    fieldTable(ExtensionInvokedPayloadSchema, "output"),
+    "",
+    `The catalog (${RUNTIME_EVENTS.length} values) with each event's retention bucket in the projection`,
+    `(${Object.entries(RETENTION_DAYS)
+      .map(([b, d]) => `${b} ${d} days`)
+      .join(", ")}):`,
+    "",
+    "| event | retention |",
+    "| --- | --- |",
+    ...catalog,
+    "",
+    "### Timeline records",
+    "",
+    `One message on ${code(ph(n.timeline("{kind}" as never)))}; kinds: ${TIMELINE_KINDS.map(code).join(", ")}.`,
+    "",
+    fieldTable(TimelineRecordSchema, "output"),
+  ].join("\n");
+}
+
+/** Key layout, writers and value schema of each bucket (a new bucket needs a row here). */
+const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodType | null }> = {
+  hookHandlers: {
+    key: "`{HookName}.{handler}`",
+    writer: "each handler (its own registration and heartbeat)",
+    value: HandlerRegistrationSchema,
+  },
+  toolReceipts: {
+    key: "the operation key (`{session_id}.{tool_call_id}` by default), or `sha256.{hex}` of it when it is not a valid KV key",
+    writer: "the tool-executor; an operator resolves an `admitted` one (`geode receipts resolve`)",
+    value: ReceiptSchema,
+  },
+  verify: {
+    key: "`{session_id}.{turn_id}` (each id as a key token: itself when `[A-Za-z0-9_-]`, else `=` + base64url)",
+    writer: "the verifier",
+    value: TurnRecordSchema,
+  },
+  sessions: {
+    key: "`{session_id}` (as a key token)",
+    writer:
+      "the runtime that owns the session (through `@geode/runtime`), the agent gateway for its agents' sessions; the verifier marks one paused",
+    value: SessionRecordSchema,
+  },
+  runs: { key: "`{run_id}`", writer: "the runtime (`runs.open` / `runs.close`)", value: RunRecordSchema },
+  tools: { key: "the tool name", writer: "the provider of a remote tool", value: ToolDefinitionSchema },
+  agents: { key: "the agent name", writer: "`geode agents add` / `rm`", value: AgentRecordSchema },
+};
+
+function bucketsSection(): string {
+  const entries = Object.entries(n.buckets) as Array<[BucketName, string]>;
+  const out = [
+    "## KV buckets",
+    "",
+    "Created by the first component that needs one (file storage, `GEODE_STREAM_REPLICAS` replicas),",
+    "never reconfigured. Read-modify-writes are revision-checked (compare-and-set).",
+    "",
+    "| bucket | key | history | written by |",
+    "| --- | --- | --- | --- |",
+    ...entries.map(
+      ([b, name]) =>
+        `| ${code(ph(name))} | ${cell(BUCKETS[b].key)} | ${BUCKET_HISTORY[b]} | ${cell(BUCKETS[b].writer)} |`,
+    ),
+  ];
+  for (const [b, name] of entries) {
+    const value = BUCKETS[b].value;
+    if (value) out.push("", `### ${code(ph(name))}`, "", fieldTable(value, "output"));
+  }
+  return out.join("\n");
+}
+
+const VERIFICATION = `## Verification
+
+\`\`\`
+candidate → PreVerify → built-in verifier → PostVerify → Stop → deliver
+                                   ^             |        |
+                                   +--- revise --+--------+
+\`\`\`
+
+- PreVerify may only add requirements: \`strengthen\` misses are merged into the built-in result,
+  which then fails with \`should_retry\`.
+- Built-in verifier (\`rule_based\`): an empty candidate is the miss \`empty_candidate\` (retryable); a
+  termination reason other than \`natural\`, \`forced_text\` or \`actionable_partial\` is the miss
+  \`termination:<reason>\` (not retryable); rubric checks add \`missing:<pattern>\` /
+  \`forbidden:<pattern>\` misses (retryable). The score is the share of checks passed.
+- PostVerify composition: with no decision, pass → accept, retryable failure → revise, other
+  failure → escalate. With decisions: any escalate (or an accept of a failed built-in result) →
+  escalate; else any revise → revise with its instruction; else accept if passed, otherwise
+  \`built_in_fail\`. Stop may then \`continue\` with an instruction (not after escalate).
+- Revise/continue is limited to 2 consecutive attempts per root turn: a revise or continue decided at
+  attempt 2 or later becomes \`escalate_budget_exhausted\`. The attempt number is the verifier's own
+  count (KV \`{ns}_verify\`), not the caller's word.
+- Escalate, \`escalate_budget_exhausted\` and \`built_in_fail\` park the candidate: the session is marked
+  paused (reason \`external_verification_required\`), the text goes only to the external owner as
+  \`pending_text\`, and \`{ns}.verify.resolve\` delivers or revises it later.`;
+
+const PROJECTION = `## Projection
+
+The activity-recorder is the only writer of the Postgres projection (schema \`{ns}\`). One durable
+consumer per stream; a batch is written in one transaction together with the consumer's last applied
+sequence, then acked, so redelivery never duplicates a row. The correlation ids are columns named like
+their fields.
+
+| table | rows |
+| --- | --- |
+| \`activity_events\` | every runtime event: \`stream_seq\`, \`event_id\`, \`event\`, \`ts\`, \`source\`, the correlation ids, \`retention_bucket\`, bounded \`payload\` |
+| \`extension_invocations\` | one audit row per \`extension_invoked\`: \`stream_seq\`, \`ts\`, \`surface\`, \`name\`, \`extension\`, \`status\`, \`latency_ms\`, the correlation ids, nothing else (no user input, request, response, personal data or secret) |
+| \`session_events\` | the timeline: \`stream_seq\`, \`record_id\`, \`kind\`, \`ts\`, \`source\`, the correlation ids, bounded \`payload\`, \`payload_sha256\` |
+| \`projection_offsets\` | \`consumer\`, \`stream\`, \`last_seq\` |
+
+Run timeline: while a run is open (KV \`{ns}_runs\`), the recorder mirrors the same rows of that run to
+\`{GEODE_RUNS_DIR}/{run_id}/events.jsonl\`; a file stops at 16 MiB with one \`projection.truncated\` row.
+\`geode replay\` rebuilds the projection from the streams; the result equals the live projection row
+for row.`;
+
+const CONFIGURATION = `## Configuration
+
+Every component reads its settings from the environment at start-up and stops with a clear message on
+a bad value. The variables, their defaults and meanings are the table of
+[docs/operations.md](operations.md#configuration), generated from the components' environment specs
+(\`pnpm docs:config\`).`;
+
+function gatewaySection(): string {
+  return [
+    "## Agent gateway",
+    "",
+    "HTTP for agents with hook systems of their own (`GEODE_GATEWAY_ADDR`, default `127.0.0.1:4280`).",
+    '`GET /healthz` → 200 `{"status":"ok"}`. Every other request carries `Authorization: Bearer <token>`',
+    "of an agent in KV `{ns}_agents` (only the token's SHA-256 is stored); a missing or unknown token",
+    "→ 401 and nothing is invoked.",
+    "",
+    `\`POST ${CLAUDE_CODE_HOOK_PATH}\`: the body is Claude Code's hook input as Claude Code sends it; the`,
+    "reply is 200 with Claude Code's hook output JSON (`{}` when there is nothing to say); an",
+    "unparseable body → 400. A `failure_mode: closed` guard that fails or cannot be reached gives a",
+    "deny/block with a 200 reply.",
+    "",
+    "Correlation of a call: `session_id` = Claude Code's `session_id`, `run_id` = the same (each Claude",
+    "Code session is a run), `turn_id` = `prompt_id` when present, `tool_call_id` = `tool_use_id`.",
+    "`transcript_path` and `cwd` are never forwarded.",
+    "",
+    "| Claude Code event | on the plane | guards (fail-closed can block) | sent to http hooks |",
+    "| --- | --- | --- | --- |",
+    ...CLAUDE_CODE_EVENTS.map(
+      (e) =>
+        `| ${code(e.event)} | ${e.plane === null ? "runtime events only" : e.plane === "verifier" ? code(ph(n.verifyFinalize)) : `hook ${code(e.plane)}`} | ${e.guards ? "yes" : "no"} | ${e.http ? "yes" : "no (command hook: `geode hook-shim`)"} |`,
+    ),
+  ].join("\n");
+}
+
+/** docs/protocol.md as it must be. */
+export function renderProtocolDoc(): string {
+  return `${[
+    "# Wire protocol",
+    "",
+    "<!-- Generated by `pnpm docs:protocol` from @geode/contracts (scripts/protocol-docs.ts). Do not edit: a test fails when this file is stale. -->",
+    "",
+    "What crosses NATS between the components of the extension plane and what they keep in JetStream,",
+    "KV and Postgres. The hook payloads and decisions are in [hooks.md](hooks.md); how the parts fit",
+    "together is in [architecture.md](architecture.md).",
+    "",
+    "- [Names](#names)",
+    "- [Request/reply legs](#requestreply-legs)",
+    "- [Errors](#errors)",
+    "- [Headers](#headers)",
+    "- [Streams and events](#streams-and-events)",
+    "- [KV buckets](#kv-buckets)",
+    "- [Verification](#verification)",
+    "- [Projection](#projection)",
+    "- [Configuration](#configuration)",
+    "- [Agent gateway](#agent-gateway)",
+    "",
+    namesSection(),
+    "",
+    legsSection(),
+    "",
+    errorsSection(),
+    "",
+    headersSection(),
+    "",
+    streamsSection(),
+    "",
+    bucketsSection(),
+    "",
+    VERIFICATION,
+    "",
+    PROJECTION,
+    "",
+    CONFIGURATION,
+    "",
+    gatewaySection(),
+  ].join("\n")}\n`;
+}
+
+if (process.argv[1] === import.meta.filename) {
+  writeFileSync(PROTOCOL_DOC, renderProtocolDoc());
+}
+
+/** The committed file (for the freshness test). */
+export function committedProtocolDoc(): string {
+  return readFileSync(PROTOCOL_DOC, "utf8");
+}

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { ConfigError, type GeodeConfig, loadConfig } from "@geode/bus";
+import { ConfigError, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
 import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
 import { ensureNats } from "../up/ensure-nats.js";
 import { discoverServices, type ServiceEntry } from "../up/service-processes.js";
@@ -76,7 +76,7 @@ async function startPlane(plane: UpPlane, services: ServiceEntry[]): Promise<str
   if (failed !== undefined) return failed;
   const { config, nats, database, io } = plane;
   io.out(
-    `geode up: namespace ${config.namespace}, NATS ${nats.url}${nats.embedded ? " (embedded)" : ""}, ` +
+    `geode up: namespace ${config.namespace}, NATS ${redactUrl(nats.url, { maskUser: true })}${nats.embedded ? " (embedded)" : ""}, ` +
       `database ${database?.label}\n`,
   );
   spawnServices(plane, services);

@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { GeodeConfig } from "@geode/bus";
+import { type GeodeConfig, redactUrl } from "@geode/bus";
 import type { CommandIO } from "../command.js";
 import {
   findNatsServerBinary,
@@ -41,13 +41,18 @@ export async function ensureNats(config: GeodeConfig, io: CommandIO): Promise<Na
     return { url: config.natsUrl, embedded: undefined };
   }
   const binary = findNatsServerBinary(io.env);
+  const shown = redactUrl(config.natsUrl, { maskUser: true });
   if (!LOOPBACK.has(host) || !binary) {
-    io.err(LOOPBACK.has(host) ? NO_NATS(config.natsUrl) : `NATS is not reachable at ${config.natsUrl}.\n`);
+    io.err(
+      LOOPBACK.has(host)
+        ? NO_NATS(shown)
+        : `NATS is not reachable at ${shown}.\n  Start it there, or set NATS_URL to a running nats-server with JetStream.\n`,
+    );
     return 1;
   }
   const storeDir = path.resolve(".geode/nats");
   const usePort = (await portOpen(port)) ? await freePort() : port;
-  io.out(`geode up: no NATS at ${config.natsUrl}; starting ${binary} with JetStream in ${storeDir}\n`);
+  io.out(`geode up: no NATS at ${shown}; starting ${binary} with JetStream in ${storeDir}\n`);
   try {
     const embedded = await startNatsServer({ binary, port: usePort, storeDir, detached: true });
     return { url: embedded.url, embedded };

@@ -1,7 +1,14 @@
-import { connectBus, type GeodeConfig, type Responder, type ServiceHealth, serveHealth } from "@geode/bus";
+import {
+  connectBus,
+  type GeodeConfig,
+  type Responder,
+  redactUrl,
+  type ServiceHealth,
+  serveHealth,
+} from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { CommandIO } from "../command.js";
+import { type CommandIO, describeFailure } from "../command.js";
 import { renderTable } from "../render-table.js";
 import { provideDatabase, type UpDatabase } from "./embedded-database.js";
 import type { NatsPlan } from "./ensure-nats.js";
@@ -55,7 +62,7 @@ export async function connectPlane(plane: UpPlane): Promise<string | undefined> 
     plane.nc = await connectBus({ ...plane.config, natsUrl: plane.nats.url }, "geode-up");
     return undefined;
   } catch (err) {
-    return `cannot connect to NATS at ${plane.nats.url}: ${err instanceof Error ? err.message : err}`;
+    return describeFailure(err);
   }
 }
 
@@ -179,7 +186,7 @@ export function printReady(plane: UpPlane): void {
   ]);
   io.out(
     `\n${renderTable(["service", "status", "version", "pid"], rows)}\ngeode up: ready — ${supervisors.length} ` +
-      `service(s) on ${plane.nats.url}, namespace ${config.namespace}. Ctrl-C stops all.\n`,
+      `service(s) on ${redactUrl(plane.nats.url, { maskUser: true })}, namespace ${config.namespace}. Ctrl-C stops all.\n`,
   );
 }
 

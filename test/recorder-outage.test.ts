@@ -73,7 +73,7 @@ describe("activity-recorder through PostgreSQL outages under load", () => {
         20_000,
         50,
       );
-      expect(down?.reason).toMatch(/projection database unavailable: .+/);
+      expect(down?.reason).toMatch(/projection database \(PostgreSQL at postgres:\/\/\S+\) unavailable: .+/);
       // The load goes on for a while against the stopped database.
       await new Promise((r) => setTimeout(r, 3_000));
       expect(recorder.child.exitCode).toBeNull();

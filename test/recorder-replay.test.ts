@@ -109,6 +109,10 @@ describe("geode replay, events tail, prune", () => {
     }, 100);
     const r = await tail.finally(() => clearInterval(pump));
     expect(r.code).toBe(0);
+    // It says what it waits for (on stderr: stdout is the events).
+    expect(r.err).toMatch(
+      /^waiting for \S+\.events\.memory_saved on stream \S+_EVENTS \(namespace \S+, session s-tail\), new ones only/,
+    );
     const lines = r.out.trim().split("\n");
     expect(lines).toHaveLength(2);
     for (const line of lines) {

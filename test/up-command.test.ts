@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
-import { names as buildNames, HealthReplySchema } from "@geode/contracts";
+import { names as buildNames, HealthReplySchema, SERVICE_NAMES } from "@geode/contracts";
 import { REPO_ROOT, useTestEnv } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -94,9 +94,12 @@ function alive(pid: number): boolean {
 const env = useTestEnv();
 
 describe("geode up", () => {
-  it("starts every service against the configured NATS, reports ready, and stops all on SIGINT", async () => {
+  it("starts every service, restarts one that is SIGKILLed while the others serve, and stops all on SIGINT", async () => {
     expect(SERVICES.length).toBeGreaterThan(0);
     const run = geode(["up"], { ...env().env, LOG_LEVEL: "info" }, REPO_ROOT);
+    const { nc, names } = env();
+    const health = async (s: string) =>
+      HealthReplySchema.parse((await nc.request(names.health(s), "", { timeout: 5_000 })).json());
     try {
       await run.waitFor(/geode up: ready/);
       // The agent gateway's HTTP front door answers too.
@@ -104,18 +107,43 @@ describe("geode up", () => {
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
       const pids = pidsOf(run.output(), SERVICES);
       expect([...pids.keys()].sort()).toEqual([...SERVICES].sort());
-      for (const s of SERVICES) {
-        const reply = await env().nc.request(env().names.health(s), "", { timeout: 5_000 });
-        expect(HealthReplySchema.parse(reply.json())).toMatchObject({ service: s, status: "ok" });
-      }
+      for (const s of SERVICES) expect(await health(s)).toMatchObject({ service: s, status: "ok" });
+
+      // A crash is a restart, not a reason to stop the others.
+      const victim = SERVICES.includes("tool-executor") ? "tool-executor" : (SERVICES[0] as string);
+      process.kill(pids.get(victim) as number, "SIGKILL");
+      await run.waitFor(
+        new RegExp(
+          `geode up: ${victim} exited unexpectedly \\(signal SIGKILL after [0-9.]+ s\\); restart 1 in 0\\.5 s`,
+        ),
+      );
+      for (const s of SERVICES.filter((x) => x !== victim))
+        expect(await health(s)).toMatchObject({ service: s, status: "ok" });
+      const [, newPid] = await run.waitFor(new RegExp(`geode up: ${victim} started again \\(pid (\\d+)\\)`));
+      await run.waitFor(new RegExp(`geode up: ${victim} answers health again`));
+      expect(Number(newPid)).not.toBe(pids.get(victim));
+      expect(await health(victim)).toMatchObject({ service: victim, status: "ok" });
+      expect(await health("geode-up")).toMatchObject({ service: "geode-up", status: "ok" });
+      expect(run.output()).not.toMatch(/stopping the others/);
+      pids.set(victim, Number(newPid));
+
       run.child.kill("SIGINT");
       expect(await run.exit).toBe(0);
       expect(run.output()).toMatch(/geode up: stopped/);
       for (const [s, pid] of pids) expect(alive(pid), `${s} (pid ${pid}) still running`).toBe(false);
+      // One after the other, the reverse of start, the recorder last (it records the others' drain).
+      const stoppedAt = (s: string) => run.output().search(new RegExp(`\\| .*INFO +${s} stopped`));
+      const started = [...SERVICE_NAMES, ...SERVICES].filter(
+        (s, i, all) => SERVICES.includes(s) && all.indexOf(s) === i,
+      );
+      const expected = [...started.filter((s) => s !== "activity-recorder").reverse(), "activity-recorder"];
+      const order = [...SERVICES].sort((a, b) => stoppedAt(a) - stoppedAt(b));
+      expect(SERVICES.every((s) => stoppedAt(s) >= 0)).toBe(true);
+      expect(order).toEqual(expected);
     } finally {
       run.child.kill("SIGKILL");
     }
-  }, 180_000);
+  }, 240_000);
 
   it("starts its own nats-server when none answers on a loopback NATS_URL, and stops it on exit", async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), "geode-up-"));

@@ -1,12 +1,13 @@
 import { DEFAULT_NAMESPACE, NAMESPACE_PATTERN } from "@geode/contracts";
 import { ConfigError, envSpec, envVar, read } from "./env-spec.js";
+import { checkDatabaseUrl, checkNatsUrl } from "./urls.js";
 
 /**
  * The environment every component reads (docs/operations.md, "Configuration"). A service's own
  * settings are in its own spec (`services/<name>/src/*-config.ts`), read by `runService` with these.
  */
 export const COMMON_ENV = envSpec({
-  natsUrl: envVar("NATS_URL", read.string("nats://127.0.0.1:4222"), {
+  natsUrl: envVar("NATS_URL", read.custom("nats://127.0.0.1:4222", checkNatsUrl), {
     default: "`nats://127.0.0.1:4222`",
     meaning: "NATS servers, comma-separated (list every cluster node)",
   }),
@@ -19,7 +20,7 @@ export const COMMON_ENV = envSpec({
     default: "unset",
     meaning: "token authentication instead of a user",
   }),
-  databaseUrl: envVar("DATABASE_URL", read.optional(), {
+  databaseUrl: envVar("DATABASE_URL", read.custom<string | undefined>(undefined, checkDatabaseUrl), {
     default: "unset: embedded PGlite under `.geode/pgdata`, through its owner process",
     meaning: "PostgreSQL of the projection (activity-recorder, `geode replay`, `geode prune`)",
   }),

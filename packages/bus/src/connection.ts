@@ -1,26 +1,34 @@
 import { names as buildNames, type Names } from "@geode/contracts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type GeodeConfig, loadConfig } from "./config.js";
+import { NatsUnavailableError } from "./errors.js";
 
 export type { NatsConnection };
 
-/** Connects to NATS with the configured credentials; reconnects forever once connected. */
+/**
+ * Connects to NATS with the configured credentials; reconnects forever once connected. A first
+ * connection that fails throws NatsUnavailableError (one line, password masked, with a hint).
+ */
 export async function connectBus(
   config: Pick<GeodeConfig, "natsUrl" | "natsUser" | "natsPass" | "natsToken">,
   name: string,
 ): Promise<NatsConnection> {
-  return connect({
-    servers: config.natsUrl.split(",").map((s) => s.trim()),
-    name,
-    ...(config.natsUser !== undefined ? { user: config.natsUser, pass: config.natsPass } : {}),
-    ...(config.natsToken !== undefined ? { token: config.natsToken } : {}),
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-    // Without this, every request allocates two Error objects with captured stacks (a timeout and
-    // a request error, thrown or not): a fifth of a hook-dispatcher's CPU under load. Our request
-    // helpers rebuild their own typed errors, so the extra async stack is never shown anyway.
-    noAsyncTraces: true,
-  });
+  try {
+    return await connect({
+      servers: config.natsUrl.split(",").map((s) => s.trim()),
+      name,
+      ...(config.natsUser !== undefined ? { user: config.natsUser, pass: config.natsPass } : {}),
+      ...(config.natsToken !== undefined ? { token: config.natsToken } : {}),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      // Without this, every request allocates two Error objects with captured stacks (a timeout and
+      // a request error, thrown or not): a fifth of a hook-dispatcher's CPU under load. Our request
+      // helpers rebuild their own typed errors, so the extra async stack is never shown anyway.
+      noAsyncTraces: true,
+    });
+  } catch (err) {
+    throw new NatsUnavailableError(config.natsUrl, err);
+  }
 }
 
 /** What every client helper takes: a NATS connection and the deployment's names. */

@@ -16,6 +16,7 @@ export {
   envVar,
   read,
 } from "./env-spec.js";
+export { NatsUnavailableError } from "./errors.js";
 export {
   type EventObserver,
   RuntimeEventBus,
@@ -60,3 +61,4 @@ export {
   type ServiceHealth,
   serveHealth,
 } from "./service-runtime.js";
+export { checkDatabaseUrl, checkNatsUrl, redactUrl } from "./urls.js";

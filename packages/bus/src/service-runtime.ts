@@ -55,6 +55,18 @@ export interface RunningService {
 }
 
 /**
+ * A dependency that failed at start-up (NATS, the database): one fatal line with what failed and
+ * what to do, no stack (the errors of the bus and the projection already name the URL without its
+ * password); exit 1.
+ */
+function exitOnStartFailure(log: Logger, err: unknown): never {
+  const hint = (err as { hint?: unknown }).hint;
+  const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
+  log.fatal(typeof hint === "string" ? { hint } : {}, message);
+  process.exit(1);
+}
+
+/**
  * The whole life of a service process: read the common environment and the service's own (`env`:
  * its spec in `services/<name>/src/*-config.ts`; a bad value exits 2 with one message naming every
  * bad variable), connect, start, answer health, and drain on SIGTERM/SIGINT.
@@ -78,11 +90,15 @@ export async function runService<S = undefined>(
   try {
     nc = await connectBus(config, service);
   } catch (err) {
-    log.fatal({ err, nats_url: config.natsUrl }, "cannot connect to NATS");
-    process.exit(1);
+    exitOnStartFailure(log, err);
   }
   const n = buildNames(config.namespace);
-  const running = await start({ config, settings, nc, names: n, log });
+  let running: RunningService;
+  try {
+    running = await start({ config, settings, nc, names: n, log });
+  } catch (err) {
+    exitOnStartFailure(log, err);
+  }
   const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok");
   // "started" means health answers: the subscription has reached the server.
   await nc.flush();

@@ -1,4 +1,4 @@
-import { type Command, type CommandIO, UsageError } from "./command.js";
+import { type Command, type CommandIO, failureText, UsageError } from "./command.js";
 import { COMMANDS } from "./commands/index.js";
 
 function helpText(commands: Command[]): string {
@@ -45,7 +45,7 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
       io.err(`${err.message}\nUsage: ${command.usage}\n`);
       return 2;
     }
-    io.err(`geode ${command.path.join(" ")}: ${err instanceof Error ? err.message : String(err)}\n`);
+    io.err(failureText(`geode ${command.path.join(" ")}`, err));
     return 1;
   }
 }

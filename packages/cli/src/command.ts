@@ -45,3 +45,19 @@ export function intOption(
   }
   return n;
 }
+
+/**
+ * What failed, for people: the error's message (the errors of the bus and the projection name the
+ * URL without its password), then its `hint` (what to do) on a second line when it has one; never
+ * a stack.
+ */
+export function describeFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const hint = (err as { hint?: unknown } | null)?.hint;
+  return typeof hint === "string" ? `${message}\n  ${hint}` : message;
+}
+
+/** `<prefix>: <describeFailure(err)>` and a newline. */
+export function failureText(prefix: string, err: unknown): string {
+  return `${prefix}: ${describeFailure(err)}\n`;
+}

@@ -7,10 +7,30 @@ import { ErrorCode, GeodeError } from "@geode/contracts";
  */
 export class ProjectionUnavailableError extends GeodeError {
   override readonly name = "ProjectionUnavailableError";
+  /** What to do about it, one line (absent when there is nothing general to say). */
+  readonly hint: string | undefined;
 
-  constructor(message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown>; hint?: string } = {},
+  ) {
     super(ErrorCode.Unavailable, message, options);
+    this.hint = options.hint;
   }
+}
+
+/** What to do about a database that could not be opened, by the kind of failure. */
+export function databaseHint(err: unknown): string | undefined {
+  if (err instanceof AggregateError) return err.errors.length > 0 ? databaseHint(err.errors[0]) : undefined;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "Check the host name in DATABASE_URL.";
+  if (typeof code === "string" && code.startsWith("28"))
+    return "Check the user and password in DATABASE_URL.";
+  if (code === "3D000")
+    return "Create that database (createdb <name>), or name one that exists in DATABASE_URL.";
+  if (isConnectionError(err))
+    return "Start PostgreSQL there, or fix DATABASE_URL (unset, the embedded database under .geode/pgdata is used).";
+  return undefined;
 }
 
 /** `postgres://user:secret@host/db` → `postgres://user:***@host/db`: safe to print and log. */

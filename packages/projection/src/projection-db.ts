@@ -4,6 +4,7 @@ import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
 import { type ServedEmbeddedDatabase, useEmbeddedDatabase } from "./embedded-database.js";
 import {
+  databaseHint,
   describeDbError,
   isConnectionError,
   ProjectionUnavailableError,
@@ -131,5 +132,9 @@ function resilientPool(connectionString: string, max = 4): pg.Pool {
 function unavailable(err: unknown, where: string): Error {
   if (err instanceof ProjectionUnavailableError) return err;
   const what = isConnectionError(err) ? "is not reachable" : "failed";
-  return new ProjectionUnavailableError(`${where} ${what}: ${describeDbError(err)}`, { cause: err });
+  const hint = databaseHint(err);
+  return new ProjectionUnavailableError(`${where} ${what}: ${describeDbError(err)}`, {
+    cause: err,
+    ...(hint !== undefined ? { hint } : {}),
+  });
 }

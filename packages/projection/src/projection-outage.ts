@@ -44,9 +44,11 @@ export class ProjectionOutage {
   /** When the last successful attempt started: older attempts that fail later reopen nothing. */
   private lastSuccessStart = Number.NEGATIVE_INFINITY;
 
+  /** `database`: which one, for the log line and the reason (e.g. a URL without its password). */
   constructor(
     private readonly log: ProjectionLogger,
     private readonly now: () => number = Date.now,
+    private readonly database?: string,
   ) {}
 
   get health(): ProjectionHealth {
@@ -65,7 +67,8 @@ export class ProjectionOutage {
    */
   failed(work: number, err: unknown, startedAt: number = this.now()): void {
     if (this.downSince === undefined && startedAt < this.lastSuccessStart) return;
-    this.reason = `projection database unavailable: ${describeDbError(err)}`;
+    const which = this.database !== undefined ? ` (${this.database})` : "";
+    this.reason = `projection database${which} unavailable: ${describeDbError(err)}`;
     this.failedAttempts++;
     this.waiting.add(work);
     if (this.downSince !== undefined) return;

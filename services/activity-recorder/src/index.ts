@@ -8,6 +8,7 @@ import {
   type ProjectionHealth,
   ProjectionOutage,
   type RetryPolicy,
+  redactDatabaseUrl,
 } from "@geode/projection";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
@@ -73,7 +74,11 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
   const writers = Math.max(1, options.writers ?? DEFAULT_WRITERS);
   const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const retry = options.retry ?? DEFAULT_RETRY;
-  const outage = new ProjectionOutage(log);
+  const outage = new ProjectionOutage(
+    log,
+    Date.now,
+    options.databaseUrl ? `PostgreSQL at ${redactDatabaseUrl(options.databaseUrl)}` : undefined,
+  );
   await ensureEventStreams(nc, n, options.streams);
   const db =
     options.db ??

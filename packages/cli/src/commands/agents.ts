@@ -14,13 +14,8 @@ function newAgentToken(): string {
 async function withAgents<T>(io: CommandIO, body: (agents: AgentStore) => Promise<T>): Promise<T | number> {
   const config = loadConfig(io.env);
   const n = buildNames(config.namespace);
-  let nc: Awaited<ReturnType<typeof connectBus>>;
-  try {
-    nc = await connectBus(config, "geode-agents");
-  } catch (err) {
-    io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
-    return 1;
-  }
+  // A NATS that cannot be reached: one line and a hint, from the CLI (see runCli).
+  const nc = await connectBus(config, "geode-agents");
   try {
     return await body(await AgentStore.open({ nc, names: n }));
   } finally {

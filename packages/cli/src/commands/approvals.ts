@@ -8,7 +8,6 @@ import {
   names as buildNames,
   QueueGroup,
 } from "@geode/contracts";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { type Command, intOption, UsageError } from "../command.js";
 
 function describe(req: ApprovalRequest): string {
@@ -36,13 +35,8 @@ export const approvalsWatchCommand: Command = {
     const approver = values.approver ?? io.env["USER"] ?? "cli";
     const config = loadConfig(io.env);
     const n = buildNames(config.namespace);
-    let nc: NatsConnection;
-    try {
-      nc = await connectBus(config, "geode-cli approvals");
-    } catch (err) {
-      io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
-      return 1;
-    }
+    // A NATS that cannot be reached: one line and a hint, from the CLI (see runCli).
+    const nc = await connectBus(config, "geode-cli approvals");
     const rl = auto === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : null;
     let answered = 0;
     let done: () => void = () => undefined;

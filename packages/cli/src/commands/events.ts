@@ -84,6 +84,11 @@ export const eventsTailCommand: Command = {
         : { deliver_policy: DeliverPolicy.New }),
     });
     const iter = await oc.consume();
+    // Said on stderr, so a quiet namespace is not mistaken for a hang and stdout stays the events.
+    const from =
+      fromSeq !== undefined ? `from sequence ${fromSeq}` : "new ones only (--from-seq N for older)";
+    const who = values.session !== undefined ? `, session ${values.session}` : "";
+    io.err(`waiting for ${subject} on stream ${stream} (namespace ${n.ns}${who}), ${from}; Ctrl-C stops\n`);
     const onSignal = () => void iter.close();
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);

@@ -5,8 +5,6 @@ import { HandlerRegistrations } from "@geode/state";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
-type Conn = Awaited<ReturnType<typeof connectBus>>;
-
 async function withRegistry<T>(
   io: CommandIO,
   client: string,
@@ -14,13 +12,8 @@ async function withRegistry<T>(
 ): Promise<T | number> {
   const config = loadConfig(io.env);
   const n = buildNames(config.namespace);
-  let nc: Conn;
-  try {
-    nc = await connectBus(config, client);
-  } catch (err) {
-    io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
-    return 1;
-  }
+  // A NATS that cannot be reached: one line and a hint, from the CLI (see runCli).
+  const nc = await connectBus(config, client);
   try {
     return await body(await HandlerRegistrations.open({ nc, names: n }));
   } finally {

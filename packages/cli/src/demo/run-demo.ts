@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { connectGeode } from "@geode/bus";
+import { connectGeode, NatsUnavailableError } from "@geode/bus";
 import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -11,6 +11,7 @@ import {
   findNatsServerBinary,
   freePort,
   type NatsServerProcess,
+  portOpen,
   startNatsServer,
 } from "../up/nats-server.js";
 import {
@@ -21,6 +22,8 @@ import {
 } from "../up/service-processes.js";
 import { type DemoSessionResult, parseDemoResult } from "./demo-result.js";
 
+const DEFAULT_NATS_PORT = 4222;
+const DEFAULT_NATS_URL = `nats://127.0.0.1:${DEFAULT_NATS_PORT}`;
 const JOIN_POINTS = ["tool_request", "tool_execution", "llm_request", "llm_execution"] as const;
 /** The example handlers and the remote tool, each in its own process. */
 const HANDLER_SCRIPTS = [
@@ -70,14 +73,44 @@ export interface DemoResult {
   seconds: number;
 }
 
-async function natsUp(url: string): Promise<boolean> {
+/** Undefined when a NATS answers at `url`, else why not. */
+async function natsDown(url: string): Promise<unknown> {
   try {
-    const nc = await connect({ servers: url, timeout: 1_500, reconnect: false });
+    const nc = await connect({
+      servers: url.split(",").map((s) => s.trim()),
+      timeout: 1_500,
+      reconnect: false,
+    });
     await nc.close();
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (err) {
+    return err;
   }
+}
+
+/**
+ * The NATS the demo uses: NATS_URL when it is set (and it must answer: no silent server of our
+ * own elsewhere); unset, the default one, or when nothing answers there a nats-server started on
+ * the default port with `geode up`'s store, so the printed commands find the same data later.
+ */
+async function demoNats(
+  natsUrl: string | undefined,
+  env: NodeJS.ProcessEnv,
+  progress: (line: string) => void,
+): Promise<{ url: string; server: NatsServerProcess | undefined }> {
+  const url = natsUrl ?? DEFAULT_NATS_URL;
+  const down = await natsDown(url);
+  if (down === undefined) return { url, server: undefined };
+  if (natsUrl !== undefined) throw new NatsUnavailableError(url, down);
+  if (!findNatsServerBinary(env)) {
+    throw new Error(
+      `no NATS at ${url}. Install Debian's nats-server package (then the demo starts one itself), or run 'docker compose up nats'.`,
+    );
+  }
+  const port = (await portOpen(DEFAULT_NATS_PORT)) ? await freePort() : DEFAULT_NATS_PORT;
+  const server = await startNatsServer({ port, storeDir: path.resolve(".geode/nats") });
+  progress(`no NATS at ${url}; started nats-server with JetStream on ${server.url} (stopped at the end)`);
+  return { url: server.url, server };
 }
 
 function exampleProcess(script: string, env: NodeJS.ProcessEnv): ChildProcess {
@@ -161,7 +194,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const baseEnv = options.env ?? process.env;
   const ns = options.namespace ?? `demo_${Date.now().toString(36)}`;
   const runsDir = path.resolve(options.runsDir ?? baseEnv["GEODE_RUNS_DIR"] ?? ".geode/runs");
-  let natsUrl = options.natsUrl ?? baseEnv["NATS_URL"] ?? "nats://127.0.0.1:4222";
+  const natsSet = options.natsUrl ?? (baseEnv["NATS_URL"] || undefined);
   const databaseUrl = options.databaseUrl ?? (baseEnv["DATABASE_URL"] || undefined);
   const pgliteDir = path.resolve(".geode/pgdata");
 
@@ -169,17 +202,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const services: ServiceProcess[] = [];
   const examples: ChildProcess[] = [];
   try {
-    if (!(await natsUp(natsUrl))) {
-      if (!findNatsServerBinary(baseEnv)) {
-        throw new Error(
-          `no NATS at ${natsUrl}. Install Debian's nats-server package (then the demo starts one itself), or run 'docker compose up nats'.`,
-        );
-      }
-      const port = await freePort();
-      nats = await startNatsServer({ port, storeDir: path.resolve(".geode/nats") });
-      natsUrl = nats.url;
-      progress(`started nats-server with JetStream on ${natsUrl}`);
-    }
+    const plan = await demoNats(natsSet, baseEnv, progress);
+    nats = plan.server;
+    const natsUrl = plan.url;
     const env: NodeJS.ProcessEnv = {
       ...baseEnv,
       NATS_URL: natsUrl,

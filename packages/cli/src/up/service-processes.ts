@@ -77,18 +77,21 @@ export interface ServiceProcess {
 
 /**
  * Starts one service as `node --import tsx <entry>` with `env`, passing each output line through
- * `onLine` (already made human-readable).
+ * `onLine` (already made human-readable). `detached`: in a process group of its own, so a
+ * terminal's Ctrl-C reaches only the parent, which then stops the services in order.
  */
 export function spawnServiceProcess(
   service: ServiceEntry,
   env: NodeJS.ProcessEnv,
   onLine: (service: string, line: string, stream: "stdout" | "stderr") => void,
+  options: { detached?: boolean } = {},
 ): ServiceProcess {
   const loader = import.meta.resolve("tsx");
   const child = spawn(process.execPath, ["--import", loader, service.entry], {
     cwd: process.cwd(),
     env,
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
   });
   const last: string[] = [];
   const pipe = (stream: "stdout" | "stderr") => {

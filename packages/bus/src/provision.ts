@@ -75,6 +75,7 @@ const BUCKET_HISTORY: Record<BucketName, number> = {
   runs: 1,
   tools: 1,
   agents: 1,
+  webhooks: 1,
 };
 
 /** Opens a KV bucket, creating it (file storage) if absent; never reconfigures an existing one. */

@@ -148,6 +148,16 @@ export {
 export { matchesToolGlob, type ToolGlob, toolGlob } from "./tool-glob.js";
 export { applyRewrite, type HookValidation, validateHookPayload } from "./validate-payload.js";
 export {
+  newWebhookSecret,
+  verifyWebhookSignature,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  type WebhookRecord,
+  WebhookRecordSchema,
+  WebhookUrlSchema,
+  webhookSignature,
+} from "./webhook.js";
+export {
   type Codec,
   isMalformedReply,
   MAX_JSON_DEPTH,

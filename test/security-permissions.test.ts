@@ -61,6 +61,8 @@ describe("each role can do its own job", () => {
     await ensureBucket(gateway, n, "agents");
     await ensureBucket(gateway, n, "sessions");
     await ensureBucket(gateway, n, "runs");
+    await ensureBucket(gateway, n, "webhooks");
+    await ensureBucket(gateway, n, "hookHandlers");
     const jsm = await jetstreamManager(await as("operator"));
     const streams: string[] = [];
     for await (const s of jsm.streams.names()) streams.push(s);
@@ -248,12 +250,24 @@ describe("the agent gateway", () => {
     await expect(agents.delete("laptop")).rejects.toThrow(denied);
   });
 
-  it("cannot write receipts or registrations, nor answer approvals", async () => {
+  it("serves webhook handlers: reads the webhooks an operator writes, keeps their registrations, serves their subjects", async () => {
+    await (await kv(await as("operator"), n.buckets.webhooks)).put("PreToolUse.hook", json({ name: "hook" }));
+    const gateway = await as("agent-gateway");
+    const webhooks = await kv(gateway, n.buckets.webhooks);
+    expect((await webhooks.get("PreToolUse.hook"))?.json()).toEqual({ name: "hook" });
+    await expect(webhooks.put("PreToolUse.intruder", json({}))).rejects.toThrow(denied);
+    const registry = await kv(gateway, n.buckets.hookHandlers);
+    await registry.put("PreToolUse.hook", json({ name: "hook" }));
+    await registry.delete("PreToolUse.hook");
+    const sub = gateway.subscribe(n.hookHandler("PreToolUse", "hook"), { queue: "hook" });
+    await gateway.flush();
+    expect(sub.isClosed()).toBe(false);
+    sub.unsubscribe();
+  });
+
+  it("cannot write receipts, nor answer approvals", async () => {
     const gateway = await as("agent-gateway");
     await expect((await kv(gateway, n.buckets.toolReceipts)).put("s1.c9", json({}))).rejects.toThrow(denied);
-    await expect((await kv(gateway, n.buckets.hookHandlers)).put("Stop.fake", json({}))).rejects.toThrow(
-      denied,
-    );
     const sub = gateway.subscribe(n.approvalRequest);
     expect(await sub.closed).toMatchObject({ name: "PermissionViolationError" });
   });

@@ -242,7 +242,9 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
     }),
     // The agent gateway plays the runtime for agents with hook systems of their own: it invokes
     // hooks, verifies, asks approvers, publishes its sessions' events and timeline, keeps their
-    // session and run records, and reads (never writes) the agents bucket.
+    // session and run records, and reads (never writes) the agents bucket. It also serves the
+    // webhook handlers (read from `{ns}_webhooks`, never written): their handler subjects and
+    // their registrations' heartbeats.
     user("agent-gateway", "agent-gateway", {
       publish: [
         n.hookInvokeAll,
@@ -255,8 +257,13 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...ownSessionsAndRuns(n),
         ...readBucket(b.agents),
         ...provisionBucket(b.agents),
+        ...readBucket(b.webhooks),
+        ...provisionBucket(b.webhooks),
+        ...readBucket(b.hookHandlers),
+        ...provisionBucket(b.hookHandlers),
+        ...writeBucket(b.hookHandlers),
       ],
-      subscribe: [n.health("agent-gateway")],
+      subscribe: [n.health("agent-gateway"), n.hookHandlerAll],
       allowResponses: true,
     }),
     // Approvers answer `{ns}.approval.request` (queue group `approvers`) and nothing else.

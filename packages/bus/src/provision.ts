@@ -81,6 +81,7 @@ export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   runs: 1,
   tools: 1,
   agents: 1,
+  webhooks: 1,
 };
 
 /** Opens a KV bucket, creating it (file storage) if absent; never reconfigures an existing one. */

@@ -160,6 +160,16 @@ export {
   validateHookPayload,
 } from "./validate-payload.js";
 export {
+  newWebhookSecret,
+  verifyWebhookSignature,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  type WebhookRecord,
+  WebhookRecordSchema,
+  WebhookUrlSchema,
+  webhookSignature,
+} from "./webhook.js";
+export {
   type Codec,
   isMalformedReply,
   MAX_JSON_DEPTH,

@@ -91,6 +91,7 @@ export interface Names {
     readonly runs: string;
     readonly tools: string;
     readonly agents: string;
+    readonly webhooks: string;
   };
   /** Postgres schema of the projection. */
   readonly pgSchema: string;
@@ -150,6 +151,7 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       runs: `${ns}_runs`,
       tools: `${ns}_tools`,
       agents: `${ns}_agents`,
+      webhooks: `${ns}_webhooks`,
     },
     pgSchema: ns,
     handlerKey: (hook, handler) => `${hook}.${handler}`,

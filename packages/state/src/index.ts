@@ -25,3 +25,4 @@ export {
   TERMINAL_STATUSES,
 } from "./session-store.js";
 export { ToolStore } from "./tool-store.js";
+export { WebhookStore } from "./webhook-store.js";

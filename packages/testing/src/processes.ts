@@ -36,6 +36,28 @@ export function spawnService(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  return track(child);
+}
+
+/**
+ * Runs any program (`python3`, `sh`, …) as a child process in the repo root (or `cwd`), with `env`
+ * added to the parent's environment: for handlers and endpoints written in other languages.
+ */
+export function spawnProgram(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): SpawnedProcess {
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return track(child);
+}
+
+function track(child: ChildProcess): SpawnedProcess {
   let out = "";
   const waiters = new Set<() => void>();
   const onData = (chunk: Buffer) => {

@@ -1,21 +1,35 @@
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
-import { names as buildNames, type HandlerRegistration, isHookName } from "@geode/contracts";
-import { HandlerRegistrations } from "@geode/state";
-import { type Command, type CommandIO, UsageError } from "../command.js";
+import {
+  names as buildNames,
+  FailureModeSchema,
+  GeodeError,
+  HANDLER_NAME_PATTERN,
+  type HandlerRegistration,
+  HandlerRegistrationSchema,
+  isHookName,
+  newWebhookSecret,
+  SchemaVersion,
+  TOOL_HOOKS,
+  type WebhookRecord,
+  WebhookRecordSchema,
+} from "@geode/contracts";
+import { HandlerRegistrations, WebhookStore } from "@geode/state";
+import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 async function withRegistry<T>(
   io: CommandIO,
   client: string,
-  body: (registry: HandlerRegistrations) => Promise<T>,
+  body: (registry: HandlerRegistrations, webhooks: () => Promise<WebhookStore>) => Promise<T>,
 ): Promise<T | number> {
   const config = loadConfig(io.env);
   const n = buildNames(config.namespace);
   // A NATS that cannot be reached: one line and a hint, from the CLI (see runCli).
   const nc = await connectBus(config, client);
   try {
-    return await body(await HandlerRegistrations.open({ nc, names: n }));
+    const conn = { nc, names: n };
+    return await body(await HandlerRegistrations.open(conn), () => WebhookStore.open(conn));
   } finally {
     await nc.close();
   }
@@ -87,7 +101,7 @@ export const handlersLsCommand: Command = {
 
 export const handlersRmCommand: Command = {
   path: ["handlers", "rm"],
-  summary: "delete a hook handler registration (e.g. a crashed failure_mode closed guard)",
+  summary: "delete a hook handler registration (e.g. a crashed failure_mode closed guard, or a webhook)",
   usage: "geode handlers rm <HookName> <handler>",
   async run(args, io) {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
@@ -95,14 +109,141 @@ export const handlersRmCommand: Command = {
     if (hook === undefined || name === undefined || rest.length > 0)
       throw new UsageError("give a hook name and a handler name");
     if (!isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
-    return withRegistry(io, "geode-handlers", async (registry) => {
+    return withRegistry(io, "geode-handlers", async (registry, webhooks) => {
       const key = `${hook}.${name}`;
-      if (!(await registry.remove(hook, name))) {
+      // The webhook first, so that no gateway registers it again on its next heartbeat.
+      const webhook = await (await webhooks()).remove(hook, name);
+      const registration = await registry.remove(hook, name);
+      if (!webhook && !registration) {
         io.err(`no registration ${key}\n`);
         return 1;
       }
-      io.out(`deleted ${key} (a live replica registers itself again on its next heartbeat)\n`);
+      io.out(
+        webhook
+          ? `deleted webhook handler ${key} and its secret\n`
+          : `deleted ${key} (a live replica registers itself again on its next heartbeat)\n`,
+      );
       return 0;
     });
   },
 };
+
+/** The webhook record `handlers add` writes, from its options (refusals are UsageErrors). */
+export function webhookFromOptions(
+  values: {
+    hook?: string | undefined;
+    name?: string | undefined;
+    url?: string | undefined;
+    priority?: string | undefined;
+    "timeout-ms"?: string | undefined;
+    "failure-mode"?: string | undefined;
+    match?: string | undefined;
+    "lease-ms"?: string | undefined;
+    "schema-version"?: string | undefined;
+  },
+  secret: string,
+  now = Date.now(),
+): WebhookRecord {
+  const { hook, name, url } = values;
+  if (hook === undefined || name === undefined || url === undefined)
+    throw new UsageError("--hook, --name and --url are required");
+  if (!isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
+  if (!HANDLER_NAME_PATTERN.test(name)) throw new UsageError("handler names match [A-Za-z0-9_-]{1,64}");
+  const failureMode = FailureModeSchema.safeParse(values["failure-mode"] ?? "open");
+  if (!failureMode.success) throw new UsageError("--failure-mode must be open or closed");
+  const match = values.match?.split(",").map((g) => g.trim());
+  if (match && !TOOL_HOOKS.includes(hook))
+    throw new UsageError(`--match is only for tool hooks (${TOOL_HOOKS.join(", ")})`);
+  const version = values["schema-version"] ?? "v2";
+  if (version !== "v1" && version !== "v2") throw new UsageError("--schema-version must be v1 or v2");
+  const priority = values.priority === undefined ? 100 : Number(values.priority);
+  if (!Number.isInteger(priority))
+    throw new UsageError(`--priority must be an integer, got ${values.priority}`);
+  const parsed = WebhookRecordSchema.safeParse({
+    hook,
+    name,
+    url,
+    secret,
+    priority,
+    timeout_ms: intOption(values["timeout-ms"], "timeout-ms", 0) ?? 10_000,
+    schema_version: version === "v1" ? SchemaVersion.V1 : SchemaVersion.V2,
+    failure_mode: failureMode.data,
+    match: match ? { tool_name: match } : null,
+    lease_ms: intOption(values["lease-ms"], "lease-ms", 1) ?? 15_000,
+    created_at: now,
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UsageError(`${issue?.path.join(".") || "webhook"}: ${issue?.message}`);
+  }
+  return parsed.data;
+}
+
+export const handlersAddCommand: Command = {
+  path: ["handlers", "add"],
+  summary: "register an HTTP endpoint as a hook handler (a webhook the agent gateway calls, signed)",
+  usage:
+    "geode handlers add --hook <HookName> --name <handler> --url <http(s)://…> [--priority P] [--timeout-ms N] [--failure-mode open|closed] [--match glob,glob] [--lease-ms N] [--schema-version v1|v2]",
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        hook: { type: "string" },
+        name: { type: "string" },
+        url: { type: "string" },
+        priority: { type: "string" },
+        "timeout-ms": { type: "string" },
+        "failure-mode": { type: "string" },
+        match: { type: "string" },
+        "lease-ms": { type: "string" },
+        "schema-version": { type: "string" },
+      },
+    });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
+    const record = webhookFromOptions(values, newWebhookSecret());
+    const key = `${record.hook}.${record.name}`;
+    return withRegistry(io, "geode-handlers", async (registry, webhooks) => {
+      const store = await webhooks();
+      const live = (await registry.list(record.hook)).find((r) => r.name === record.name);
+      if (live && (live.failure_mode === "closed" || live.heartbeat_at + live.lease_ms >= Date.now())) {
+        io.err(`${key} is already registered (geode handlers rm ${record.hook} ${record.name} first)\n`);
+        return 1;
+      }
+      if (!(await store.add(record))) {
+        io.err(`webhook ${key} already exists (geode handlers rm ${record.hook} ${record.name} first)\n`);
+        return 1;
+      }
+      // Registered at once, so a closed guard is in force before any gateway serves it (until one
+      // does, its calls fail closed); the gateways keep the heartbeat from then on.
+      try {
+        await registry.register(registrationOf(record));
+      } catch (err) {
+        await store.remove(record.hook, record.name).catch(() => false);
+        io.err(`${err instanceof GeodeError ? err.message : String(err)}\n`);
+        return 1;
+      }
+      io.out(
+        `registered webhook handler ${key} -> ${record.url} (${record.failure_mode}, priority ${record.priority}, timeout ${record.timeout_ms} ms)\n` +
+          `the agent gateway POSTs each envelope signed: Geode-Timestamp and Geode-Signature: sha256=HMAC-SHA256(secret, "<timestamp>.<body>")\n` +
+          "its secret, shown once:\n" +
+          `${record.secret}\n`,
+      );
+      return 0;
+    });
+  },
+};
+
+function registrationOf(record: WebhookRecord): HandlerRegistration {
+  return HandlerRegistrationSchema.parse({
+    hook: record.hook,
+    name: record.name,
+    priority: record.priority,
+    timeout_ms: record.timeout_ms,
+    schema_version: record.schema_version,
+    failure_mode: record.failure_mode,
+    match: record.match ?? null,
+    heartbeat_at: Date.now(),
+    lease_ms: record.lease_ms,
+  });
+}

@@ -5,7 +5,7 @@ import { connectClaudeCodeCommand } from "./connect.js";
 import { demoCommand } from "./demo.js";
 import { docsCommand } from "./docs.js";
 import { eventsTailCommand } from "./events.js";
-import { handlersLsCommand, handlersRmCommand } from "./handlers.js";
+import { handlersAddCommand, handlersLsCommand, handlersRmCommand } from "./handlers.js";
 import { healthCommand } from "./health.js";
 import { hookShimCommand } from "./hook-shim.js";
 import { pruneCommand } from "./prune.js";
@@ -19,6 +19,7 @@ export const COMMANDS: Command[] = [
   demoCommand,
   schemaCommand,
   docsCommand,
+  handlersAddCommand,
   handlersLsCommand,
   handlersRmCommand,
   healthCommand,

@@ -1,8 +1,9 @@
 /**
- * A three-node NATS JetStream cluster on loopback ports, for development and tests (DESIGN section
- * 12). Each node is Debian's `nats-server` (2.9) with its own client and route port (free ones, asked
- * of the OS), its own store directory under one temporary folder, and, with `auth`, the per-role
- * users of infra/nats (the same file every node includes).
+ * A three-node NATS JetStream cluster on loopback ports, for development and tests
+ * (docs/operations.md, "A NATS cluster with replicated streams"). Each node is Debian's
+ * `nats-server` (2.9) with its own client and route port (free ones, asked of the OS), its own store
+ * directory under one temporary folder, and, with `auth`, the per-role users of infra/nats (the same
+ * file every node includes).
  *
  *   pnpm exec tsx infra/cluster/cluster.ts                 # three nodes, no auth; prints NATS_URL
  *   pnpm exec tsx infra/cluster/cluster.ts --auth          # with the per-role users of namespace geode

@@ -1,12 +1,17 @@
 import { execFileSync } from "node:child_process";
-import { accessSync, constants, readFileSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
+import { findNatsServerBinary } from "@geode/cli";
 import { SERVICE_NAMES } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import Ajv2019 from "ajv/dist/2019.js";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { DEFAULT_HANDLERS, natsUsers } from "../infra/nats/nats-roles.js";
+import { composeClusterNodes } from "../infra/cluster/cluster.js";
+import { DEFAULT_HANDLERS, natsUsers, passwordEnv } from "../infra/nats/nats-roles.js";
+
+const CLUSTER_NODES = ["nats-1", "nats-2", "nats-3"];
 
 const read = (p: string) => readFileSync(path.join(REPO_ROOT, p), "utf8");
 
@@ -144,9 +149,61 @@ describe("docker-compose.yml", () => {
     expect(demo.command).toEqual(["geode", "demo"]);
     for (const name of SERVICE_NAMES)
       expect(demo.depends_on?.[name]).toEqual({ condition: "service_healthy" });
-    // Only the demo is in a profile: a plain `docker compose up` starts NATS, Postgres and the services.
+    // Only the demo and the cluster nodes are in a profile: a plain `docker compose up` starts NATS,
+    // Postgres and the services.
     for (const [name, s] of Object.entries(services))
-      if (name !== "demo") expect(s.profiles, name).toBeUndefined();
+      if (name !== "demo" && !CLUSTER_NODES.includes(name)) expect(s.profiles, name).toBeUndefined();
+  });
+
+  it("has a cluster profile of three JetStream nodes, each with the per-role users and its own store", () => {
+    const stores = new Set<string>();
+    for (const node of CLUSTER_NODES) {
+      const s = services[node] as Service;
+      expect(s.profiles, node).toEqual(["cluster"]);
+      expect(s.command).toEqual(["-c", `/etc/nats/${node}.conf`]);
+      expect(s.volumes).toEqual(
+        expect.arrayContaining([
+          "./infra/nats/geode.conf:/etc/nats/geode.conf:ro",
+          `./infra/cluster/${node}.conf:/etc/nats/${node}.conf:ro`,
+        ]),
+      );
+      const store = s.volumes?.find((v) => v.endsWith(":/data"));
+      expect(store, node).toBeDefined();
+      stores.add(store as string);
+      expect(s.environment).toEqual(services["nats"]?.environment);
+      expect(s.healthcheck?.test.join(" ")).toMatch(/healthz/);
+      // The node's configuration is the committed, generated one, and routes to all three.
+      const conf = read(`infra/cluster/${node}.conf`);
+      expect(conf).toBe(composeClusterNodes()[`${node}.conf`]);
+      expect(conf).toMatch(new RegExp(`server_name: ${node}\\n`));
+      for (const peer of CLUSTER_NODES) expect(conf).toContain(`nats-route://${peer}:6222`);
+    }
+    expect(stores.size).toBe(3);
+    // The services follow GEODE_NATS_URL and GEODE_STREAM_REPLICAS (defaults: the one NATS, R1).
+    for (const name of SERVICE_NAMES) {
+      const raw = (
+        parse(read("docker-compose.yml"), { merge: true }) as { services: Record<string, Service> }
+      ).services[name];
+      expect(raw?.environment?.["NATS_URL"]).toMatch(/^\$\{GEODE_NATS_URL:-nats:\/\/nats:4222\}$/);
+      expect(raw?.environment?.["GEODE_STREAM_REPLICAS"]).toMatch(/^\$\{GEODE_STREAM_REPLICAS:-1\}$/);
+    }
+  });
+
+  it("runs nats-server on each node's configuration (syntax check)", () => {
+    const binary = findNatsServerBinary();
+    expect(binary, "nats-server binary").toBeDefined();
+    const dir = mkdtempSync(path.join(tmpdir(), "geode-cluster-conf-"));
+    try {
+      writeFileSync(path.join(dir, "geode.conf"), read("infra/nats/geode.conf"));
+      const users = natsUsers({ handlers: [...DEFAULT_HANDLERS] });
+      const env = { PATH: process.env["PATH"] ?? "", ...passwordEnv(users, () => "secret-pass") };
+      for (const node of CLUSTER_NODES) {
+        writeFileSync(path.join(dir, `${node}.conf`), read(`infra/cluster/${node}.conf`));
+        execFileSync(binary as string, ["-c", path.join(dir, `${node}.conf`), "-t"], { env, stdio: "pipe" });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

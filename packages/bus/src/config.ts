@@ -2,6 +2,9 @@ import { DEFAULT_NAMESPACE, NAMESPACE_PATTERN } from "@geode/contracts";
 import { ConfigError, envSpec, envVar, read } from "./env-spec.js";
 import { checkDatabaseUrl, checkNatsUrl } from "./urls.js";
 
+/** The replica counts `GEODE_STREAM_REPLICAS` accepts (a JetStream stream is R1, R3 or R5). */
+export const STREAM_REPLICA_COUNTS = [1, 3, 5] as const;
+
 /**
  * The environment every component reads (docs/operations.md, "Configuration"). A service's own
  * settings are in its own spec (`services/<name>/src/*-config.ts`), read by `runService` with these.
@@ -44,6 +47,19 @@ export const COMMON_ENV = envSpec({
     default: "`60000`",
     meaning: "wait for a human approval before denying (tool-executor, agent gateway)",
   }),
+  streamReplicas: envVar(
+    "GEODE_STREAM_REPLICAS",
+    read.custom<number>(1, (v, name) =>
+      STREAM_REPLICA_COUNTS.includes(Number(v) as 1 | 3 | 5) && /^[0-9]+$/.test(v)
+        ? { value: Number(v) }
+        : { error: `${name} must be 1, 3 or 5, got ${JSON.stringify(v)}` },
+    ),
+    {
+      default: "`1`",
+      meaning:
+        "replicas of every stream, KV bucket and durable consumer a component creates: 1, 3 or 5 (3 on a three-node cluster)",
+    },
+  ),
   logLevel: envVar(
     "LOG_LEVEL",
     read.oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info"),

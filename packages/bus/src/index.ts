@@ -1,5 +1,5 @@
 export { decodeJson, encodeJson, jsonDepth } from "./codec.js";
-export { COMMON_ENV, type GeodeConfig, loadConfig } from "./config.js";
+export { COMMON_ENV, type GeodeConfig, loadConfig, STREAM_REPLICA_COUNTS } from "./config.js";
 export {
   type ConnectOptions,
   connectBus,
@@ -32,8 +32,12 @@ export {
 export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
   BUCKET_HISTORY,
+  assertReplicasFit,
   type BucketName,
+  clusterSize,
+  configuredReplicas,
   ensureBucket,
+  ensureDurableConsumer,
   ensureEventStreams,
   isRevisionConflict,
   STREAM_DEFAULTS,

@@ -1,5 +1,7 @@
 import type { Names } from "@geode/contracts";
 import {
+  type ConsumerConfig,
+  type ConsumerInfo,
   DiscardPolicy,
   JetStreamApiError,
   type JetStreamManager,
@@ -8,9 +10,11 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
+import { COMMON_ENV } from "./config.js";
+import { ConfigError } from "./env-spec.js";
 
 export interface StreamOptions {
-  /** Stream replicas (a NATS cluster runs 3). Default 1. */
+  /** Stream replicas (a NATS cluster runs 3). Default `GEODE_STREAM_REPLICAS`, else 1. */
   replicas?: number;
   /** Max age of a message in ms; 0 keeps messages until removed by limits. Default 180 days. */
   maxAgeMs?: number;
@@ -26,16 +30,76 @@ export const STREAM_DEFAULTS = {
   duplicateWindowMs: 120_000,
 } as const;
 
+/**
+ * The replica count of what this process creates: `GEODE_STREAM_REPLICAS` (1, 3 or 5; default 1).
+ * Every provisioning helper falls back to it, so every component, the SDK and the CLI create
+ * streams, buckets and durable consumers alike. A bad value throws ConfigError naming it.
+ */
+export function configuredReplicas(env: NodeJS.ProcessEnv = process.env): number {
+  return COMMON_ENV.parse({ GEODE_STREAM_REPLICAS: env["GEODE_STREAM_REPLICAS"] }).streamReplicas;
+}
+
+/**
+ * The size of the cluster as this connection sees it: the servers the connected one advertises
+ * (`connect_urls`, the nodes it has routes to, itself included) or, when more, the distinct servers
+ * of `natsUrl`. A server that is not clustered is one node.
+ */
+export function clusterSize(nc: NatsConnection, natsUrl?: string): number {
+  const info = nc.info;
+  if (!info?.cluster) return 1;
+  const advertised = new Set(info.connect_urls ?? []).size;
+  const listed =
+    natsUrl === undefined
+      ? 0
+      : new Set(
+          natsUrl
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ).size;
+  return Math.max(1, advertised, listed);
+}
+
+/** The one-line refusal of a replica count the cluster cannot hold. */
+function replicaRefusal(replicas: number, size: number, clusterName: string | undefined): string {
+  const where = clusterName
+    ? `the NATS cluster "${clusterName}" has ${size} node${size === 1 ? "" : "s"}`
+    : "the NATS server is not clustered (1 node)";
+  return `GEODE_STREAM_REPLICAS=${replicas} cannot be placed: ${where}; a stream needs one node per replica (use ${size >= 5 ? "1, 3 or 5" : size >= 3 ? "1 or 3" : "1"})`;
+}
+
+/**
+ * Refuses (ConfigError) a replica count larger than the cluster this connection reaches. Services
+ * call it at start-up; a count the servers still refuse at creation gets the same message.
+ */
+export function assertReplicasFit(nc: NatsConnection, replicas: number, natsUrl?: string): void {
+  const size = clusterSize(nc, natsUrl);
+  if (replicas > size) throw new ConfigError(replicaRefusal(replicas, size, nc.info?.cluster));
+}
+
+/** The server's "cannot place that many replicas" answers, as the refusal above. */
+function placementError(err: unknown, replicas: number, nc: NatsConnection): unknown {
+  if (replicas <= 1 || !(err instanceof JetStreamApiError)) return err;
+  // 10005 no suitable peers for placement; 10074 replicas > 1 not supported in non-clustered mode;
+  // 10023 insufficient resources.
+  if (![10005, 10074, 10023].includes(err.code)) return err;
+  return new ConfigError(
+    `${replicaRefusal(replicas, clusterSize(nc), nc.info?.cluster)} (server: ${err.message})`,
+  );
+}
+
 function isNotFound(err: unknown): boolean {
   return err instanceof JetStreamApiError && (err.code === 10059 || err.status === 404);
 }
 
 async function ensureStream(
+  nc: NatsConnection,
   jsm: JetStreamManager,
   name: string,
   subjects: string[],
   options: StreamOptions,
 ): Promise<void> {
+  const replicas = options.replicas ?? configuredReplicas();
   try {
     await jsm.streams.info(name);
     return; // never reconfigure what exists
@@ -47,7 +111,7 @@ async function ensureStream(
       name,
       subjects,
       storage: StorageType.File,
-      num_replicas: options.replicas ?? 1,
+      num_replicas: replicas,
       max_age: nanos(options.maxAgeMs ?? STREAM_DEFAULTS.maxAgeMs),
       duplicate_window: nanos(options.duplicateWindowMs ?? STREAM_DEFAULTS.duplicateWindowMs),
       discard: DiscardPolicy.Old,
@@ -55,7 +119,7 @@ async function ensureStream(
   } catch (err) {
     // A concurrent creator won the race: fine, it exists now.
     if (err instanceof JetStreamApiError && err.code === 10058) return;
-    throw err;
+    throw placementError(err, replicas, nc);
   }
 }
 
@@ -66,8 +130,8 @@ export async function ensureEventStreams(
   options: StreamOptions = {},
 ): Promise<void> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
-  await ensureStream(jsm, n.eventsStream, [n.eventsAll], options);
-  await ensureStream(jsm, n.timelineStream, [n.timelineAll], options);
+  await ensureStream(nc, jsm, n.eventsStream, [n.eventsAll], options);
+  await ensureStream(nc, jsm, n.timelineStream, [n.timelineAll], options);
 }
 
 export type BucketName = keyof Names["buckets"];
@@ -84,7 +148,10 @@ export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   webhooks: 1,
 };
 
-/** Opens a KV bucket, creating it (file storage) if absent; never reconfigures an existing one. */
+/**
+ * Opens a KV bucket, creating it (file storage; `replicas` default `GEODE_STREAM_REPLICAS`) if
+ * absent; never reconfigures an existing one.
+ */
 export async function ensureBucket(
   nc: NatsConnection,
   n: Names,
@@ -100,10 +167,31 @@ export async function ensureBucket(
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }
-  return kvm.create(name, {
-    history: BUCKET_HISTORY[bucket],
-    replicas: options.replicas ?? 1,
-    storage: StorageType.File,
+  const replicas = options.replicas ?? configuredReplicas();
+  try {
+    return await kvm.create(name, { history: BUCKET_HISTORY[bucket], replicas, storage: StorageType.File });
+  } catch (err) {
+    throw placementError(err, replicas, nc);
+  }
+}
+
+/**
+ * Creates or updates a durable consumer with `replicas` (default `GEODE_STREAM_REPLICAS`), never
+ * more than its stream has: a consumer cannot outnumber its stream, so on a stream still at fewer
+ * replicas (an R1 deployment being upgraded) it takes the stream's count, and the next start after
+ * the stream was raised raises the consumer too.
+ */
+export async function ensureDurableConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig> & { durable_name: string },
+  options: { replicas?: number } = {},
+): Promise<ConsumerInfo> {
+  const wanted = options.replicas ?? configuredReplicas();
+  const streamReplicas = (await jsm.streams.info(stream)).config.num_replicas ?? 1;
+  return jsm.consumers.add(stream, {
+    ...config,
+    num_replicas: Math.min(wanted, Math.max(1, streamReplicas)),
   });
 }
 

@@ -1,7 +1,37 @@
-import { type Codec, PROBE_HEADER, toGeodeError } from "@geode/contracts";
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { type Codec, ErrorCode, GeodeError, PROBE_HEADER, toGeodeError } from "@geode/contracts";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import {
+  ClosedConnectionError,
+  ConnectionError,
+  DrainingConnectionError,
+  type Msg,
+  type NatsConnection,
+  NoRespondersError,
+  RequestError,
+  type Subscription,
+  TimeoutError,
+} from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 import type { Logger } from "./logger.js";
+
+/**
+ * What a failed handler replies: its typed error; `unavailable` when NATS itself failed under it (a
+ * KV or stream operation that timed out or found no JetStream leader while a node was lost: the
+ * caller may retry); anything else `internal`.
+ */
+export function replyError(err: unknown): GeodeError {
+  if (err instanceof GeodeError) return err;
+  const transport =
+    err instanceof TimeoutError ||
+    err instanceof NoRespondersError ||
+    err instanceof RequestError ||
+    err instanceof ClosedConnectionError ||
+    err instanceof DrainingConnectionError ||
+    err instanceof ConnectionError ||
+    (err instanceof JetStreamApiError && err.status === 503);
+  if (!transport) return toGeodeError(err);
+  return new GeodeError(ErrorCode.Unavailable, `NATS unavailable: ${(err as Error).message}`, { cause: err });
+}
 
 export type RequestHandler<T = unknown> = (request: T, msg: Msg) => Promise<unknown> | unknown;
 
@@ -52,7 +82,7 @@ export function serveRequests<T = unknown>(
     try {
       reply = await handler(decode(decodeJson(msg.data)), msg);
     } catch (err) {
-      const gerr = toGeodeError(err);
+      const gerr = replyError(err);
       if (gerr.code === "internal") options.log?.error({ err, subject: msg.subject }, "request failed");
       reply = gerr.toReply();
     }

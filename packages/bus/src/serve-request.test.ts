@@ -8,11 +8,12 @@ import {
   ToolExecuteLeg,
 } from "@geode/contracts";
 import { useTestEnv } from "@geode/testing";
-import { headers } from "@nats-io/transport-node";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { headers, NoRespondersError, TimeoutError } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { decodeJson, encodeJson, jsonDepth } from "./codec.js";
 import { requestJson } from "./request.js";
-import { serveRequests } from "./responder.js";
+import { replyError, serveRequests } from "./responder.js";
 
 const text = (s: string) => new TextEncoder().encode(s);
 
@@ -106,5 +107,28 @@ describe("serveRequests / requestJson (the bus's one serve/request pair)", () =>
       sub.unsubscribe();
     }
     expect(encodeJson({ a: 1 })).toEqual(text('{"a":1}'));
+  });
+});
+
+describe("replyError", () => {
+  it("answers a NATS failure under the handler as unavailable, anything untyped as internal", () => {
+    expect(replyError(new TimeoutError()).code).toBe(ErrorCode.Unavailable);
+    expect(replyError(new TimeoutError()).message).toBe("NATS unavailable: timeout");
+    expect(replyError(new NoRespondersError("$JS.API.STREAM.INFO.X")).code).toBe(ErrorCode.Unavailable);
+    const leaderless = new JetStreamApiError({
+      code: 503,
+      err_code: 10008,
+      description: "JetStream system temporarily unavailable",
+    });
+    expect(replyError(leaderless).code).toBe(ErrorCode.Unavailable);
+    // A JetStream answer that is not about availability stays internal, and typed errors keep their code.
+    const conflict = new JetStreamApiError({
+      code: 400,
+      err_code: 10071,
+      description: "wrong last sequence: 3",
+    });
+    expect(replyError(conflict).code).toBe(ErrorCode.Internal);
+    expect(replyError(new Error("boom")).code).toBe(ErrorCode.Internal);
+    expect(replyError(new GeodeError(ErrorCode.Timeout, "late")).code).toBe(ErrorCode.Timeout);
   });
 });

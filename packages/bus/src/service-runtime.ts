@@ -4,6 +4,7 @@ import { type GeodeConfig, loadConfig } from "./config.js";
 import { connectBus } from "./connection.js";
 import { ConfigError, type EnvSpec } from "./env-spec.js";
 import { createLogger, type Logger } from "./logger.js";
+import { assertReplicasFit } from "./provision.js";
 import { type Responder, serveRequests } from "./responder.js";
 
 export const GEODE_VERSION = "0.1.0";
@@ -92,6 +93,21 @@ export async function runService<S = undefined>(
   } catch (err) {
     exitOnStartFailure(log, err);
   }
+  try {
+    assertReplicasFit(nc, config.streamReplicas, config.natsUrl);
+  } catch (err) {
+    process.stderr.write(`${service}: ${err instanceof Error ? err.message : String(err)}\n`);
+    log.fatal({ replicas: config.streamReplicas }, err instanceof Error ? err.message : String(err));
+    process.exit(2);
+  }
+  // What an operator sees when a NATS node goes away: one line when the connection is lost, one
+  // when the client is on another node (it retries forever; in-flight requests fail with coded errors).
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") log.warn({ server: s.server }, "NATS connection lost; reconnecting");
+      else if (s.type === "reconnect") log.info({ server: s.server }, "NATS reconnected");
+    }
+  })().catch(() => undefined);
   const n = buildNames(config.namespace);
   let running: RunningService;
   try {

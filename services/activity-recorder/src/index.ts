@@ -1,4 +1,11 @@
-import { ensureBucket, ensureEventStreams, type Logger, type StreamOptions, silentLogger } from "@geode/bus";
+import {
+  ensureBucket,
+  ensureDurableConsumer,
+  ensureEventStreams,
+  type Logger,
+  type StreamOptions,
+  silentLogger,
+} from "@geode/bus";
 import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
 import {
   backoffDelay,
@@ -124,7 +131,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         source: {
           async open(onMessage) {
             // Created or updated (same config from every replica); never deleted.
-            await jsm.consumers.add(stream, {
+            await ensureDurableConsumer(jsm, stream, {
               durable_name: RECORDER_CONSUMER,
               ack_policy: AckPolicy.Explicit,
               deliver_policy: DeliverPolicy.All,

@@ -1,4 +1,4 @@
-import { ensureEventStreams, type Logger } from "@geode/bus";
+import { ensureDurableConsumer, ensureEventStreams, type Logger } from "@geode/bus";
 import { type Names, type TimelineKind, TimelineRecordSchema, VERIFIER_CONSUMERS } from "@geode/contracts";
 import type { AttemptStore } from "@geode/state";
 import {
@@ -62,7 +62,7 @@ export async function startSessionCleanup(options: {
   const stream = names.timelineStream;
   const loops: Array<{ messages: ConsumerMessages; done: Promise<void> }> = [];
   for (const ending of ENDING) {
-    await jsm.consumers.add(stream, {
+    await ensureDurableConsumer(jsm, stream, {
       durable_name: ending.consumer,
       filter_subject: names.timeline(ending.kind),
       ack_policy: AckPolicy.Explicit,

@@ -6,6 +6,14 @@
 
 ARG NODE_VERSION=20
 
+# --- web: the operator console's page, built with Vite (a dev dependency, so not in the image) ----
+FROM node:${NODE_VERSION}-slim AS web
+ARG PNPM_VERSION=10.34.9
+RUN npm install -g --no-audit --no-fund "pnpm@${PNPM_VERSION}"
+WORKDIR /app
+COPY . .
+RUN pnpm install --frozen-lockfile --filter "@geode/console" && pnpm --filter @geode/console build
+
 # --- build: install production dependencies with the lockfile exactly as committed ---------------
 FROM node:${NODE_VERSION}-slim AS build
 ARG PNPM_VERSION=10.34.9
@@ -15,6 +23,7 @@ WORKDIR /app
 COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
 RUN pnpm fetch --prod
 COPY . .
+COPY --from=web /app/packages/console/dist packages/console/dist
 # Only the services, the CLI, the SDK and the runtime (which the demo's example processes under
 # examples/, run by `geode demo`, import) and what they depend on; no dev tools, no test harness.
 # The examples import workspace packages from the repository root, so the root gets the same links

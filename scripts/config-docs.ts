@@ -10,6 +10,7 @@ import path from "node:path";
 import { RECORDER_ENV } from "@geode/activity-recorder";
 import { GATEWAY_ENV } from "@geode/agent-gateway";
 import { COMMON_ENV, type EnvSpec, type EnvVarDoc } from "@geode/bus";
+import { CONSOLE_ENV } from "@geode/console";
 import { REPO_ROOT } from "@geode/testing";
 import { TOOL_EXECUTOR_ENV } from "@geode/tool-executor";
 
@@ -23,6 +24,7 @@ export const ENV_SPECS: readonly EnvSpec<unknown>[] = [
   TOOL_EXECUTOR_ENV,
   RECORDER_ENV,
   GATEWAY_ENV,
+  CONSOLE_ENV,
 ];
 
 /** Variables read outside the components: the image and the nats-server. */

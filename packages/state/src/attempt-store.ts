@@ -132,6 +132,12 @@ export class AttemptStore {
     });
   }
 
+  /** Every root turn whose candidate waits for its external owner (`parked`), oldest first. */
+  async parked(): Promise<TurnRecord[]> {
+    const rows = (await this.records.list()).map((r) => r.value);
+    return rows.filter((r) => r.status === "parked" && r.pending).sort((a, b) => a.updated_at - b.updated_at);
+  }
+
   /** Deletes (with history) every root turn of one session; returns how many there were. */
   async clearSession(sessionId: string): Promise<number> {
     const keys = await this.records.keys(this.names.verifySessionFilter(sessionId));

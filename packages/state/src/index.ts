@@ -17,6 +17,11 @@ export {
   mutateKvRecord,
 } from "./mutate-kv-record.js";
 export { type Admission, ReceiptStore, receiptRef, type StoredReceipt } from "./receipt-store.js";
+export {
+  type ReceiptResolution,
+  type ReceiptResolutionResult,
+  resolveReceipt,
+} from "./resolve-receipt.js";
 export { RunStore } from "./run-store.js";
 export {
   PAUSE_REASON,

@@ -46,6 +46,12 @@ export class RunStore {
     return value as RunRecord;
   }
 
+  /** Every run, the most recently opened first. */
+  async list(): Promise<RunRecord[]> {
+    const rows = (await this.records.list()).map((r) => r.value);
+    return rows.sort((a, b) => b.opened_at - a.opened_at);
+  }
+
   /** The run's record, or null if it was never opened. */
   get(runId: string): Promise<RunRecord | null> {
     check(runId);

@@ -2,6 +2,7 @@ import type { Command } from "../command.js";
 import { agentsAddCommand, agentsLsCommand, agentsRmCommand } from "./agents.js";
 import { approvalsWatchCommand } from "./approvals.js";
 import { connectClaudeCodeCommand } from "./connect.js";
+import { consoleCommand } from "./console.js";
 import { demoCommand } from "./demo.js";
 import { docsCommand } from "./docs.js";
 import { eventsTailCommand } from "./events.js";
@@ -36,4 +37,5 @@ export const COMMANDS: Command[] = [
   agentsRmCommand,
   connectClaudeCodeCommand,
   hookShimCommand,
+  consoleCommand,
 ];

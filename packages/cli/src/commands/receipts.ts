@@ -2,13 +2,12 @@ import { parseArgs } from "node:util";
 import { connectBus, loadConfig, RuntimeEventBus } from "@geode/bus";
 import {
   names as buildNames,
-  correlation as fillCorrelation,
   isReceiptRunning,
   type Names,
   type Receipt,
   type ReceiptState,
 } from "@geode/contracts";
-import { ReceiptStore } from "@geode/state";
+import { ReceiptStore, resolveReceipt } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Command, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
@@ -117,54 +116,19 @@ export const receiptsResolveCommand: Command = {
     const as = values.as;
     if (as !== "completed" && as !== "failed") throw new UsageError("--as must be completed or failed");
     const by = values.by ?? io.env["USER"] ?? "operator";
-    const reason = values.reason ?? `resolved as ${as} by ${by}`;
+    const reason = values.reason;
     return withReceipts(io, async ({ receipts, nc, names }) => {
-      const found = await receipts.get(key);
-      if (!found) {
-        io.err(`no receipt ${key}\n`);
-        return 1;
-      }
-      if (found.receipt.state !== "admitted") {
-        io.err(
-          `receipt ${key} is already ${found.receipt.state}; only an admitted receipt can be resolved\n`,
-        );
-        return 1;
-      }
-      if (isReceiptRunning(found.receipt)) {
-        io.err(
-          `receipt ${key} is still running (its executor holds the lease until ${time(found.receipt.lease_until ?? null)}); resolve it once the lease lapsed\n`,
-        );
-        return 1;
-      }
-      const resolved: Receipt = {
-        ...found.receipt,
-        state: as,
-        completed_at: Date.now(),
-        result: as === "failed" ? { error: reason } : { resolved_by_operator: true },
-        has_error: as === "failed",
-        status: as === "failed" ? "failed" : "completed",
-        lease_until: null,
-        resolution: { by, reason, at: Date.now() },
-      };
-      const revision = await receipts.resolve(resolved, found.revision);
-      if (revision === null) {
-        io.err(`receipt ${key} changed while resolving it; look again with 'geode receipts show ${key}'\n`);
-        return 1;
-      }
       const events = await RuntimeEventBus.create({ nc, names, source: "geode-cli" });
-      const corr = fillCorrelation(
-        Object.fromEntries(
-          Object.entries(found.receipt.correlation).filter(([k]) =>
-            ["session_id", "turn_id", "step_id", "run_id", "tool_call_id"].includes(k),
-          ),
-        ),
-      );
-      await events.emit(
-        as === "completed" ? "tool_recovery_succeeded" : "tool_recovery_failed",
-        { receipt_key: key, tool_name: found.receipt.tool_name, resolution: as, reason, by, revision },
-        corr,
-      );
-      io.out(`receipt ${key}: admitted → ${as} (revision ${revision})\n`);
+      const outcome = await resolveReceipt({ receipts, events }, { key, as, by, reason });
+      if (!outcome.resolved) {
+        io.err(
+          outcome.why === "changed"
+            ? `receipt ${key} changed while resolving it; look again with 'geode receipts show ${key}'\n`
+            : `${outcome.message}\n`,
+        );
+        return 1;
+      }
+      io.out(`receipt ${key}: admitted → ${as} (revision ${outcome.revision})\n`);
       return 0;
     });
   },

@@ -1,0 +1,53 @@
+import { parseArgs } from "node:util";
+import { connectBus, createLogger, loadConfig } from "@geode/bus";
+import { names as buildNames } from "@geode/contracts";
+import { type Command, intOption, UsageError } from "../command.js";
+
+/**
+ * `geode console`: the operator console in the browser (approvals, paused sessions, admitted
+ * receipts, runs with live timelines, handlers, recorder lag) on loopback, behind
+ * `GEODE_CONSOLE_TOKEN`. Runs until SIGINT/SIGTERM.
+ */
+export const consoleCommand: Command = {
+  path: ["console"],
+  summary: "serve the operator console on loopback (needs GEODE_CONSOLE_TOKEN)",
+  usage: "geode console [--port <port>] [--host 127.0.0.1]",
+  async run(args, io) {
+    const { values } = parseArgs({ args, options: { port: { type: "string" }, host: { type: "string" } } });
+    const { CONSOLE_ENV, DEFAULT_CONSOLE_PORT, startConsole } = await import("@geode/console");
+    const port = intOption(values.port, "port", 0, 65_535) ?? DEFAULT_CONSOLE_PORT;
+    const host = values.host ?? "127.0.0.1";
+    if (!/^[0-9.]+$|^localhost$/.test(host))
+      throw new UsageError(`--host must be an IPv4 address, got ${host}`);
+    const config = loadConfig(io.env);
+    const { token } = CONSOLE_ENV.parse(io.env);
+    if (!token) {
+      io.err("GEODE_CONSOLE_TOKEN is not set: the console serves nothing without a token\n");
+      return 2;
+    }
+    let nc: Awaited<ReturnType<typeof connectBus>>;
+    try {
+      nc = await connectBus(config, "geode-console");
+    } catch (err) {
+      io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
+      return 1;
+    }
+    const log = createLogger("console", config.logLevel);
+    const running = await startConsole({
+      conn: { nc, names: buildNames(config.namespace) },
+      token,
+      port,
+      host,
+      approvalTimeoutMs: config.approvalTimeoutMs,
+      log,
+    });
+    io.out(`console on ${running.url} (namespace ${config.namespace})\n`);
+    await new Promise<void>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    await running.close();
+    await nc.drain();
+    return 0;
+  },
+};

@@ -1,0 +1,209 @@
+import { readFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type GeodeConnection, type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
+import { createVerifyClient } from "@geode/runtime";
+import { AttemptStore, HandlerRegistrations, ReceiptStore, RunStore } from "@geode/state";
+import { type ConsoleDeps, ROUTES } from "./console-api.js";
+import { ConsoleAuth, OPERATOR_PATTERN } from "./console-auth.js";
+import {
+  ApiError,
+  badRequest,
+  onlyFields,
+  readJsonObject,
+  sendError,
+  sendJson,
+  stringField,
+  toApiError,
+} from "./http-io.js";
+import { PendingApprovals } from "./pending-approvals.js";
+
+/** Default port of `geode console` (DESIGN section 14). */
+export const DEFAULT_CONSOLE_PORT = 4281;
+
+/** The built page (`pnpm --filter @geode/console build`). */
+export const WEB_DIST = fileURLToPath(new URL("../dist", import.meta.url));
+
+export interface ConsoleOptions {
+  conn: GeodeConnection;
+  /** `GEODE_CONSOLE_TOKEN`. */
+  token: string;
+  /** Default 4281; 0 picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1 (loopback only). */
+  host?: string;
+  /** How long the tool-executor waits for an approval (`GEODE_APPROVAL_TIMEOUT_MS`). */
+  approvalTimeoutMs?: number;
+  log?: Logger;
+  /** The built page; default WEB_DIST. */
+  webDir?: string;
+}
+
+export interface RunningConsole {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const PAGE_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".ico": "image/x-icon",
+};
+
+/** Requests must name the console by a loopback name (no DNS-rebound host reaches the API). */
+const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
+
+/**
+ * Starts the operator console: the page (static, built by Vite) and the JSON API under `/api/`,
+ * every API route behind `GEODE_CONSOLE_TOKEN`. The console is also an approver on
+ * `{ns}.approval.request` while it runs.
+ */
+export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
+  const { conn } = options;
+  const log = options.log ?? silentLogger();
+  const auth = new ConsoleAuth(options.token);
+  const events = await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "console", log });
+  const deps: ConsoleDeps = {
+    conn,
+    events,
+    approvals: new PendingApprovals(conn, { timeoutMs: options.approvalTimeoutMs ?? 60_000 }),
+    receipts: await ReceiptStore.open(conn),
+    attempts: await AttemptStore.open(conn),
+    runs: await RunStore.open(conn),
+    handlers: await HandlerRegistrations.open(conn),
+    verify: createVerifyClient(conn),
+    log,
+    maxStreams: 32,
+  };
+  const webDir = options.webDir ?? WEB_DIST;
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((err) => {
+      log.error({ err }, "console request failed");
+      if (!res.headersSent) sendError(res, toApiError(err));
+      else res.end();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://console.invalid");
+    if (!LOOPBACK_HOST.test(req.headers.host ?? "")) {
+      sendError(res, new ApiError(421, "invalid_request", "the console answers only loopback host names"));
+      return;
+    }
+    if (!url.pathname.startsWith("/api/")) return serveStatic(webDir, url.pathname, req, res);
+    try {
+      if (url.pathname === "/api/login" && req.method === "POST") return await login(req, res);
+      const caller = auth.caller(req);
+      if (!caller) throw new ApiError(401, "policy_denied", "a valid console token is required");
+      if (url.pathname === "/api/logout" && req.method === "POST") {
+        auth.closeSession(req);
+        return sendJson(res, 200, { signed_out: true }, { "set-cookie": ConsoleAuth.cookie(null) });
+      }
+      if (url.pathname === "/api/me" && req.method === "GET")
+        return sendJson(res, 200, { operator: caller.operator, via: caller.via });
+      for (const route of ROUTES) {
+        const m = route.pattern.exec(url.pathname);
+        if (!m) continue;
+        if (req.method !== route.method)
+          throw new ApiError(405, "invalid_request", `${url.pathname} takes ${route.method}`);
+        return await route.handle(deps, { req, res, url, caller, params: m.slice(1) });
+      }
+      throw new ApiError(404, "invalid_request", `no API route ${url.pathname}`);
+    } catch (err) {
+      const e = toApiError(err);
+      if (e.code === "internal") log.error({ err, path: url.pathname }, "console API error");
+      if (!res.headersSent) sendError(res, e);
+      else res.end();
+    }
+  }
+
+  async function login(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJsonObject(req);
+    onlyFields(body, ["token", "operator"]);
+    const token = stringField(body, "token", 4096);
+    const operator = stringField(body, "operator", 64);
+    if (!OPERATOR_PATTERN.test(operator)) throw badRequest("operator must match [A-Za-z0-9_.@-]{1,64}");
+    if (!auth.matches(token)) throw new ApiError(401, "policy_denied", "that is not the console token");
+    const id = auth.openSession(operator);
+    log.info({ operator }, "operator signed in");
+    sendJson(res, 200, { operator }, { "set-cookie": ConsoleAuth.cookie(id) });
+  }
+
+  const port = options.port ?? DEFAULT_CONSOLE_PORT;
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const bound = (server.address() as AddressInfo).port;
+  log.info({ port: bound, host }, "console listening");
+  return {
+    url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${bound}`,
+    port: bound,
+    async close() {
+      await closeServer(server);
+      await deps.approvals.close();
+      await events.flush();
+    },
+  };
+}
+
+async function serveStatic(
+  webDir: string,
+  pathname: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    sendError(res, new ApiError(405, "invalid_request", "the page takes GET"));
+    return;
+  }
+  const rel = pathname === "/" ? "index.html" : pathname.slice(1);
+  const file = path.resolve(webDir, rel);
+  if (!file.startsWith(path.resolve(webDir) + path.sep) || !/^[A-Za-z0-9_./-]+$/.test(rel)) {
+    sendError(res, new ApiError(404, "invalid_request", "not found"));
+    return;
+  }
+  let data: Buffer;
+  try {
+    data = await readFile(file);
+  } catch {
+    if (rel === "index.html") {
+      sendError(
+        res,
+        new ApiError(503, "unavailable", "the page is not built: run pnpm --filter @geode/console build"),
+      );
+    } else sendError(res, new ApiError(404, "invalid_request", "not found"));
+    return;
+  }
+  res.writeHead(200, {
+    ...PAGE_HEADERS,
+    "content-type": TYPES[path.extname(file)] ?? "application/octet-stream",
+    "cache-control": rel.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache",
+    "content-length": data.length,
+  });
+  res.end(req.method === "HEAD" ? undefined : data);
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,148 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ErrorCode, GeodeError } from "@geode/contracts";
+
+/** Largest JSON body an action accepts. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** An API error: an HTTP status and the wire's coded body `{"error": {code, message, details?}}`. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, details?: Record<string, unknown>) =>
+  new ApiError(400, ErrorCode.InvalidRequest, message, details);
+
+const STATUS_OF: Record<string, number> = {
+  [ErrorCode.InvalidRequest]: 400,
+  [ErrorCode.SessionPaused]: 409,
+  [ErrorCode.Unavailable]: 503,
+  [ErrorCode.Timeout]: 504,
+};
+
+/** Any throw as an ApiError: GeodeErrors keep their code, anything else is `internal`. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof GeodeError) return new ApiError(STATUS_OF[err.code] ?? 502, err.code, err.message);
+  return new ApiError(500, ErrorCode.Internal, "internal error");
+}
+
+const API_HEADERS = {
+  "content-type": "application/json; charset=utf-8",
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+};
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const data = JSON.stringify(body);
+  res.writeHead(status, { ...API_HEADERS, ...headers, "content-length": Buffer.byteLength(data) });
+  res.end(data);
+}
+
+export function sendError(res: ServerResponse, err: ApiError): void {
+  const error = { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+  sendJson(res, err.status, { error });
+}
+
+/** Reads a JSON object body (`application/json`, at most MAX_BODY_BYTES). */
+export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+  if (type !== "application/json") throw badRequest("the body must be application/json");
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw badRequest(`the body is larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw badRequest("the body is not valid JSON");
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    throw badRequest("the body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+/** A bounded page of a list: `?limit=` (1..max, default 50) and `?offset=` (default 0). */
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export function pageOf(url: URL, max = 200): Page {
+  const int = (name: string, fallback: number, min: number, top: number) => {
+    const raw = url.searchParams.get(name);
+    if (raw === null) return fallback;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n < min || n > top)
+      throw badRequest(`${name} must be an integer between ${min} and ${top}`, { [name]: raw.slice(0, 32) });
+    return n;
+  };
+  return { limit: int("limit", 50, 1, max), offset: int("offset", 0, 0, 1_000_000) };
+}
+
+/** One page of `all`: `{items, total, offset, limit, next_offset}` (`next_offset` null on the last page). */
+export function paged<T>(
+  all: T[],
+  page: Page,
+): {
+  items: T[];
+  total: number;
+  offset: number;
+  limit: number;
+  next_offset: number | null;
+} {
+  const items = all.slice(page.offset, page.offset + page.limit);
+  const end = page.offset + items.length;
+  return { items, total: all.length, ...page, next_offset: end < all.length ? end : null };
+}
+
+/** A required string field of an action body (trimmed length 1..max). */
+export function stringField(body: Record<string, unknown>, name: string, max = 1024): string {
+  const v = body[name];
+  if (typeof v !== "string" || v.length === 0 || v.length > max)
+    throw badRequest(`${name} must be a non-empty string of at most ${max} characters`);
+  return v;
+}
+
+/** An optional string field (absent or a string of at most max characters). */
+export function optionalString(body: Record<string, unknown>, name: string, max = 4096): string | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string" || v.length > max)
+    throw badRequest(`${name} must be a string of at most ${max} characters`);
+  return v;
+}
+
+/** A field that must be one of `values`. */
+export function oneOf<T extends string>(
+  body: Record<string, unknown>,
+  name: string,
+  values: readonly T[],
+): T {
+  const v = body[name];
+  if (typeof v !== "string" || !(values as readonly string[]).includes(v))
+    throw badRequest(`${name} must be one of ${values.join(", ")}`);
+  return v as T;
+}
+
+/** Refuses fields an action does not know (a typo must not silently do something else). */
+export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
+  const extra = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (extra.length > 0) throw badRequest(`unknown field(s): ${extra.slice(0, 8).join(", ")}`);
+}

@@ -1,0 +1,54 @@
+import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+/** The activity-recorder's position on one stream. */
+export interface RecorderLag {
+  stream: string;
+  consumer: string;
+  /** False when the recorder never started on this stream (no durable consumer yet). */
+  present: boolean;
+  /** Messages not yet delivered plus delivered but not yet acknowledged (written). */
+  lag: number | null;
+  pending: number | null;
+  ack_pending: number | null;
+  stream_last_seq: number | null;
+  /** The last stream sequence delivered to the recorder. */
+  delivered_seq: number | null;
+}
+
+/** The recorder's lag on `{NS}_EVENTS` and `{NS}_TIMELINE`, from its durable consumers' state. */
+export async function recorderLag(nc: NatsConnection, names: Names): Promise<RecorderLag[]> {
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  return Promise.all(
+    [names.eventsStream, names.timelineStream].map(async (stream): Promise<RecorderLag> => {
+      const base = { stream, consumer: RECORDER_CONSUMER };
+      const last = await jsm.streams
+        .info(stream)
+        .then((si) => si.state.last_seq)
+        .catch(() => null);
+      try {
+        const ci = await jsm.consumers.info(stream, RECORDER_CONSUMER);
+        return {
+          ...base,
+          present: true,
+          lag: ci.num_pending + ci.num_ack_pending,
+          pending: ci.num_pending,
+          ack_pending: ci.num_ack_pending,
+          stream_last_seq: last,
+          delivered_seq: ci.delivered.stream_seq,
+        };
+      } catch {
+        return {
+          ...base,
+          present: false,
+          lag: null,
+          pending: null,
+          ack_pending: null,
+          stream_last_seq: last,
+          delivered_seq: null,
+        };
+      }
+    }),
+  );
+}

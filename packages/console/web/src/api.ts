@@ -1,0 +1,31 @@
+/** The console's JSON API, same origin; the session cookie carries the sign-in. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  offset: number;
+  limit: number;
+  next_offset: number | null;
+}
+
+export async function api<T>(path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, {
+    method: body === undefined ? "GET" : "POST",
+    credentials: "same-origin",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+  if (!res.ok)
+    throw new ApiError(res.status, data.error?.code ?? "internal", data.error?.message ?? res.statusText);
+  return data as T;
+}

@@ -1,0 +1,61 @@
+/**
+ * DOM helpers. Data from the plane (payloads, handler reasons, pending text) only ever reaches the
+ * page as text nodes: nothing here sets innerHTML.
+ */
+export type Child = Node | string | number | null | undefined | false;
+
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+  }
+  return node;
+}
+
+export function button(
+  label: string,
+  onClick: () => void,
+  attrs: Record<string, string> = {},
+): HTMLButtonElement {
+  const b = el("button", { type: "button", ...attrs }, label);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+export function table(headers: string[], rows: HTMLTableRowElement[], attrs: Record<string, string> = {}) {
+  return el(
+    "table",
+    attrs,
+    el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", {}, h)))),
+    el("tbody", {}, ...rows),
+  );
+}
+
+export const time = (ms: number | null | undefined) =>
+  ms == null
+    ? "-"
+    : new Date(ms)
+        .toISOString()
+        .replace("T", " ")
+        .replace(/\.\d+Z$/, "Z");
+
+export const age = (ms: number) =>
+  ms < 1000 ? `${ms} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60_000)} min`;
+
+/** A short one-line view of a payload. */
+export function summary(payload: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(payload)) {
+    if (k === "_redacted_fields") continue;
+    const text = typeof v === "string" ? v : JSON.stringify(v);
+    parts.push(`${k}=${text.length > 80 ? `${text.slice(0, 79)}…` : text}`);
+  }
+  const line = parts.join(" ");
+  return line.length > 240 ? `${line.slice(0, 239)}…` : line;
+}

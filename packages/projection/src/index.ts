@@ -11,7 +11,14 @@ export {
   ProjectionUnavailableError,
   redactDatabaseUrl,
 } from "./errors.js";
-export { dropProjection, migrateProjection, PROJECTION_MIGRATIONS } from "./migrations.js";
+export {
+  dropProjection,
+  dropSecondaryIndexes,
+  ensureSecondaryIndexes,
+  migrateProjection,
+  PROJECTION_MIGRATIONS,
+  SECONDARY_INDEXES,
+} from "./migrations.js";
 export {
   DEFAULT_PGLITE_DIR,
   openProjectionDb,

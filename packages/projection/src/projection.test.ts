@@ -1,7 +1,9 @@
 import { EventEnvelopeSchema } from "@geode/contracts";
 import { uniqueNamespace } from "@geode/testing";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { writeBatch } from "./batch-writer.js";
+import { dropSecondaryIndexes, SECONDARY_INDEXES } from "./migrations.js";
 import { openProjectionDb, type ProjectionDb } from "./projection-db.js";
 import { decodeStreamMessage } from "./projection-rows.js";
 import { countRows, normalizeRow, pruneExpired, readOffsets } from "./queries.js";
@@ -139,6 +141,24 @@ for (const kind of ["postgres", "pglite"] as const) {
       expect(decodeStreamMessage("events", 201, new Uint8Array([0xff, 0x00])).type).toBe("rejected");
       expect(decodeStreamMessage("events", 202, enc({ id: "x", event: "nope" })).type).toBe("rejected");
       expect(decodeStreamMessage("timeline", 203, enc({ kind: "session.started" })).type).toBe("rejected");
+    });
+
+    it("replay's secondary indexes: dropped for a bulk load, made again by any migration exactly as before", async () => {
+      const indexes = async () =>
+        (
+          await sql<{ indexname: string; indexdef: string }>`
+            select indexname, indexdef from pg_indexes where schemaname = ${ns} order by indexname`.execute(
+            p.root,
+          )
+        ).rows;
+      const before = await indexes();
+      for (const i of SECONDARY_INDEXES) expect(before.map((r) => r.indexname)).toContain(i.name);
+      await dropSecondaryIndexes(p.root, ns);
+      const during = (await indexes()).map((r) => r.indexname);
+      for (const i of SECONDARY_INDEXES) expect(during).not.toContain(i.name);
+      expect(during.length).toBe(before.length - SECONDARY_INDEXES.length);
+      await p.migrate();
+      expect(await indexes()).toEqual(before);
     });
 
     it("stores tabs, newlines, carriage returns and backslashes exactly as sent", async () => {

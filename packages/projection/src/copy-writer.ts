@@ -80,9 +80,9 @@ export async function copyInto(client: pg.ClientBase, sql: string, text: string)
 
 /**
  * COPY into a temporary staging table of this connection (no indexes, no WAL, emptied at
- * commit), then one INSERT … SELECT … ON CONFLICT DO NOTHING into the table: Postgres reads the
- * rows as plain text instead of parsing one JSON document, and every row stays idempotent on its
- * keys exactly as with the single-statement insert.
+ * commit), then one INSERT … SELECT … ON CONFLICT DO NOTHING into the table: every row stays
+ * idempotent on its keys exactly as with a single-statement insert. `text` is the rows' COPY text
+ * when the caller has it already.
  */
 export async function stageAndInsert(
   client: pg.ClientBase,
@@ -90,6 +90,7 @@ export async function stageAndInsert(
   table: string,
   rows: readonly object[] | undefined,
   columns: ColumnList,
+  text?: string,
 ): Promise<number> {
   if (!rows || rows.length === 0) return 0;
   const stage = `geode_stage_${table}`;
@@ -105,12 +106,43 @@ export async function stageAndInsert(
     await client.query(`create temp table ${stage} (${defs}) on commit delete rows`);
     ready.add(stage);
   }
-  await copyInto(client, `copy pg_temp.${stage} (${cols}) from stdin`, copyLines(rows, columns));
+  await copyInto(client, `copy pg_temp.${stage} (${cols}) from stdin`, text ?? copyLines(rows, columns));
   const r = await client.query(
     `insert into ${quote(schema)}.${quote(table)} (${cols}) select ${cols} from pg_temp.${stage} on conflict do nothing`,
   );
   return r.rowCount ?? 0;
 }
+
+/**
+ * The rows of one table, idempotently: COPY straight into the table under a savepoint, which is
+ * all or nothing; when any row is already there (a unique violation: a redelivered batch, replay
+ * over rows present, a replica's batch overlapping), back to the savepoint and through the
+ * staging table with ON CONFLICT DO NOTHING. New rows, the common case of the recorder and of
+ * every rebuild, are written once with no conflict checks beyond the table's own keys.
+ */
+export async function copyRows(
+  client: pg.ClientBase,
+  schema: string,
+  table: string,
+  rows: readonly object[] | undefined,
+  columns: ColumnList,
+): Promise<number> {
+  if (!rows || rows.length === 0) return 0;
+  const text = copyLines(rows, columns);
+  const cols = columns.map(([c]) => quote(c)).join(", ");
+  await client.query("savepoint geode_copy");
+  try {
+    await copyInto(client, `copy ${quote(schema)}.${quote(table)} (${cols}) from stdin`, text);
+  } catch (err) {
+    if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
+    await client.query("rollback to savepoint geode_copy");
+    return stageAndInsert(client, schema, table, rows, columns, text);
+  }
+  await client.query("release savepoint geode_copy");
+  return rows.length;
+}
+
+const UNIQUE_VIOLATION = "23505";
 
 /** The batch in one transaction with the offset, by COPY (see writeBatch). */
 export async function writeBatchByCopy(
@@ -124,15 +156,15 @@ export async function writeBatchByCopy(
     await client.query("begin");
     try {
       const s = target.schema;
-      const activity = await stageAndInsert(client, s, "activity_events", batch.activity, columns.activity);
-      const extension = await stageAndInsert(
+      const activity = await copyRows(client, s, "activity_events", batch.activity, columns.activity);
+      const extension = await copyRows(
         client,
         s,
         "extension_invocations",
         batch.extension,
         columns.extension,
       );
-      const session = await stageAndInsert(client, s, "session_events", batch.session, columns.session);
+      const session = await copyRows(client, s, "session_events", batch.session, columns.session);
       await client.query(
         `insert into ${quote(s)}.projection_offsets (consumer, stream, last_seq, updated_at) values ($1, $2, $3, $4)
          on conflict (consumer, stream) do update set

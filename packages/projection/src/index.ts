@@ -1,5 +1,5 @@
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
-export { copyInto, copyLines, stageAndInsert } from "./copy-writer.js";
+export { copyLines, copyRows, stageAndInsert } from "./copy-writer.js";
 export {
   type ServedEmbeddedDatabase,
   serveEmbeddedDatabase,

@@ -40,6 +40,7 @@ import {
   ToolDefinitionSchema,
   TurnRecordSchema,
   VERIFIER_CONSUMERS,
+  WebhookRecordSchema,
   WIRE_LEGS,
   type WireLeg,
 } from "@geode/contracts";
@@ -395,6 +396,11 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
   runs: { key: "`{run_id}`", writer: "the runtime (`runs.open` / `runs.close`)", value: RunRecordSchema },
   tools: { key: "the tool name", writer: "the provider of a remote tool", value: ToolDefinitionSchema },
   agents: { key: "the agent name", writer: "`geode agents add` / `rm`", value: AgentRecordSchema },
+  webhooks: {
+    key: "`{HookName}.{handler}`",
+    writer: "the operator (`geode handlers add --url`, `geode handlers rm`); read by the agent gateway",
+    value: WebhookRecordSchema,
+  },
 };
 
 function bucketsSection(): string {

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createHookClient, type HookClient, RuntimeEventBus, requestJson } from "@geode/bus";
-import { names as buildNames, GeodeError, type HealthReply, HookName, type Names } from "@geode/contracts";
+import { createHookClient, type HookClient, RuntimeEventBus } from "@geode/bus";
+import { names as buildNames, GeodeError, HookName, type Names } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createToolClient, type ToolClient } from "@geode/runtime";
 import { type ServedHook, type ServedTool, serveHook, serveTool } from "@geode/sdk";
@@ -29,7 +29,7 @@ export const PLANE_SERVICES = [
 export type PlaneService = (typeof PLANE_SERVICES)[number];
 
 /** One running replica of a service: its process, restartable under the same environment. */
-export interface Replica {
+interface Replica {
   readonly service: PlaneService;
   readonly index: number;
   proc: SpawnedProcess;
@@ -161,14 +161,6 @@ export async function waitStreamCurrent(
     },
     timeoutMs,
     250,
-  );
-}
-
-/** Answers health with `ok` (every replica of every service shares the subject: any one answers). */
-export async function healthy(nc: NatsConnection, names: Names, service: PlaneService): Promise<boolean> {
-  return requestJson(nc, names.health(service), {}, { timeoutMs: 1_000 }).then(
-    (r) => (r as HealthReply).status === "ok",
-    () => false,
   );
 }
 

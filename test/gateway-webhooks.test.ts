@@ -1,6 +1,6 @@
 import { connect, createServer } from "node:net";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
-import { runCliCaptured } from "@geode/cli";
+import { runCliCaptured } from "@geode/cli/testing";
 import { HandlerRegistrationSchema, HookName, WebhookRecordSchema } from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { createHookClient } from "@geode/runtime";

@@ -31,8 +31,8 @@ export {
 } from "./hook-client.js";
 export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
-  BUCKET_HISTORY,
   assertReplicasFit,
+  BUCKET_HISTORY,
   type BucketName,
   clusterSize,
   configuredReplicas,

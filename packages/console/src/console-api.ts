@@ -43,7 +43,7 @@ export interface ConsoleDeps {
   maxStreams: number;
 }
 
-export interface ApiRequest {
+interface ApiRequest {
   req: IncomingMessage;
   res: ServerResponse;
   url: URL;

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { readStream } from "./stream-reader.js";
 
 /** How far back "recent" reaches for a handler's error rate. */
-export const ERROR_RATE_WINDOW_MS = 5 * 60 * 1000;
+const ERROR_RATE_WINDOW_MS = 5 * 60 * 1000;
 /** At most this many audit events are read per look (the rate is then over the newest part read). */
 const MAX_AUDITS = 20_000;
 

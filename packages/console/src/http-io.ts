@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, GeodeError } from "@geode/contracts";
 
 /** Largest JSON body an action accepts. */
-export const MAX_BODY_BYTES = 64 * 1024;
+const MAX_BODY_BYTES = 64 * 1024;
 
 /** An API error: an HTTP status and the wire's coded body `{"error": {code, message, details?}}`. */
 export class ApiError extends Error {

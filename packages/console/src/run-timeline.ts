@@ -30,7 +30,7 @@ export function parseCursorToken(token: string | undefined | null): TimelineCurs
 }
 
 /** A stream message as a timeline item of `runId`, or null (another run, or not a record). */
-export function itemOf(
+function itemOf(
   stream: TimelineItem["stream"],
   body: unknown,
   seq: number,

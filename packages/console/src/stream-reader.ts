@@ -11,7 +11,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** Where a read starts: after a stream sequence, or at a time. */
-export type ReadStart = { afterSeq: number } | { since: Date };
+type ReadStart = { afterSeq: number } | { since: Date };
 
 export interface StreamRead {
   stream: string;

@@ -12,6 +12,7 @@ export {
   type Correlation,
   type CorrelationInput,
   CorrelationInputSchema,
+  CorrelationV2Schema,
   correlation,
 } from "./correlation.js";
 export {
@@ -68,7 +69,10 @@ export {
   type BuiltInResult,
   DEFAULT_RECEIPT_LEASE_MS,
   type FailureMode,
+  FailureModeSchema,
   type HandlerMatch,
+  HandlerMatchSchema,
+  HandlerNameSchema,
   type HandlerRegistration,
   HandlerRegistrationSchema,
   type HealthReply,

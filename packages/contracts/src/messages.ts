@@ -9,11 +9,13 @@ const correlationIn = CorrelationInputSchema.default(CorrelationInputSchema.pars
 
 // ---- handler registration (KV {ns}_hook_handlers, key {HookName}.{handler}) ----
 
-const FailureModeSchema = z.enum(["open", "closed"]);
+export const FailureModeSchema = z.enum(["open", "closed"]);
 export type FailureMode = z.infer<typeof FailureModeSchema>;
-const HandlerNameSchema = z.string().regex(HANDLER_NAME_PATTERN, "handler names match [A-Za-z0-9_-]{1,64}");
+export const HandlerNameSchema = z
+  .string()
+  .regex(HANDLER_NAME_PATTERN, "handler names match [A-Za-z0-9_-]{1,64}");
 /** Tool-name globs, e.g. `{"tool_name": ["fs.*", "shell"]}`. */
-const HandlerMatchSchema = z.strictObject({ tool_name: z.array(z.string().min(1)).min(1).max(64) });
+export const HandlerMatchSchema = z.strictObject({ tool_name: z.array(z.string().min(1)).min(1).max(64) });
 export type HandlerMatch = z.infer<typeof HandlerMatchSchema>;
 
 export const HandlerRegistrationSchema = z.strictObject({

@@ -1,28 +1,17 @@
 import { CORRELATION_FIELDS } from "@geode/contracts";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type ColumnList, copyTargetOf, writeBatchByCopy } from "./copy-writer.js";
-import type { ActivityEventRow, ExtensionInvocationRow, SessionEventRow } from "./projection-rows.js";
+import type {
+  ActivityEventRow,
+  BatchResult,
+  ExtensionInvocationRow,
+  ProjectionBatch,
+  SessionEventRow,
+} from "./projection-rows.js";
+
+export type { BatchResult, ProjectionBatch } from "./projection-rows.js";
+
 import type { ProjectionDatabase } from "./projection-schema.js";
-
-/** The rows of one consumed batch and the offset it advances. */
-export interface ProjectionBatch {
-  /** Durable consumer name (or `replay`). */
-  consumer: string;
-  /** Stream name, e.g. `GEODE_EVENTS`. */
-  stream: string;
-  /** Highest stream sequence in the batch (stored rows or not). */
-  lastSeq: number;
-  activity?: ActivityEventRow[];
-  extension?: ExtensionInvocationRow[];
-  session?: SessionEventRow[];
-}
-
-/** Rows actually inserted by a batch (the rest were already there). */
-export interface BatchResult {
-  activity: number;
-  extension: number;
-  session: number;
-}
 
 const CORR_INT = new Set(["session_generation", "verify_attempt"]);
 const corrColumns = CORRELATION_FIELDS.map((f) => [f, CORR_INT.has(f) ? "integer" : "text"] as const);

@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import type { BatchResult, ProjectionBatch } from "./batch-writer.js";
+import type { BatchResult, ProjectionBatch } from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
 /** A table's columns and their Postgres types, in COPY order. */
@@ -69,7 +69,7 @@ export function copyLines(rows: readonly object[], columns: ColumnList): string 
 }
 
 /** Runs one `copy … from stdin` statement with `text` as its input. */
-export async function copyInto(client: pg.ClientBase, sql: string, text: string): Promise<void> {
+async function copyInto(client: pg.ClientBase, sql: string, text: string): Promise<void> {
   const stream = client.query(copyFrom(sql));
   await new Promise<void>((resolve, reject) => {
     stream.on("finish", resolve);

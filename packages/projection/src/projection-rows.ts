@@ -305,3 +305,23 @@ export function projectMessages(
   }
   return out;
 }
+
+/** The rows of one consumed batch and the offset it advances. */
+export interface ProjectionBatch {
+  /** Durable consumer name (or `replay`). */
+  consumer: string;
+  /** Stream name, e.g. `GEODE_EVENTS`. */
+  stream: string;
+  /** Highest stream sequence in the batch (stored rows or not). */
+  lastSeq: number;
+  activity?: ActivityEventRow[];
+  extension?: ExtensionInvocationRow[];
+  session?: SessionEventRow[];
+}
+
+/** Rows actually inserted by a batch (the rest were already there). */
+export interface BatchResult {
+  activity: number;
+  extension: number;
+  session: number;
+}

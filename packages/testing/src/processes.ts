@@ -11,7 +11,7 @@ const TSX_LOADER = import.meta.resolve("tsx");
  * `BENCH_CPU_PROF=<dir>`: every process started here (and by `pnpm bench`) writes a V8 CPU profile
  * into that directory when it exits (Node refuses `--cpu-prof` in NODE_OPTIONS).
  */
-export function cpuProfileArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+function cpuProfileArgs(env: NodeJS.ProcessEnv = process.env): string[] {
   const dir = env["BENCH_CPU_PROF"];
   return dir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`] : [];
 }

@@ -129,7 +129,7 @@ export const handlersRmCommand: Command = {
 };
 
 /** The webhook record `handlers add` writes, from its options (refusals are UsageErrors). */
-export function webhookFromOptions(
+function webhookFromOptions(
   values: {
     hook?: string | undefined;
     name?: string | undefined;

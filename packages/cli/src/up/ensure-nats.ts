@@ -12,7 +12,7 @@ import {
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 
 /** Host and port of the first server of a (possibly comma-separated) NATS_URL. */
-export function firstServer(natsUrl: string): { host: string; port: number } {
+function firstServer(natsUrl: string): { host: string; port: number } {
   const first = (natsUrl.split(",")[0] ?? "").trim();
   const url = new URL(first.includes("://") ? first : `nats://${first}`);
   return { host: url.hostname, port: url.port === "" ? 4222 : Number(url.port) };

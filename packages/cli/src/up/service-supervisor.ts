@@ -13,7 +13,7 @@ export interface RestartPolicy {
   crashLoopAfter: number;
 }
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+const DEFAULT_RESTART_POLICY: RestartPolicy = {
   baseDelayMs: 500,
   maxDelayMs: 30_000,
   stableAfterMs: 30_000,

@@ -17,7 +17,7 @@ import type { ServiceEntry } from "./service-processes.js";
 import { type RestartNotice, type RestartPolicy, ServiceSupervisor } from "./service-supervisor.js";
 
 /** The name `geode up` answers health under: `{ns}.health.geode-up`. */
-export const UP_HEALTH_NAME = "geode-up";
+const UP_HEALTH_NAME = "geode-up";
 const STOP_GRACE_MS = 15_000;
 const COLORS = [36, 35, 33, 32, 34, 31];
 /** How often a restarted service is asked whether it answers health again. */
@@ -191,7 +191,7 @@ export function printReady(plane: UpPlane): void {
 }
 
 /** `degraded` while a service is restarting or keeps crashing, with which and why. */
-export function planeHealth(plane: UpPlane): ServiceHealth {
+function planeHealth(plane: UpPlane): ServiceHealth {
   const troubled = plane.supervisors.filter((s) => s.state !== "running");
   if (troubled.length === 0) return { status: "ok" };
   const reason = troubled
@@ -233,7 +233,7 @@ export function superviseServices(plane: UpPlane): void {
  * The order services stop in: the reverse of start, except the activity-recorder last, so it
  * still records what the others publish while they drain.
  */
-export function stopOrder(supervisors: ServiceSupervisor[]): ServiceSupervisor[] {
+function stopOrder(supervisors: ServiceSupervisor[]): ServiceSupervisor[] {
   const reversed = [...supervisors].reverse();
   return [
     ...reversed.filter((s) => s.name !== "activity-recorder"),

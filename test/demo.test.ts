@@ -1,7 +1,11 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { openProjectionDb, projectionNamespaces } from "@geode/projection";
 import { cleanupNamespace, createTestEnv, type TestEnv } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderSummary } from "../packages/cli/src/demo/render-summary.js";
 import { cleanupDemo, type DemoResult, runDemo } from "../packages/cli/src/demo/run-demo.js";
+import { natsNamespaces } from "../packages/cli/src/namespaces/namespace-inventory.js";
 
 describe("geode demo", () => {
   let env: TestEnv;
@@ -53,10 +57,29 @@ describe("geode demo", () => {
     expect(result.session.verifications[1]!.deliver).toBe(true);
   });
 
-  it("ends with a summary for people", () => {
+  it("removes its namespace at the end: streams, buckets, Postgres schema and run files", async () => {
+    expect(result.removed?.streams.sort()).toEqual([env.names.eventsStream, env.names.timelineStream].sort());
+    expect(result.removed?.buckets.length).toBeGreaterThan(3);
+    expect(result.removed?.schema).toBe(true);
+    expect(result.removed?.runDirs).toEqual([path.dirname(result.jsonlFile)]);
+    expect((await natsNamespaces(env.nc)).has(env.ns)).toBe(false);
+    const db = await openProjectionDb({ ns: env.ns, databaseUrl: env.databaseUrl, migrate: false });
+    try {
+      expect((await projectionNamespaces(db.root)).has(env.ns)).toBe(false);
+    } finally {
+      await db.close();
+    }
+    expect(existsSync(result.jsonlFile)).toBe(false);
+  });
+
+  it("ends with a summary for people: what was removed, or with --keep what to look at next", () => {
     const text = renderSummary(result);
     expect(text).toContain("17/17 ran");
     expect(text).toContain("(equal)");
-    expect(text).toContain("geode replay");
+    expect(text).toContain(`removed namespace ${env.ns}: 2 streams`);
+    expect(text).toContain("geode demo --keep");
+    const kept = renderSummary({ ...result, removed: undefined });
+    expect(kept).toContain(`GEODE_NAMESPACE=${env.ns} pnpm geode replay --rebuild`);
+    expect(kept).toContain(`geode ns rm ${env.ns} --yes`);
   });
 });

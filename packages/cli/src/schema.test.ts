@@ -71,5 +71,5 @@ describe("geode schema", () => {
     const bad = spawnSync("pnpm", ["-s", "geode", "schema", "NoSuchHook"], { cwd: ROOT, encoding: "utf8" });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain("unknown hook: NoSuchHook");
-  });
+  }, 120_000); // two `pnpm geode` starts: each can take 20 s on a loaded two-core machine
 });

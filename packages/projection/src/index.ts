@@ -32,6 +32,7 @@ export {
   type ProjectionStats,
   type StreamMessage,
 } from "./projection-loop.js";
+export { projectionNamespaces, projectionRunIds } from "./projection-namespaces.js";
 export {
   backoffDelay,
   DEFAULT_RETRY,

@@ -84,7 +84,8 @@ function track(child: ChildProcess): SpawnedProcess {
     child,
     exited,
     output: () => out,
-    waitForOutput(pattern, timeoutMs = 20_000) {
+    // Generous: a TypeScript process starting on a loaded two-core machine can take 20 s.
+    waitForOutput(pattern, timeoutMs = 60_000) {
       return new Promise<void>((resolve, reject) => {
         const check = () => {
           if (pattern.test(out)) {

@@ -9,6 +9,7 @@ import { eventsTailCommand } from "./events.js";
 import { handlersAddCommand, handlersLsCommand, handlersRmCommand } from "./handlers.js";
 import { healthCommand } from "./health.js";
 import { hookShimCommand } from "./hook-shim.js";
+import { nsLsCommand, nsRmCommand } from "./ns.js";
 import { pruneCommand } from "./prune.js";
 import { receiptsLsCommand, receiptsResolveCommand, receiptsShowCommand } from "./receipts.js";
 import { replayCommand } from "./replay.js";
@@ -35,6 +36,8 @@ export const COMMANDS: Command[] = [
   agentsAddCommand,
   agentsLsCommand,
   agentsRmCommand,
+  nsLsCommand,
+  nsRmCommand,
   connectClaudeCodeCommand,
   hookShimCommand,
   consoleCommand,

@@ -16,7 +16,6 @@ export function renderSummary(r: DemoResult): string {
     row.calls > 0 ? `${row.medianMs.toFixed(1)} ms` : "-",
   ]);
   const ran = r.surfaces.filter((x) => x.calls > 0).length;
-  const ns = r.namespace;
   return [
     "",
     "What happened",
@@ -31,10 +30,31 @@ export function renderSummary(r: DemoResult): string {
     `  fs.write executed ${r.writeExecutions} time(s); its retry was ${s.retry.status} from the receipt`,
     `  finished in ${r.seconds.toFixed(1)} s`,
     "",
-    "Look next",
-    `  GEODE_NAMESPACE=${ns} pnpm geode events tail            # live events, one line each`,
-    `  GEODE_NAMESPACE=${ns} pnpm geode replay --rebuild       # rebuild the projection from the streams`,
-    `  GEODE_NAMESPACE=${ns} pnpm geode receipts ls            # the durable admission receipts`,
+    ...lookNext(r),
     "",
   ].join("\n");
+}
+
+/** What to run next on a kept namespace, or what was removed. */
+function lookNext(r: DemoResult): string[] {
+  const ns = r.namespace;
+  if (r.removed) {
+    const { streams, buckets, schema, runDirs } = r.removed;
+    const parts = [`${streams.length} streams`, `${buckets.length} KV buckets`];
+    if (schema) parts.push("its Postgres schema");
+    if (runDirs.length > 0) parts.push(`${runDirs.length} run folder(s)`);
+    return [
+      "Cleaned up",
+      `  removed namespace ${ns}: ${parts.join(", ")}`,
+      "  run 'geode demo --keep' to keep them and look around (events tail, replay, receipts ls)",
+    ];
+  }
+  const env = `GEODE_NAMESPACE=${ns}`;
+  return [
+    "Look next",
+    `  ${env} pnpm geode events tail --from-seq 1   # the events, one line each`,
+    `  ${env} pnpm geode replay --rebuild           # rebuild the projection from the streams`,
+    `  ${env} pnpm geode receipts ls                # the durable admission receipts`,
+    `  pnpm geode ns rm ${ns} --yes                   # remove it when done`,
+  ];
 }

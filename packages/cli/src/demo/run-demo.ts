@@ -1,11 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { connectGeode, NatsUnavailableError } from "@geode/bus";
-import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
-import { openProjectionDb } from "@geode/projection";
+import { connectGeode, type GeodeConnection, NatsUnavailableError } from "@geode/bus";
+import { HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { natsNamespaces } from "../namespaces/namespace-inventory.js";
+import { type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";
 import { probeHealth } from "../up/health-probe.js";
 import {
   findNatsServerBinary,
@@ -46,6 +48,8 @@ export interface DemoOptions {
   progress?: (line: string) => void;
   /** Environment passed on to the child processes. */
   env?: NodeJS.ProcessEnv;
+  /** Keep the namespace (streams, buckets, schema, run files) at the end. Default: removed. */
+  keep?: boolean;
 }
 
 interface SurfaceRow {
@@ -70,6 +74,8 @@ export interface DemoResult {
   jsonlFile: string;
   /** `tool_exec_started` rows of the mutation's operation: the replay must not add one. */
   writeExecutions: number;
+  /** What was removed at the end (undefined when the namespace was kept). */
+  removed: NamespaceRemoval | undefined;
   seconds: number;
 }
 
@@ -184,180 +190,250 @@ function median(values: number[]): number {
   return s.length === 0 ? 0 : s[Math.floor((s.length - 1) / 2)]!;
 }
 
-/**
- * Runs the whole demo: the plane's services (all but the agent gateway) and the example handlers as processes, the scripted
- * session, then the audit read back from the Postgres projection and the run's events.jsonl.
- */
-export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
-  const t0 = Date.now();
-  const progress = options.progress ?? (() => undefined);
+/** What one demo run works with, from its options and environment. */
+interface DemoContext {
+  ns: string;
+  runsDir: string;
+  natsSet: string | undefined;
+  databaseUrl: string | undefined;
+  pgliteDir: string;
+  baseEnv: NodeJS.ProcessEnv;
+  progress: (line: string) => void;
+  keep: boolean;
+  t0: number;
+}
+
+function demoContext(options: DemoOptions): DemoContext {
   const baseEnv = options.env ?? process.env;
-  const ns = options.namespace ?? `demo_${Date.now().toString(36)}`;
-  const runsDir = path.resolve(options.runsDir ?? baseEnv["GEODE_RUNS_DIR"] ?? ".geode/runs");
-  const natsSet = options.natsUrl ?? (baseEnv["NATS_URL"] || undefined);
-  const databaseUrl = options.databaseUrl ?? (baseEnv["DATABASE_URL"] || undefined);
-  const pgliteDir = path.resolve(".geode/pgdata");
+  return {
+    ns: options.namespace ?? `demo_${Date.now().toString(36)}`,
+    runsDir: path.resolve(options.runsDir ?? baseEnv["GEODE_RUNS_DIR"] ?? ".geode/runs"),
+    natsSet: options.natsUrl ?? (baseEnv["NATS_URL"] || undefined),
+    databaseUrl: options.databaseUrl ?? (baseEnv["DATABASE_URL"] || undefined),
+    pgliteDir: path.resolve(".geode/pgdata"),
+    baseEnv,
+    progress: options.progress ?? (() => undefined),
+    keep: options.keep ?? false,
+    t0: Date.now(),
+  };
+}
 
-  let nats: NatsServerProcess | undefined;
-  const services: ServiceProcess[] = [];
-  const examples: ChildProcess[] = [];
-  try {
-    const plan = await demoNats(natsSet, baseEnv, progress);
-    nats = plan.server;
-    const natsUrl = plan.url;
-    const env: NodeJS.ProcessEnv = {
-      ...baseEnv,
-      NATS_URL: natsUrl,
-      GEODE_NAMESPACE: ns,
-      GEODE_RUNS_DIR: runsDir,
-      GEODE_TOOL_ROOT: path.resolve(".geode/demo-files"),
-      GEODE_TOOL_MIDDLEWARE: path.join(REPO_ROOT, "examples/demo/tool-middleware.ts"),
-      GEODE_APPROVAL_TIMEOUT_MS: "10000",
-      LOG_LEVEL: baseEnv["LOG_LEVEL"] ?? "warn",
-    };
-    if (databaseUrl) env["DATABASE_URL"] = databaseUrl;
-    else delete env["DATABASE_URL"];
+/** The environment of every process of the demo: its NATS, namespace, database and examples. */
+function demoEnv(ctx: DemoContext, natsUrl: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...ctx.baseEnv,
+    NATS_URL: natsUrl,
+    GEODE_NAMESPACE: ctx.ns,
+    GEODE_RUNS_DIR: ctx.runsDir,
+    GEODE_TOOL_ROOT: path.resolve(".geode/demo-files"),
+    GEODE_TOOL_MIDDLEWARE: path.join(REPO_ROOT, "examples/demo/tool-middleware.ts"),
+    GEODE_APPROVAL_TIMEOUT_MS: "10000",
+    LOG_LEVEL: ctx.baseEnv["LOG_LEVEL"] ?? "warn",
+  };
+  if (ctx.databaseUrl) env["DATABASE_URL"] = ctx.databaseUrl;
+  else delete env["DATABASE_URL"];
+  return env;
+}
 
-    progress(`namespace ${ns}; starting the services`);
-    // The scripted session is the demo's runtime; the agent gateway (an HTTP port of its own) is
-    // not needed, and may already be bound by a running `geode up`.
-    for (const s of discoverServices().filter((d) => d.name !== "agent-gateway")) {
-      services.push(spawnServiceProcess(s, env, (name, line) => progress(`[${name}] ${line}`)));
+/** The processes a demo started, stopped at its end whatever happened. */
+interface DemoProcesses {
+  nats: NatsServerProcess | undefined;
+  services: ServiceProcess[];
+  examples: ChildProcess[];
+}
+
+/**
+ * The plane's services but the agent gateway: the scripted session is the demo's runtime, and the
+ * gateway's HTTP port may already be bound by a running `geode up`.
+ */
+function startServices(procs: DemoProcesses, env: NodeJS.ProcessEnv, progress: (line: string) => void): void {
+  for (const s of discoverServices().filter((d) => d.name !== "agent-gateway"))
+    procs.services.push(spawnServiceProcess(s, env, (name, line) => progress(`[${name}] ${line}`)));
+}
+
+async function waitHealthy(conn: GeodeConnection, services: ServiceProcess[]): Promise<void> {
+  for (const s of services) {
+    for (let i = 0; ; i++) {
+      const h = await probeHealth(conn.nc, conn.names, s.name, 500);
+      if (h.status === "ok") break;
+      if (i > 120) throw new Error(`${s.name} did not become healthy:\n${s.tail().join("\n")}`);
+      await new Promise((r) => setTimeout(r, 250));
     }
-    const conn = await connectGeode({ natsUrl, namespace: ns, name: "demo-runtime" });
-    const n = conn.names;
-    try {
-      for (const s of services) {
-        for (let i = 0; ; i++) {
-          const h = await probeHealth(conn.nc, n, s.name, 500);
-          if (h.status === "ok") break;
-          if (i > 120) throw new Error(`${s.name} did not become healthy:\n${s.tail().join("\n")}`);
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      }
-      progress("services healthy; starting the example handlers");
-      const started = HANDLER_SCRIPTS.map((script) => spawnExample(script, env));
-      examples.push(...started.map((s) => s.child));
-      await Promise.all(started.map((s) => s.ready));
-
-      const session = await runSessionProcess(env, progress);
-
-      progress("waiting for the activity-recorder to catch up");
-      const jsm = await jetstreamManager(conn.nc, { checkAPI: false });
-      for (let i = 0; ; i++) {
-        const infos = await Promise.all(
-          [n.eventsStream, n.timelineStream].map((s) =>
-            jsm.consumers.info(s, RECORDER_CONSUMER).catch(() => null),
-          ),
-        );
-        if (infos.every((c) => c !== null && c.num_pending === 0 && c.num_ack_pending === 0)) break;
-        if (i > 400) throw new Error("the activity-recorder did not catch up");
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      await conn.close();
-      for (const c of examples) await stopChild(c);
-      // Stop the services before reading the projection: an embedded PGlite has one owner at a time.
-      for (const s of [...services].reverse()) await stopChild(s.child);
-      return await readBack(ns, databaseUrl, pgliteDir, runsDir, natsUrl, session, t0);
-    } finally {
-      if (!conn.nc.isClosed()) await conn.close().catch(() => undefined);
-    }
-  } finally {
-    for (const c of examples) await stopChild(c).catch(() => undefined);
-    for (const s of services) await stopChild(s.child).catch(() => undefined);
-    await nats?.stop();
   }
 }
 
-async function readBack(
-  ns: string,
-  databaseUrl: string | undefined,
-  pgliteDir: string,
-  runsDir: string,
-  natsUrl: string,
-  session: DemoSessionResult,
-  t0: number,
-): Promise<DemoResult> {
+async function startExamples(procs: DemoProcesses, env: NodeJS.ProcessEnv): Promise<void> {
+  const started = HANDLER_SCRIPTS.map((script) => spawnExample(script, env));
+  procs.examples.push(...started.map((s) => s.child));
+  await Promise.all(started.map((s) => s.ready));
+}
+
+/** Until the recorder's consumers have nothing pending or unacknowledged on either stream. */
+async function waitForRecorder(conn: GeodeConnection): Promise<void> {
+  const n = conn.names;
+  const jsm = await jetstreamManager(conn.nc, { checkAPI: false });
+  for (let i = 0; ; i++) {
+    const infos = await Promise.all(
+      [n.eventsStream, n.timelineStream].map((s) =>
+        jsm.consumers.info(s, RECORDER_CONSUMER).catch(() => null),
+      ),
+    );
+    if (infos.every((c) => c !== null && c.num_pending === 0 && c.num_ack_pending === 0)) return;
+    if (i > 400) throw new Error("the activity-recorder did not catch up");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Examples first, then the services in reverse; then the NATS the demo started, if any. */
+async function stopProcesses(procs: DemoProcesses, stopNats: boolean): Promise<void> {
+  for (const c of procs.examples) await stopChild(c).catch(() => undefined);
+  for (const s of [...procs.services].reverse()) await stopChild(s.child).catch(() => undefined);
+  if (stopNats) await procs.nats?.stop();
+}
+
+/** The session against the running plane: handlers up, the story played, the recorder caught up. */
+async function playSession(ctx: DemoContext, env: NodeJS.ProcessEnv, procs: DemoProcesses, natsUrl: string) {
+  const conn = await connectGeode({ natsUrl, namespace: ctx.ns, name: "demo-runtime" });
+  try {
+    await waitHealthy(conn, procs.services);
+    ctx.progress("services healthy; starting the example handlers");
+    await startExamples(procs, env);
+    const session = await runSessionProcess(env, ctx.progress);
+    ctx.progress("waiting for the activity-recorder to catch up");
+    await waitForRecorder(conn);
+    return session;
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Runs the whole demo: the plane's services (all but the agent gateway) and the example handlers
+ * as processes, the scripted session, then the audit read back from the Postgres projection and
+ * the run's events.jsonl; at the end its namespace is removed unless `keep`.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const ctx = demoContext(options);
+  const procs: DemoProcesses = { nats: undefined, services: [], examples: [] };
+  try {
+    const nats = await demoNats(ctx.natsSet, ctx.baseEnv, ctx.progress);
+    procs.nats = nats.server;
+    const env = demoEnv(ctx, nats.url);
+    ctx.progress(`namespace ${ctx.ns}; starting the services`);
+    startServices(procs, env, ctx.progress);
+    const session = await playSession(ctx, env, procs, nats.url);
+    // Stop the services before reading the projection: an embedded PGlite has one owner at a time.
+    await stopProcesses(procs, false);
+    return await readBack(ctx, nats.url, session);
+  } finally {
+    await stopProcesses(procs, true);
+  }
+}
+
+/** One row per hook and join point of the run, from `extension_invocations`. */
+async function auditSurfaces(db: ProjectionDb["db"], runId: string): Promise<SurfaceRow[]> {
+  const invocations = await db
+    .selectFrom("extension_invocations")
+    .select(["surface", "name", "extension", "status", "latency_ms"])
+    .where("run_id", "=", runId)
+    .execute();
+  const groups = [
+    ...HOOK_NAMES.map((h) => ({ surface: "hook", name: h })),
+    ...JOIN_POINTS.map((j) => ({ surface: j, name: j })),
+  ];
+  return groups.map((g) => {
+    const rows = invocations.filter(
+      (r) => r.surface === g.surface && (g.surface !== "hook" || r.name === g.name),
+    );
+    const statuses: Record<string, number> = {};
+    for (const r of rows) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+    return {
+      surface: g.surface,
+      name: g.name,
+      extensions: [...new Set(rows.map((r) => r.extension))].sort(),
+      calls: rows.length,
+      statuses,
+      medianMs: median(rows.map((r) => Number(r.latency_ms))),
+    };
+  });
+}
+
+/** The run's activity rows, and how many of them started the mutation (`fs.write`). */
+async function activityCounts(db: ProjectionDb["db"], runId: string) {
+  const activity = await db
+    .selectFrom("activity_events")
+    .select((eb) => eb.fn.countAll<string | number>().as("n"))
+    .where("run_id", "=", runId)
+    .executeTakeFirstOrThrow();
+  const started = await db
+    .selectFrom("activity_events")
+    .select(["payload"])
+    .where("run_id", "=", runId)
+    .where("event", "=", "tool_exec_started")
+    .execute();
+  const writeExecutions = started.filter(
+    (r) => (r.payload as Record<string, unknown>)["tool_name"] === "fs.write",
+  );
+  return { postgresRows: Number(activity.n), writeExecutions: writeExecutions.length };
+}
+
+/** Rows of a run's events.jsonl (its truncation markers left out). */
+function jsonlRowCount(file: string): number {
+  if (!existsSync(file)) return 0;
+  const lines = readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "");
+  return lines.filter((l) => !l.includes('"projection.truncated"')).length;
+}
+
+/** Removes the demo's namespace (streams, buckets, schema, run files) through the open projection. */
+async function removeDemoNamespace(ctx: DemoContext, natsUrl: string, projection: ProjectionDb) {
+  const nc = await connect({ servers: natsUrl.split(",").map((u) => u.trim()) });
+  try {
+    const removal = await removeNamespace({ nc, ns: ctx.ns, db: projection, runsDir: ctx.runsDir });
+    ctx.progress(`removed namespace ${ctx.ns} (geode demo --keep keeps it)`);
+    return removal;
+  } finally {
+    await nc.close();
+  }
+}
+
+/** The audit from the projection and the run's JSONL; then the namespace goes, unless kept. */
+async function readBack(ctx: DemoContext, natsUrl: string, session: DemoSessionResult): Promise<DemoResult> {
+  const { ns, databaseUrl, pgliteDir } = ctx;
   const projection = await openProjectionDb({ ns, databaseUrl, pgliteDir, command: "geode demo" });
   try {
-    const { db } = projection;
-    const runId = session.runId;
-    const invocations = await db
-      .selectFrom("extension_invocations")
-      .select(["surface", "name", "extension", "status", "latency_ms"])
-      .where("run_id", "=", runId)
-      .execute();
-    const surfaces: SurfaceRow[] = [];
-    const groups = [
-      ...HOOK_NAMES.map((h) => ({ surface: "hook", name: h })),
-      ...JOIN_POINTS.map((j) => ({ surface: j, name: j })),
-    ];
-    for (const g of groups) {
-      const rows = invocations.filter(
-        (r) => r.surface === g.surface && (g.surface !== "hook" || r.name === g.name),
-      );
-      const statuses: Record<string, number> = {};
-      for (const r of rows) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
-      surfaces.push({
-        surface: g.surface,
-        name: g.name,
-        extensions: [...new Set(rows.map((r) => r.extension))].sort(),
-        calls: rows.length,
-        statuses,
-        medianMs: median(rows.map((r) => Number(r.latency_ms))),
-      });
-    }
-    const activity = await db
-      .selectFrom("activity_events")
-      .select((eb) => eb.fn.countAll<string | number>().as("n"))
-      .where("run_id", "=", runId)
-      .executeTakeFirstOrThrow();
-    const started = await db
-      .selectFrom("activity_events")
-      .select(["payload"])
-      .where("run_id", "=", runId)
-      .where("event", "=", "tool_exec_started")
-      .execute();
-    const writeExecutions = started.filter(
-      (r) => (r.payload as Record<string, unknown>)["tool_name"] === "fs.write",
-    ).length;
-    const jsonlFile = path.join(runsDir, runId, "events.jsonl");
-    const lines = existsSync(jsonlFile)
-      ? readFileSync(jsonlFile, "utf8")
-          .split("\n")
-          .filter((l) => l.trim() !== "")
-      : [];
-    const jsonlRows = lines.filter((l) => !l.includes('"projection.truncated"')).length;
-    return {
+    const jsonlFile = path.join(ctx.runsDir, session.runId, "events.jsonl");
+    const result: DemoResult = {
       namespace: ns,
       natsUrl,
       database: projection.kind,
       session,
-      surfaces,
-      postgresRows: Number(activity.n),
-      jsonlRows,
+      surfaces: await auditSurfaces(projection.db, session.runId),
+      ...(await activityCounts(projection.db, session.runId)),
+      jsonlRows: jsonlRowCount(jsonlFile),
       jsonlFile,
-      writeExecutions,
-      seconds: (Date.now() - t0) / 1000,
+      removed: undefined,
+      seconds: 0,
     };
+    if (!ctx.keep) result.removed = await removeDemoNamespace(ctx, natsUrl, projection);
+    result.seconds = (Date.now() - ctx.t0) / 1000;
+    return result;
   } finally {
     await projection.close();
   }
 }
 
-/** Removes what a demo left in NATS, Postgres and on disk (tests; the CLI keeps it for replay). */
+/** Removes what a kept demo left in NATS and on disk (tests that ran it with `keep`). */
 export async function cleanupDemo(
   result: Pick<DemoResult, "namespace" | "natsUrl" | "jsonlFile">,
 ): Promise<void> {
   const nc = await connect({ servers: result.natsUrl });
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
-    const n = buildNames(result.namespace);
-    for await (const si of jsm.streams.list()) {
-      const s = si.config.name;
-      if (s.startsWith(`${n.NS}_`) || s.startsWith(`KV_${n.ns}_`))
-        await jsm.streams.delete(s).catch(() => undefined);
-    }
+    const found = (await natsNamespaces(nc)).get(result.namespace);
+    for (const s of [...(found?.streams ?? []), ...(found?.buckets ?? [])])
+      await jsm.streams.delete(s).catch(() => undefined);
   } finally {
     await nc.close();
   }

@@ -1,0 +1,86 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import type { GeodeConfig } from "@geode/bus";
+import { names as buildNames, NAMESPACE_PATTERN } from "@geode/contracts";
+import { DEFAULT_PGLITE_DIR, openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+/** The bucket names of a namespace without the `{ns}_` prefix: `hook_handlers`, `tool_receipts`, … */
+export const BUCKET_SUFFIXES: readonly string[] = Object.values(buildNames("x").buckets).map((b) =>
+  b.slice(2),
+);
+const STREAM_SUFFIXES = ["EVENTS", "TIMELINE"] as const;
+
+/** What one namespace holds in NATS and in the projection database. */
+export interface NamespaceRow {
+  ns: string;
+  /** Its JetStream streams (`{NS}_EVENTS`, `{NS}_TIMELINE`) and KV buckets (`KV_{ns}_*`) by name. */
+  streams: string[];
+  buckets: string[];
+  /** Messages and bytes stored in all of them. */
+  messages: number;
+  bytes: number;
+  /** Rows of its `activity_events` in the projection; undefined when it has no schema there. */
+  activityRows: number | undefined;
+}
+
+/** The namespace a JetStream stream belongs to, and whether it is a KV bucket; undefined for others. */
+export function streamNamespace(stream: string): { ns: string; bucket: boolean } | undefined {
+  if (stream.startsWith("KV_")) {
+    for (const suffix of BUCKET_SUFFIXES) {
+      const ns = stream.slice(3, -(suffix.length + 1));
+      if (stream.endsWith(`_${suffix}`) && NAMESPACE_PATTERN.test(ns)) return { ns, bucket: true };
+    }
+    return undefined;
+  }
+  for (const suffix of STREAM_SUFFIXES) {
+    const ns = stream.slice(0, -(suffix.length + 1)).toLowerCase();
+    if (stream.endsWith(`_${suffix}`) && ns.toUpperCase() === stream.slice(0, -(suffix.length + 1)))
+      if (NAMESPACE_PATTERN.test(ns)) return { ns, bucket: false };
+  }
+  return undefined;
+}
+
+function emptyRow(ns: string): NamespaceRow {
+  return { ns, streams: [], buckets: [], messages: 0, bytes: 0, activityRows: undefined };
+}
+
+/** Every namespace with a stream or bucket in NATS, with what it stores. */
+export async function natsNamespaces(nc: NatsConnection): Promise<Map<string, NamespaceRow>> {
+  const rows = new Map<string, NamespaceRow>();
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  for await (const si of jsm.streams.list()) {
+    const owner = streamNamespace(si.config.name);
+    if (!owner) continue;
+    const row = rows.get(owner.ns) ?? emptyRow(owner.ns);
+    (owner.bucket ? row.buckets : row.streams).push(si.config.name);
+    row.messages += si.state.messages;
+    row.bytes += si.state.bytes;
+    rows.set(owner.ns, row);
+  }
+  return rows;
+}
+
+/**
+ * The projection database to look in: PostgreSQL at DATABASE_URL, or the embedded one when its
+ * folder exists (through its owner); undefined when there is none (nothing is created to look).
+ */
+export async function openInventoryDb(
+  config: GeodeConfig,
+  command: string,
+): Promise<ProjectionDb | undefined> {
+  if (!config.databaseUrl && !existsSync(path.resolve(DEFAULT_PGLITE_DIR))) return undefined;
+  return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate: false, command });
+}
+
+/** NATS and projection namespaces together, sorted by name. */
+export function mergeNamespaces(
+  nats: Map<string, NamespaceRow>,
+  projection: Map<string, number>,
+): NamespaceRow[] {
+  const rows = new Map(nats);
+  for (const [ns, count] of projection)
+    rows.set(ns, { ...(rows.get(ns) ?? emptyRow(ns)), activityRows: count });
+  return [...rows.values()].sort((a, b) => a.ns.localeCompare(b.ns));
+}

@@ -100,7 +100,7 @@ describe("geode replay, events tail, prune", () => {
       const r = await cli(args, { ...env().env, DATABASE_URL: databaseUrl });
       expect(r.code).toBe(1);
       expect(r.err).toBe(
-        `geode ${args[0]}: PostgreSQL at postgres://geode:***@127.0.0.1:${port}/test is not reachable: connect ECONNREFUSED 127.0.0.1:${port}\n`,
+        `geode ${args[0]}: PostgreSQL at postgres://geode:***@127.0.0.1:${port}/test is not reachable: connect ECONNREFUSED 127.0.0.1:${port}\n  Start PostgreSQL there, or fix DATABASE_URL (unset, the embedded database under .geode/pgdata is used).\n`,
       );
     }
   });

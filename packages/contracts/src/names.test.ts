@@ -30,6 +30,7 @@ describe("names(ns)", () => {
       runs: "acme_1_runs",
       tools: "acme_1_tools",
       agents: "acme_1_agents",
+      webhooks: "acme_1_webhooks",
     });
     expect(n.pgSchema).toBe("acme_1");
     expect(n.handlerKey("PreToolUse", "guard")).toBe("PreToolUse.guard");

@@ -75,7 +75,7 @@ export const nsLsCommand: Command = {
 };
 
 /** What a removal touches, one line each. */
-export function describeRemoval(r: NamespaceRemoval): string {
+function describeRemoval(r: NamespaceRemoval): string {
   const lines = [
     ...r.streams.map((s) => `  stream    ${s}`),
     ...r.buckets.map((b) => `  bucket    ${b}`),

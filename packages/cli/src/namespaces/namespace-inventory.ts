@@ -7,9 +7,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The bucket names of a namespace without the `{ns}_` prefix: `hook_handlers`, `tool_receipts`, … */
-export const BUCKET_SUFFIXES: readonly string[] = Object.values(buildNames("x").buckets).map((b) =>
-  b.slice(2),
-);
+const BUCKET_SUFFIXES: readonly string[] = Object.values(buildNames("x").buckets).map((b) => b.slice(2));
 const STREAM_SUFFIXES = ["EVENTS", "TIMELINE"] as const;
 
 /** What one namespace holds in NATS and in the projection database. */
@@ -26,7 +24,7 @@ export interface NamespaceRow {
 }
 
 /** The namespace a JetStream stream belongs to, and whether it is a KV bucket; undefined for others. */
-export function streamNamespace(stream: string): { ns: string; bucket: boolean } | undefined {
+function streamNamespace(stream: string): { ns: string; bucket: boolean } | undefined {
   if (stream.startsWith("KV_")) {
     for (const suffix of BUCKET_SUFFIXES) {
       const ns = stream.slice(3, -(suffix.length + 1));

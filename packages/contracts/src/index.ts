@@ -12,7 +12,6 @@ export {
   type Correlation,
   type CorrelationInput,
   CorrelationInputSchema,
-  CorrelationV2Schema,
   correlation,
 } from "./correlation.js";
 export {

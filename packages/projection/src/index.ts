@@ -1,5 +1,4 @@
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
-export { copyLines, copyRows, stageAndInsert } from "./copy-writer.js";
 export {
   type ServedEmbeddedDatabase,
   serveEmbeddedDatabase,
@@ -11,14 +10,7 @@ export {
   ProjectionUnavailableError,
   redactDatabaseUrl,
 } from "./errors.js";
-export {
-  dropProjection,
-  dropSecondaryIndexes,
-  ensureSecondaryIndexes,
-  migrateProjection,
-  PROJECTION_MIGRATIONS,
-  SECONDARY_INDEXES,
-} from "./migrations.js";
+export { dropProjection, migrateProjection, PROJECTION_MIGRATIONS } from "./migrations.js";
 export {
   DEFAULT_PGLITE_DIR,
   openProjectionDb,

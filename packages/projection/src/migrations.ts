@@ -123,45 +123,6 @@ const initial: Migration = {
   },
 };
 
-/**
- * The secondary indexes (the keys excluded), as the initial migration makes them. `geode replay
- * --rebuild` drops them while it loads the empty tables and makes them again at the end: one sort
- * per index instead of an index update per row. Every migration run makes any that is missing, so
- * a rebuild that died half way gets them back on the next start of the recorder or replay.
- */
-export const SECONDARY_INDEXES: ReadonlyArray<{ name: string; table: string; on: string }> = [
-  { name: "activity_events_session_ts", table: "activity_events", on: `("session_id", "ts")` },
-  {
-    name: "activity_events_run",
-    table: "activity_events",
-    on: `("run_id", "stream_seq") where "run_id" <> ''`,
-  },
-  { name: "activity_events_event_ts", table: "activity_events", on: `("event", "ts")` },
-  { name: "activity_events_retention", table: "activity_events", on: `("retention_bucket", "ts")` },
-  { name: "extension_invocations_session_ts", table: "extension_invocations", on: `("session_id", "ts")` },
-  { name: "extension_invocations_ts", table: "extension_invocations", on: `("ts")` },
-  { name: "session_events_session_ts", table: "session_events", on: `("session_id", "ts")` },
-  { name: "session_events_retention", table: "session_events", on: `("retention_bucket", "ts")` },
-];
-
-const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
-
-/** Makes each secondary index that does not exist (a no-op when all do). */
-// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
-export async function ensureSecondaryIndexes(db: Kysely<any>, ns: string): Promise<void> {
-  for (const i of SECONDARY_INDEXES)
-    await sql
-      .raw(`create index if not exists ${ident(i.name)} on ${ident(ns)}.${ident(i.table)} ${i.on}`)
-      .execute(db);
-}
-
-/** Drops the secondary indexes (for a bulk load into empty tables; see SECONDARY_INDEXES). */
-// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
-export async function dropSecondaryIndexes(db: Kysely<any>, ns: string): Promise<void> {
-  for (const i of SECONDARY_INDEXES)
-    await sql.raw(`drop index if exists ${ident(ns)}.${ident(i.name)}`).execute(db);
-}
-
 /** The projection's migrations, in order (kept in code so every entry point runs the same set). */
 export const PROJECTION_MIGRATIONS: Record<string, Migration> = { "001_initial": initial };
 
@@ -187,7 +148,6 @@ export async function migrateProjection(db: Kysely<any>, ns: string): Promise<vo
       });
       const { error } = await migrator.migrateToLatest();
       if (error) throw error;
-      await ensureSecondaryIndexes(db, ns);
       return;
     } catch (err) {
       if (attempt >= 5 || !isRaceError(err)) throw err;

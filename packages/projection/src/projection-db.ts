@@ -2,7 +2,6 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
-import { registerCopyTarget } from "./copy-writer.js";
 import { type ServedEmbeddedDatabase, useEmbeddedDatabase } from "./embedded-database.js";
 import {
   databaseHint,
@@ -60,13 +59,13 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
   let kind: ProjectionDb["kind"];
   let served: ServedEmbeddedDatabase | undefined;
   let where: string;
-  let copyPool: pg.Pool | undefined;
   const dir = options.pgliteDir ?? DEFAULT_PGLITE_DIR;
   if (options.databaseUrl) {
     kind = "postgres";
     where = `PostgreSQL at ${redactDatabaseUrl(options.databaseUrl)}`;
-    copyPool = resilientPool(options.databaseUrl, options.poolSize);
-    root = new Kysely({ dialect: new PostgresDialect({ pool: copyPool }) });
+    root = new Kysely({
+      dialect: new PostgresDialect({ pool: resilientPool(options.databaseUrl, options.poolSize) }),
+    });
   } else if (dir.startsWith("memory://")) {
     // In memory: nobody else can open it, so no owner and no server.
     kind = "pglite";
@@ -96,7 +95,6 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
     migrate: () => migrateProjection(root, options.ns),
     close,
   };
-  if (copyPool) registerCopyTarget(handle.db, copyPool, options.ns);
   if (options.migrate !== false) {
     try {
       await handle.migrate();

@@ -4,8 +4,6 @@ import { names as buildNames, type Names } from "@geode/contracts";
 import {
   describeDbError,
   dropProjection,
-  dropSecondaryIndexes,
-  ensureSecondaryIndexes,
   openProjectionDb,
   type ProjectionDb,
   ProjectionLoop,
@@ -193,36 +191,6 @@ function summary(r: ReplayResult): string {
   );
 }
 
-/** Replays each stream kind in turn, printing a summary line per stream; the messages applied. */
-async function replayKinds(
-  kinds: StreamKind[],
-  o: {
-    nc: NatsConnection;
-    db: ProjectionDb;
-    n: Names;
-    io: CommandIO;
-    fromSeq: number | undefined;
-    batchSize: number | undefined;
-  },
-): Promise<number> {
-  let total = 0;
-  for (const kind of kinds) {
-    const stream = kind === "events" ? o.n.eventsStream : o.n.timelineStream;
-    const r = await replayStream({
-      nc: o.nc,
-      db: o.db,
-      kind,
-      stream,
-      ...(o.fromSeq !== undefined ? { fromSeq: o.fromSeq } : {}),
-      ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
-      onProgress: progressReporter(o.io, `replay ${stream}`),
-    });
-    total += r.messages;
-    o.io.out(summary(r));
-  }
-  return total;
-}
-
 export const replayCommand: Command = {
   path: ["replay"],
   summary: "rebuild the Postgres projection from the event streams (idempotent)",
@@ -259,15 +227,21 @@ export const replayCommand: Command = {
         io.err(`dropping the projection tables of namespace ${n.ns}\n`);
         await dropProjection(db.root, n.ns);
         await db.migrate();
-        // Loaded into empty tables: each secondary index is built once at the end instead of
-        // updated row by row (made again below even when the replay fails, and by any migration).
-        await dropSecondaryIndexes(db.root, n.ns);
       }
-      let total: number;
-      try {
-        total = await replayKinds(kinds, { nc, db, n, io, fromSeq, batchSize });
-      } finally {
-        if (values.rebuild) await ensureSecondaryIndexes(db.root, n.ns);
+      let total = 0;
+      for (const kind of kinds) {
+        const stream = kind === "events" ? n.eventsStream : n.timelineStream;
+        const r = await replayStream({
+          nc,
+          db,
+          kind,
+          stream,
+          ...(fromSeq !== undefined ? { fromSeq } : {}),
+          ...(batchSize !== undefined ? { batchSize } : {}),
+          onProgress: progressReporter(io, `replay ${stream}`),
+        });
+        total += r.messages;
+        io.out(summary(r));
       }
       io.out(
         `replay done: ${total.toLocaleString("en-US")} messages applied to schema ${n.pgSchema}${values.rebuild ? " (rebuilt)" : ""}\n`,

@@ -82,10 +82,19 @@ export async function startClusterPlane(
     LOG_LEVEL: "info",
   };
   const replicas: Replica[] = [];
+  // Like any supervisor (`geode up`, a container runtime), start a replica again when it exits
+  // during start-up: right after the cluster forms, creating an R3 stream can time out once.
   const spawnReplica = async (service: PlaneService): Promise<SpawnedProcess> => {
-    const proc = spawnService(`services/${service}/src/main.ts`, childEnv);
-    await proc.waitForOutput(new RegExp(`${service} started`), 90_000);
-    return proc;
+    for (let attempt = 1; ; attempt++) {
+      const proc = spawnService(`services/${service}/src/main.ts`, childEnv);
+      try {
+        await proc.waitForOutput(new RegExp(`${service} started`), 90_000);
+        return proc;
+      } catch (err) {
+        await proc.stop("SIGKILL").catch(() => undefined);
+        if (attempt >= 3) throw err;
+      }
+    }
   };
   const plane: ClusterPlane = {
     cluster,

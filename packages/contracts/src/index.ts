@@ -170,6 +170,7 @@ export {
   type WebhookRecord,
   WebhookRecordSchema,
   WebhookUrlSchema,
+  webhookRegistration,
   webhookSignature,
 } from "./webhook.js";
 export {

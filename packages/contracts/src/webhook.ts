@@ -1,7 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
-import { FailureModeSchema, HandlerMatchSchema, HandlerNameSchema } from "./messages.js";
+import {
+  FailureModeSchema,
+  HandlerMatchSchema,
+  HandlerNameSchema,
+  type HandlerRegistration,
+} from "./messages.js";
 
 // ---- webhook handlers (KV {ns}_webhooks, key {HookName}.{handler}) ----
 
@@ -67,4 +72,19 @@ export function verifyWebhookSignature(
   const expected = Buffer.from(webhookSignature(secret, timestamp, body));
   const given = Buffer.from(signature);
   return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+/** The handler registration a webhook stands for, beating `now` (written by `add`, kept by the gateway). */
+export function webhookRegistration(record: WebhookRecord, now = Date.now()): HandlerRegistration {
+  return {
+    hook: record.hook,
+    name: record.name,
+    priority: record.priority,
+    timeout_ms: record.timeout_ms,
+    schema_version: record.schema_version,
+    failure_mode: record.failure_mode,
+    match: record.match ?? null,
+    heartbeat_at: now,
+    lease_ms: record.lease_ms,
+  };
 }

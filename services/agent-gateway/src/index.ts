@@ -8,4 +8,4 @@ export {
   type GatewayConfig,
   gatewayConfig,
 } from "./gateway-config.js";
-export { startWebhookBridge, type WebhookBridge, webhookRegistration } from "./webhook-bridge.js";
+export { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";

@@ -2,12 +2,12 @@ import { type Logger, type Responder, serveRequests } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
-  type HandlerRegistration,
   HookHandlerLeg,
   type Names,
   WEBHOOK_SIGNATURE_HEADER,
   WEBHOOK_TIMESTAMP_HEADER,
   type WebhookRecord,
+  webhookRegistration,
   webhookSignature,
 } from "@geode/contracts";
 import { HandlerRegistrations, type RecordWatch, WebhookStore } from "@geode/state";
@@ -27,21 +27,6 @@ interface Served {
   record: WebhookRecord;
   responder: Responder;
   timer: ReturnType<typeof setInterval>;
-}
-
-/** The handler registration a webhook stands for, beating now. */
-export function webhookRegistration(record: WebhookRecord, now = Date.now()): HandlerRegistration {
-  return {
-    hook: record.hook,
-    name: record.name,
-    priority: record.priority,
-    timeout_ms: record.timeout_ms,
-    schema_version: record.schema_version,
-    failure_mode: record.failure_mode,
-    match: record.match ?? null,
-    heartbeat_at: now,
-    lease_ms: record.lease_ms,
-  };
 }
 
 /**

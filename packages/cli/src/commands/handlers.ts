@@ -13,6 +13,7 @@ import {
   TOOL_HOOKS,
   type WebhookRecord,
   WebhookRecordSchema,
+  webhookRegistration,
 } from "@geode/contracts";
 import { HandlerRegistrations, WebhookStore } from "@geode/state";
 import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
@@ -217,7 +218,7 @@ export const handlersAddCommand: Command = {
       // Registered at once, so a closed guard is in force before any gateway serves it (until one
       // does, its calls fail closed); the gateways keep the heartbeat from then on.
       try {
-        await registry.register(registrationOf(record));
+        await registry.register(HandlerRegistrationSchema.parse(webhookRegistration(record)));
       } catch (err) {
         await store.remove(record.hook, record.name).catch(() => false);
         io.err(`${err instanceof GeodeError ? err.message : String(err)}\n`);
@@ -233,17 +234,3 @@ export const handlersAddCommand: Command = {
     });
   },
 };
-
-function registrationOf(record: WebhookRecord): HandlerRegistration {
-  return HandlerRegistrationSchema.parse({
-    hook: record.hook,
-    name: record.name,
-    priority: record.priority,
-    timeout_ms: record.timeout_ms,
-    schema_version: record.schema_version,
-    failure_mode: record.failure_mode,
-    match: record.match ?? null,
-    heartbeat_at: Date.now(),
-    lease_ms: record.lease_ms,
-  });
-}

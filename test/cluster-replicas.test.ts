@@ -9,6 +9,7 @@ import {
   ensureDurableConsumer,
   ensureEventStreams,
 } from "@geode/bus";
+import { runCliCaptured } from "@geode/cli/testing";
 import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
 import { type SpawnedProcess, spawnService, uniqueNamespace, useTestEnv, waitFor } from "@geode/testing";
 import { AckPolicy, type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
@@ -112,6 +113,11 @@ describe("GEODE_STREAM_REPLICAS on a three-node cluster", () => {
         consumers[`${stream}/${ci.name}`] = ci.config.num_replicas ?? 0;
     expect(Object.keys(consumers).length).toBeGreaterThanOrEqual(3); // recorder ×2, verifier's cleanup
     for (const [name, r] of Object.entries(consumers)) expect(r, name).toBe(3);
+    // What an operator sees: `geode ns ls` gives the namespace's replica count.
+    const ls = await runCliCaptured(["ns", "ls", "--json"], { ...process.env, NATS_URL: cluster.url });
+    expect(ls.code, ls.err).toBe(0);
+    const row = (JSON.parse(ls.out) as Array<{ ns: string; replicas: number[] }>).find((r) => r.ns === ns);
+    expect(row?.replicas).toEqual([3]);
   });
 
   it("five replicas on three nodes: the service stops with the count and the cluster size", async () => {

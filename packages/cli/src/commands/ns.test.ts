@@ -62,6 +62,7 @@ describe("geode ns", () => {
     const mine = rows.find((r) => r["ns"] === env().ns);
     expect(mine).toMatchObject({
       streams: [env().names.eventsStream, env().names.timelineStream].sort(),
+      replicas: [1],
       activityRows: 1,
     });
     expect(((mine?.["buckets"] ?? []) as string[]).sort()).toEqual(
@@ -71,8 +72,10 @@ describe("geode ns", () => {
     expect(other?.["streams"]).toHaveLength(2);
     expect(other?.["activityRows"]).toBeUndefined();
     const table = await geode(["ns", "ls"]);
-    expect(table.out).toMatch(/^namespace\s+streams\s+buckets\s+messages\s+bytes\s+postgres rows$/m);
-    expect(table.out).toMatch(new RegExp(`^${env().ns}\\s+2\\s+3\\s+\\d+\\s+\\S+ \\S+\\s+1$`, "m"));
+    expect(table.out).toMatch(
+      /^namespace\s+streams\s+buckets\s+replicas\s+messages\s+bytes\s+postgres rows$/m,
+    );
+    expect(table.out).toMatch(new RegExp(`^${env().ns}\\s+2\\s+3\\s+1\\s+\\d+\\s+\\S+ \\S+\\s+1$`, "m"));
   });
 
   it("rm without --yes says what it would delete and deletes nothing", async () => {

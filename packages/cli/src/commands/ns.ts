@@ -37,7 +37,8 @@ async function tryInventoryDb(
 /** `geode ns ls`: every namespace found in NATS and in the projection database (DESIGN §15). */
 export const nsLsCommand: Command = {
   path: ["ns", "ls"],
-  summary: "list namespaces found in NATS and Postgres (streams, buckets, messages, bytes, activity rows)",
+  summary:
+    "list namespaces found in NATS and Postgres (streams, buckets, replicas, messages, bytes, activity rows)",
   usage: "geode ns ls [--json]",
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
@@ -55,11 +56,12 @@ export const nsLsCommand: Command = {
       }
       io.out(
         renderTable(
-          ["namespace", "streams", "buckets", "messages", "bytes", "postgres rows"],
+          ["namespace", "streams", "buckets", "replicas", "messages", "bytes", "postgres rows"],
           rows.map((r) => [
             r.ns,
             String(r.streams.length),
             String(r.buckets.length),
+            r.replicas.length === 0 ? "-" : r.replicas.join(","),
             String(r.messages),
             humanBytes(r.bytes),
             r.activityRows === undefined ? "-" : String(r.activityRows),

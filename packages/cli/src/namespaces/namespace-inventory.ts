@@ -16,6 +16,8 @@ export interface NamespaceRow {
   /** Its JetStream streams (`{NS}_EVENTS`, `{NS}_TIMELINE`) and KV buckets (`KV_{ns}_*`) by name. */
   streams: string[];
   buckets: string[];
+  /** The replica counts its streams and buckets have (one value unless an upgrade is under way). */
+  replicas: number[];
   /** Messages and bytes stored in all of them. */
   messages: number;
   bytes: number;
@@ -41,7 +43,7 @@ function streamNamespace(stream: string): { ns: string; bucket: boolean } | unde
 }
 
 function emptyRow(ns: string): NamespaceRow {
-  return { ns, streams: [], buckets: [], messages: 0, bytes: 0, activityRows: undefined };
+  return { ns, streams: [], buckets: [], replicas: [], messages: 0, bytes: 0, activityRows: undefined };
 }
 
 /** Every namespace with a stream or bucket in NATS, with what it stores. */
@@ -53,6 +55,8 @@ export async function natsNamespaces(nc: NatsConnection): Promise<Map<string, Na
     if (!owner) continue;
     const row = rows.get(owner.ns) ?? emptyRow(owner.ns);
     (owner.bucket ? row.buckets : row.streams).push(si.config.name);
+    const replicas = si.config.num_replicas || 1;
+    if (!row.replicas.includes(replicas)) row.replicas = [...row.replicas, replicas].sort((a, b) => a - b);
     row.messages += si.state.messages;
     row.bytes += si.state.bytes;
     rows.set(owner.ns, row);

@@ -85,8 +85,8 @@ function post(url: string, body: string, token: string): Promise<string> {
 const sessionId = randomUUID();
 const input = JSON.stringify({
   session_id: sessionId,
-  transcript_path: `/home/dev/.claude/projects/-work-app/${sessionId}.jsonl`,
-  cwd: "/work/app",
+  transcript_path: `/home/dev/.claude/projects/-home-dev-src-parser/${sessionId}.jsonl`,
+  cwd: "/home/dev/src/parser",
   prompt_id: randomUUID(),
   permission_mode: "default",
   effort: { level: "medium" },

@@ -18,11 +18,16 @@ if (unknown.length > 0) {
   process.stderr.write(`unknown benchmark: ${unknown.join(", ")} (have: ${all.join(", ")})\n`);
   process.exit(2);
 }
-const tsx = createRequire(import.meta.url).resolve("tsx/cli");
+// tsx as a loader in the benchmark's own process (its CLI would run the script in a second one).
+const tsx = createRequire(import.meta.url).resolve("tsx");
+// BENCH_CPU_PROF=<dir>: each process writes a V8 CPU profile there (see bench/lib/cpu-profile.ts).
+const profile = process.env["BENCH_CPU_PROF"]
+  ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env["BENCH_CPU_PROF"])}`]
+  : [];
 let failed = 0;
 for (const name of wanted.length > 0 ? wanted : all) {
   process.stdout.write(`\n## bench/${name}\n\n`);
-  const r = spawnSync(process.execPath, [tsx, path.join(here, name, "main.ts")], {
+  const r = spawnSync(process.execPath, [...profile, "--import", tsx, path.join(here, name, "main.ts")], {
     stdio: "inherit",
     env: process.env,
   });

@@ -5,6 +5,7 @@ import { runCliCaptured } from "@geode/cli/testing";
 import { RUNTIME_EVENTS } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { useTestEnv, waitFor } from "@geode/testing";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { projectionSnapshot } from "./recorder-support.js";
 
@@ -51,6 +52,14 @@ describe("geode replay, events tail, prune", () => {
       async () => recorder.stats().events.lastSeq >= last && recorder.stats().timeline.lastSeq >= 2,
     );
     const live = await projectionSnapshot(db);
+    const indexes = async () =>
+      (
+        await sql<{ indexdef: string }>`
+          select indexdef from pg_indexes where schemaname = ${env().names.pgSchema} order by indexname`.execute(
+          db.root,
+        )
+      ).rows;
+    const liveIndexes = await indexes();
     expect(live.activity).toHaveLength(RUNTIME_EVENTS.length + 2);
     expect(live.session).toHaveLength(2);
 
@@ -62,6 +71,8 @@ describe("geode replay, events tail, prune", () => {
     expect(r.out).toContain("replay done");
     expect(r.err).toMatch(/replay .*_EVENTS: 61\/61 \(100%\)/);
     expect(await projectionSnapshot(db)).toEqual(live);
+    // The secondary indexes it dropped for the load are all back, as the migration made them.
+    expect(await indexes()).toEqual(liveIndexes);
 
     // Replaying again over a complete projection changes nothing.
     const again = await cli(["replay", "--stream", "events", "--from-seq", "1"], env().env);

@@ -5,6 +5,7 @@
  * floor (1 handler vs two raw round trips, 3 handlers vs four).
  */
 import { randomBytes } from "node:crypto";
+import { loadavg } from "node:os";
 import { ensureBucket } from "@geode/bus";
 import { correlation } from "@geode/contracts";
 import { connectGeode, createHookClient, HookName } from "@geode/runtime";
@@ -23,6 +24,8 @@ import {
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);
 const CONCURRENCY = [1, 16, 64];
+/** 1 handler at 64 callers on an idle machine when the 1.5× target was set (issue 17). */
+const RATE64_BEFORE = 6_354;
 
 const ns = `bench_hooks_${randomBytes(3).toString("hex")}`;
 const env = {
@@ -108,12 +111,23 @@ try {
   const ratio1 = one.seq.medianUs / (2 * floor);
   const ratio3 = three.seq.medianUs / (4 * floor);
   const rate64 = one.rates[CONCURRENCY.indexOf(64)] ?? 0;
+  const tail = Math.max(one.seq.p99Us / one.seq.medianUs, three.seq.p99Us / three.seq.medianUs);
+  const line = (what: string, measured: string, target: string, met: boolean) =>
+    `target: ${what}: ${measured} (target ${target}): ${met ? "met" : "not met"}`;
   process.stdout.write(
     [
-      `1 handler median / 2 raw round trips: ${ratio1.toFixed(2)} (target ≤ 1.30)`,
-      `3 handlers median / 4 raw round trips: ${ratio3.toFixed(2)} (target ≤ 1.30)`,
-      `1 handler, 64 callers: ${fmtRate(rate64)} (target ≥ 6,000/s)`,
-      `0 handlers median: ${fmtUs(zero.seq.medianUs)}; n=${SEQUENTIAL} sequential, ${THROUGHPUT_TOTAL} per throughput run`,
+      line("1 handler median / 2 raw round trips", ratio1.toFixed(2), "≤ 1.20", ratio1 <= 1.2),
+      line("3 handlers median / 4 raw round trips", ratio3.toFixed(2), "≤ 1.30", ratio3 <= 1.3),
+      line(
+        "1 handler, 64 callers, one dispatcher",
+        `${fmtRate(rate64)} = ${(rate64 / RATE64_BEFORE).toFixed(2)} × ${fmtRate(RATE64_BEFORE)}`,
+        `≥ 1.5 × ${fmtRate(RATE64_BEFORE)}`,
+        rate64 >= 1.5 * RATE64_BEFORE,
+      ),
+      line("p99 / median, 1 and 3 handlers (worse of the two)", tail.toFixed(2), "≤ 4", tail <= 4),
+      `0 handlers median: ${fmtUs(zero.seq.medianUs)}; n=${SEQUENTIAL} sequential, ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}`,
     ].join("\n") + "\n",
   );
 } finally {

@@ -12,6 +12,7 @@ export {
   type Correlation,
   type CorrelationInput,
   CorrelationInputSchema,
+  CorrelationV2Schema,
   correlation,
 } from "./correlation.js";
 export {

@@ -1,27 +1,10 @@
 import { CORRELATION_FIELDS } from "@geode/contracts";
 import { type Kysely, type RawBuilder, sql } from "kysely";
-import type { ActivityEventRow, ExtensionInvocationRow, SessionEventRow } from "./projection-rows.js";
+import { type ColumnList, copyTargetOf, writeBatchByCopy } from "./copy-writer.js";
+import type { BatchResult, ProjectionBatch } from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
-/** The rows of one consumed batch and the offset it advances. */
-export interface ProjectionBatch {
-  /** Durable consumer name (or `replay`). */
-  consumer: string;
-  /** Stream name, e.g. `GEODE_EVENTS`. */
-  stream: string;
-  /** Highest stream sequence in the batch (stored rows or not). */
-  lastSeq: number;
-  activity?: ActivityEventRow[];
-  extension?: ExtensionInvocationRow[];
-  session?: SessionEventRow[];
-}
-
-/** Rows actually inserted by a batch (the rest were already there). */
-export interface BatchResult {
-  activity: number;
-  extension: number;
-  session: number;
-}
+export type { BatchResult, ProjectionBatch } from "./projection-rows.js";
 
 const CORR_INT = new Set(["session_generation", "verify_attempt"]);
 const corrColumns = CORRELATION_FIELDS.map((f) => [f, CORR_INT.has(f) ? "integer" : "text"] as const);
@@ -58,8 +41,6 @@ const SESSION_COLUMNS = [
   ["payload_sha256", "text"],
 ] as const;
 
-type ColumnList = ReadonlyArray<readonly [string, string]>;
-
 /**
  * `select … from json_to_recordset($1)`: the whole batch travels as ONE parameter, so a batch of
  * thousands of rows is one short statement (no 65,535-parameter limit, little parse work), and it
@@ -91,16 +72,22 @@ async function insertRows(
   return Number(result.numInsertedOrUpdatedRows ?? 0);
 }
 
+const COLUMNS = { activity: ACTIVITY_COLUMNS, extension: EXTENSION_COLUMNS, session: SESSION_COLUMNS };
+
 /**
  * Writes one batch in ONE transaction together with the consumer's offset. Every row is
  * idempotent on its own key (stream sequence, and event/record id): a redelivered or replayed
  * row is a no-op, so replicas whose batches interleave never duplicate or lose a row. The
- * offset is a high-water mark (GREATEST), never moved backwards by a late batch.
+ * offset is a high-water mark (GREATEST), never moved backwards by a late batch. On PostgreSQL
+ * proper the rows go by COPY (copy-writer.ts); on PGlite, also when it is reached by URL, as one
+ * json_to_recordset statement per table.
  */
 export async function writeBatch(
   db: Kysely<ProjectionDatabase>,
   batch: ProjectionBatch,
 ): Promise<BatchResult> {
+  const copy = await copyTargetOf(db);
+  if (copy) return writeBatchByCopy(copy, batch, COLUMNS);
   return db.transaction().execute(async (trx) => {
     const activity = await insertRows(trx, "activity_events", batch.activity, ACTIVITY_COLUMNS);
     const extension = await insertRows(trx, "extension_invocations", batch.extension, EXTENSION_COLUMNS);

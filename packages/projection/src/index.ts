@@ -1,4 +1,5 @@
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
+export { copyLines, copyRows, stageAndInsert } from "./copy-writer.js";
 export {
   type ServedEmbeddedDatabase,
   serveEmbeddedDatabase,
@@ -10,7 +11,14 @@ export {
   ProjectionUnavailableError,
   redactDatabaseUrl,
 } from "./errors.js";
-export { dropProjection, migrateProjection, PROJECTION_MIGRATIONS } from "./migrations.js";
+export {
+  dropProjection,
+  dropSecondaryIndexes,
+  ensureSecondaryIndexes,
+  migrateProjection,
+  PROJECTION_MIGRATIONS,
+  SECONDARY_INDEXES,
+} from "./migrations.js";
 export {
   DEFAULT_PGLITE_DIR,
   openProjectionDb,

@@ -123,6 +123,54 @@ const initial: Migration = {
   },
 };
 
+/**
+ * The secondary indexes (the keys excluded), as the initial migration makes them. `geode replay
+ * --rebuild` on PostgreSQL drops them while it loads the empty tables and makes them again at the
+ * end, also when the load fails: one sort per index instead of an index update per row. Every
+ * migration run makes any that is still missing (a rebuild that was killed), so the next start of
+ * the recorder or of replay brings them back.
+ */
+export const SECONDARY_INDEXES: ReadonlyArray<{ name: string; table: string; on: string }> = [
+  { name: "activity_events_session_ts", table: "activity_events", on: `("session_id", "ts")` },
+  {
+    name: "activity_events_run",
+    table: "activity_events",
+    on: `("run_id", "stream_seq") where "run_id" <> ''`,
+  },
+  { name: "activity_events_event_ts", table: "activity_events", on: `("event", "ts")` },
+  { name: "activity_events_retention", table: "activity_events", on: `("retention_bucket", "ts")` },
+  { name: "extension_invocations_session_ts", table: "extension_invocations", on: `("session_id", "ts")` },
+  { name: "extension_invocations_ts", table: "extension_invocations", on: `("ts")` },
+  { name: "session_events_session_ts", table: "session_events", on: `("session_id", "ts")` },
+  { name: "session_events_retention", table: "session_events", on: `("retention_bucket", "ts")` },
+];
+
+const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * Makes each secondary index that does not exist. The catalog is read first and only a missing
+ * index is created: `create index if not exists` takes its table's SHARE lock before it looks,
+ * which would hold up every writer behind each process start (the recorder, replay, the CLI).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
+export async function ensureSecondaryIndexes(db: Kysely<any>, ns: string): Promise<void> {
+  const present = await sql<{ indexname: string }>`
+    select indexname from pg_indexes where schemaname = ${ns}`.execute(db);
+  const have = new Set(present.rows.map((r) => r.indexname));
+  for (const i of SECONDARY_INDEXES)
+    if (!have.has(i.name))
+      await sql
+        .raw(`create index if not exists ${ident(i.name)} on ${ident(ns)}.${ident(i.table)} ${i.on}`)
+        .execute(db);
+}
+
+/** Drops the secondary indexes (for a bulk load into empty tables; see SECONDARY_INDEXES). */
+// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
+export async function dropSecondaryIndexes(db: Kysely<any>, ns: string): Promise<void> {
+  for (const i of SECONDARY_INDEXES)
+    await sql.raw(`drop index if exists ${ident(ns)}.${ident(i.name)}`).execute(db);
+}
+
 /** The projection's migrations, in order (kept in code so every entry point runs the same set). */
 export const PROJECTION_MIGRATIONS: Record<string, Migration> = { "001_initial": initial };
 
@@ -148,6 +196,7 @@ export async function migrateProjection(db: Kysely<any>, ns: string): Promise<vo
       });
       const { error } = await migrator.migrateToLatest();
       if (error) throw error;
+      await ensureSecondaryIndexes(db, ns);
       return;
     } catch (err) {
       if (attempt >= 5 || !isRaceError(err)) throw err;

@@ -1,7 +1,8 @@
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
+import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
 import pg from "pg";
+import { registerCopyTarget } from "./copy-writer.js";
 import { type ServedEmbeddedDatabase, useEmbeddedDatabase } from "./embedded-database.js";
 import {
   databaseHint,
@@ -34,6 +35,9 @@ export interface ProjectionDbOptions {
   command?: string;
 }
 
+/** See ProjectionDb.server. */
+type DatabaseServer = "postgres" | "pglite";
+
 /** An open projection: `db` is scoped to schema `{ns}`; `root` is unscoped (schema DDL). */
 export interface ProjectionDb {
   readonly ns: string;
@@ -41,6 +45,13 @@ export interface ProjectionDb {
   readonly db: Kysely<ProjectionDatabase>;
   // biome-ignore lint/suspicious/noExplicitAny: DDL across schemas is untyped.
   readonly root: Kysely<any>;
+  /**
+   * What answers at the other end, asked once it can be reached: PostgreSQL proper, or PGlite, in
+   * this process or served on loopback by its owner (then reached through a URL like a
+   * PostgreSQL, e.g. the `DATABASE_URL` that `geode up` gives its services). COPY and index DDL
+   * around bulk loads are for PostgreSQL proper only.
+   */
+  server(): Promise<DatabaseServer>;
   /** Creates the schema and tables if absent. */
   migrate(): Promise<void>;
   close(): Promise<void>;
@@ -59,13 +70,13 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
   let kind: ProjectionDb["kind"];
   let served: ServedEmbeddedDatabase | undefined;
   let where: string;
+  let copyPool: pg.Pool | undefined;
   const dir = options.pgliteDir ?? DEFAULT_PGLITE_DIR;
   if (options.databaseUrl) {
     kind = "postgres";
     where = `PostgreSQL at ${redactDatabaseUrl(options.databaseUrl)}`;
-    root = new Kysely({
-      dialect: new PostgresDialect({ pool: resilientPool(options.databaseUrl, options.poolSize) }),
-    });
+    copyPool = resilientPool(options.databaseUrl, options.poolSize);
+    root = new Kysely({ dialect: new PostgresDialect({ pool: copyPool }) });
   } else if (dir.startsWith("memory://")) {
     // In memory: nobody else can open it, so no owner and no server.
     kind = "pglite";
@@ -87,14 +98,25 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
       await served?.close();
     }
   };
+  let server: Promise<DatabaseServer> | undefined;
   const handle: ProjectionDb = {
     ns: options.ns,
     kind,
     db: root.withSchema(options.ns) as Kysely<ProjectionDatabase>,
     root,
+    server() {
+      if (kind === "pglite") return Promise.resolve("pglite");
+      // Asked again after a failure (the database was down): the answer is only kept once known.
+      server ??= askServer(root).catch((err: unknown) => {
+        server = undefined;
+        throw err;
+      });
+      return server;
+    },
     migrate: () => migrateProjection(root, options.ns),
     close,
   };
+  if (copyPool) registerCopyTarget(handle.db, { pool: copyPool, schema: options.ns, server: handle.server });
   if (options.migrate !== false) {
     try {
       await handle.migrate();
@@ -104,6 +126,13 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
     }
   }
   return handle;
+}
+
+/** PGlite names itself in `version()`, also when served over the wire protocol. */
+// biome-ignore lint/suspicious/noExplicitAny: see ProjectionDb.root.
+async function askServer(root: Kysely<any>): Promise<DatabaseServer> {
+  const r = await sql<{ version: string }>`select version() as version`.execute(root);
+  return /\bPGlite\b/i.test(r.rows[0]?.version ?? "") ? "pglite" : "postgres";
 }
 
 /** This process, for an owner file: the script it runs (`main.ts` of a service, the CLI). */

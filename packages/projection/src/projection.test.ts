@@ -1,6 +1,12 @@
+import { PGlite } from "@electric-sql/pglite";
+import { EventEnvelopeSchema } from "@geode/contracts";
 import { uniqueNamespace } from "@geode/testing";
+import { sql } from "kysely";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { writeBatch } from "./batch-writer.js";
+import { dropSecondaryIndexes, SECONDARY_INDEXES } from "./migrations.js";
+import { type PgliteServer, servePglite } from "./pglite-server.js";
 import { openProjectionDb, type ProjectionDb } from "./projection-db.js";
 import { decodeStreamMessage } from "./projection-rows.js";
 import { countRows, normalizeRow, pruneExpired, readOffsets } from "./queries.js";
@@ -38,21 +44,57 @@ function rowsOf(seqs: Array<[number, Uint8Array]>) {
   return activity;
 }
 
-for (const kind of ["postgres", "pglite"] as const) {
+// "pglite by URL": PGlite served on loopback and reached through a URL, as `geode up` hands the
+// embedded database to its services in DATABASE_URL: it must be told apart from PostgreSQL.
+for (const kind of ["postgres", "pglite", "pglite by URL"] as const) {
   describe(`projection on ${kind}`, () => {
     const ns = uniqueNamespace("p");
     let p: ProjectionDb;
+    let lite: PGlite | undefined;
+    let served: PgliteServer | undefined;
     beforeAll(async () => {
+      if (kind === "pglite by URL") {
+        lite = await PGlite.create();
+        served = await servePglite(lite);
+      }
       p = await openProjectionDb({
         ns,
-        databaseUrl: kind === "postgres" ? inject("databaseUrl") : undefined,
+        databaseUrl: kind === "postgres" ? inject("databaseUrl") : served?.url,
         pgliteDir: "memory://",
       });
-    });
+    }, 180_000);
     afterAll(async () => {
       await p.root.schema.dropSchema(ns).ifExists().cascade().execute();
       await p.close();
+      await served?.close();
+      await lite?.close();
     });
+
+    it("knows which server it talks to (COPY and index DDL for bulk loads are for PostgreSQL only)", async () => {
+      expect(await p.server()).toBe(kind === "postgres" ? "postgres" : "pglite");
+    });
+
+    it.runIf(kind === "postgres")(
+      "a migration of a complete projection takes no table lock: a writer's open transaction does not hold it up",
+      async () => {
+        const writer = new pg.Client({ connectionString: inject("databaseUrl") });
+        await writer.connect();
+        try {
+          await writer.query("begin");
+          await writer.query(`lock table "${ns}".activity_events in row exclusive mode`);
+          const migrated = p.migrate().then(() => "migrated");
+          const outcome = await Promise.race([
+            migrated,
+            new Promise((r) => setTimeout(() => r("held up by the writer"), 5_000)),
+          ]);
+          await writer.query("rollback");
+          await migrated;
+          expect(outcome).toBe("migrated");
+        } finally {
+          await writer.end();
+        }
+      },
+    );
 
     it("stores each row once across interleaved and redelivered batches; offset is a high-water mark", async () => {
       const now = Date.now();
@@ -139,5 +181,112 @@ for (const kind of ["postgres", "pglite"] as const) {
       expect(decodeStreamMessage("events", 202, enc({ id: "x", event: "nope" })).type).toBe("rejected");
       expect(decodeStreamMessage("timeline", 203, enc({ kind: "session.started" })).type).toBe("rejected");
     });
+
+    it("replay's secondary indexes: dropped for a bulk load, made again by any migration exactly as before", async () => {
+      const indexes = async () =>
+        (
+          await sql<{ indexname: string; indexdef: string }>`
+            select indexname, indexdef from pg_indexes where schemaname = ${ns} order by indexname`.execute(
+            p.root,
+          )
+        ).rows;
+      const before = await indexes();
+      for (const i of SECONDARY_INDEXES) expect(before.map((r) => r.indexname)).toContain(i.name);
+      await dropSecondaryIndexes(p.root, ns);
+      const during = (await indexes()).map((r) => r.indexname);
+      for (const i of SECONDARY_INDEXES) expect(during).not.toContain(i.name);
+      expect(during.length).toBe(before.length - SECONDARY_INDEXES.length);
+      await p.migrate();
+      expect(await indexes()).toEqual(before);
+    });
+
+    it("stores tabs, newlines, carriage returns and backslashes exactly as sent", async () => {
+      const tricky = "a\tb\nc\rd\\e\\N\\.\t";
+      const d = decodeStreamMessage(
+        "events",
+        300,
+        eventMsg(`id-${tricky}`, "memory_saved", Date.now(), {
+          note: tricky,
+          nested: { [tricky]: [tricky] },
+        }),
+      );
+      expect(d.type).toBe("event");
+      if (d.type !== "event") return;
+      const result = await writeBatch(p.db, {
+        consumer: "c",
+        stream: "S",
+        lastSeq: 300,
+        activity: [d.activity],
+      });
+      expect(result.activity).toBe(1);
+      const row = await p.db
+        .selectFrom("activity_events")
+        .selectAll()
+        .where("stream_seq", "=", 300)
+        .executeTakeFirstOrThrow();
+      expect(row.event_id).toBe(`id-${tricky}`);
+      expect(row.payload).toEqual({ note: tricky, nested: { [tricky]: [tricky] } });
+      // Written again (a redelivery): nothing new, nothing changed.
+      const again = await writeBatch(p.db, {
+        consumer: "c",
+        stream: "S",
+        lastSeq: 300,
+        activity: [d.activity],
+      });
+      expect(again.activity).toBe(0);
+    });
   });
 }
+
+describe("event envelope decoding", () => {
+  const valid = {
+    id: "e1",
+    event: "memory_saved",
+    ts: 1_790_000_000_000,
+    source: "test",
+    correlation: {
+      session_id: "s1",
+      turn_id: "t1",
+      step_id: "st",
+      run_id: "",
+      session_generation: 0,
+      verify_attempt: 3,
+      tool_call_id: "",
+      llm_call_id: "",
+      llm_attempt_id: "",
+    },
+    payload: { a: 1 },
+  };
+  const variants: Array<[string, unknown]> = [
+    ["valid", valid],
+    ["extra field", { ...valid, extra: 1 }],
+    ["missing payload", { ...valid, payload: undefined }],
+    ["empty id", { ...valid, id: "" }],
+    ["unknown event", { ...valid, event: "nope" }],
+    ["fractional ts", { ...valid, ts: 1.5 }],
+    ["unsafe ts", { ...valid, ts: 2 ** 60 }],
+    ["string ts", { ...valid, ts: "1" }],
+    ["numeric source", { ...valid, source: 1 }],
+    ["array payload", { ...valid, payload: [1] }],
+    ["null payload", { ...valid, payload: null }],
+    ["negative generation", { ...valid, correlation: { ...valid.correlation, session_generation: -1 } }],
+    ["string attempt", { ...valid, correlation: { ...valid.correlation, verify_attempt: "1" } }],
+    ["extra correlation field", { ...valid, correlation: { ...valid.correlation, x: "" } }],
+    ["missing step_id", { ...valid, correlation: { ...valid.correlation, step_id: undefined } }],
+    ["array", [valid]],
+  ];
+  it.each(variants)(
+    "%s: stored exactly when the envelope schema accepts it, as the schema reads it",
+    (_, body) => {
+      const d = decodeStreamMessage("events", 1, enc(body));
+      const schema = EventEnvelopeSchema.safeParse(JSON.parse(JSON.stringify(body)));
+      expect(d.type).toBe(schema.success ? "event" : "rejected");
+      if (d.type === "event" && schema.success) {
+        expect(d.activity.event_id).toBe(schema.data.id);
+        expect(d.activity.ts).toBe(schema.data.ts);
+        expect(d.activity.session_generation).toBe(schema.data.correlation.session_generation);
+        expect(d.activity.payload).toEqual(schema.data.payload);
+      }
+    },
+  );
+});

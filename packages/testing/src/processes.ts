@@ -7,6 +7,15 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 // so a crash test would kill the wrapper and leave the service running.
 const TSX_LOADER = import.meta.resolve("tsx");
 
+/**
+ * `BENCH_CPU_PROF=<dir>`: every process started here (and by `pnpm bench`) writes a V8 CPU profile
+ * into that directory when it exits (Node refuses `--cpu-prof` in NODE_OPTIONS).
+ */
+function cpuProfileArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const dir = env["BENCH_CPU_PROF"];
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`] : [];
+}
+
 export interface SpawnedProcess {
   child: ChildProcess;
   /** Everything the process wrote to stdout and stderr so far. */
@@ -31,11 +40,15 @@ export function spawnService(
   args: string[] = [],
   options: { cwd?: string } = {},
 ): SpawnedProcess {
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, path.resolve(REPO_ROOT, entry), ...args], {
-    cwd: options.cwd ?? REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...cpuProfileArgs(), "--import", TSX_LOADER, path.resolve(REPO_ROOT, entry), ...args],
+    {
+      cwd: options.cwd ?? REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   return track(child);
 }
 

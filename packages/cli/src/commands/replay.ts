@@ -4,6 +4,8 @@ import { names as buildNames, type Names } from "@geode/contracts";
 import {
   describeDbError,
   dropProjection,
+  dropSecondaryIndexes,
+  ensureSecondaryIndexes,
   openProjectionDb,
   type ProjectionDb,
   ProjectionLoop,
@@ -191,6 +193,36 @@ function summary(r: ReplayResult): string {
   );
 }
 
+/** Replays each stream kind in turn, printing a summary line per stream; the messages applied. */
+async function replayKinds(
+  kinds: StreamKind[],
+  o: {
+    nc: NatsConnection;
+    db: ProjectionDb;
+    n: Names;
+    io: CommandIO;
+    fromSeq: number | undefined;
+    batchSize: number | undefined;
+  },
+): Promise<number> {
+  let total = 0;
+  for (const kind of kinds) {
+    const stream = kind === "events" ? o.n.eventsStream : o.n.timelineStream;
+    const r = await replayStream({
+      nc: o.nc,
+      db: o.db,
+      kind,
+      stream,
+      ...(o.fromSeq !== undefined ? { fromSeq: o.fromSeq } : {}),
+      ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+      onProgress: progressReporter(o.io, `replay ${stream}`),
+    });
+    total += r.messages;
+    o.io.out(summary(r));
+  }
+  return total;
+}
+
 export const replayCommand: Command = {
   path: ["replay"],
   summary: "rebuild the Postgres projection from the event streams (idempotent)",
@@ -228,20 +260,17 @@ export const replayCommand: Command = {
         await dropProjection(db.root, n.ns);
         await db.migrate();
       }
-      let total = 0;
-      for (const kind of kinds) {
-        const stream = kind === "events" ? n.eventsStream : n.timelineStream;
-        const r = await replayStream({
-          nc,
-          db,
-          kind,
-          stream,
-          ...(fromSeq !== undefined ? { fromSeq } : {}),
-          ...(batchSize !== undefined ? { batchSize } : {}),
-          onProgress: progressReporter(io, `replay ${stream}`),
-        });
-        total += r.messages;
-        io.out(summary(r));
+      // Loaded into empty tables on PostgreSQL: each secondary index is built once at the end
+      // instead of updated row by row (made again below also when the replay fails, and by any
+      // later migration should this process be killed). Here only, never in a service's start:
+      // building an index locks its table against writers.
+      const bulk = values.rebuild && (await db.server()) === "postgres";
+      if (bulk) await dropSecondaryIndexes(db.root, n.ns);
+      let total: number;
+      try {
+        total = await replayKinds(kinds, { nc, db, n, io, fromSeq, batchSize });
+      } finally {
+        if (bulk) await ensureSecondaryIndexes(db.root, n.ns);
       }
       io.out(
         `replay done: ${total.toLocaleString("en-US")} messages applied to schema ${n.pgSchema}${values.rebuild ? " (rebuilt)" : ""}\n`,

@@ -1,12 +1,17 @@
-/** One `geode` sub-command. `run` returns the process exit code. */
-export interface Command {
+/** What a `geode` sub-command's module exports: `run` returns the process exit code. */
+export interface CommandModule {
+  run(args: string[], io: CommandIO): Promise<number>;
+}
+
+/** One `geode` sub-command as help lists it; its module is imported only when it is chosen. */
+export interface CommandSpec {
   /** The words that select it, e.g. `["handlers", "ls"]`. */
   path: string[];
   /** One line for `geode help`. */
   summary: string;
   /** Usage line, e.g. `geode schema <HookName> [--version v1|v2] | --all`. */
   usage: string;
-  run(args: string[], io: CommandIO): Promise<number>;
+  load(): Promise<CommandModule>;
 }
 
 export interface CommandIO {

@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
 import { AgentNameSchema, names as buildNames, ErrorCode, GeodeError, sha256 } from "@geode/contracts";
 import { AgentStore } from "@geode/state";
-import { type Command, type CommandIO, UsageError } from "../command.js";
+import { type CommandModule, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 /** A fresh bearer token: 256 random bits, prefixed so it is recognisable in a secret scanner. */
@@ -40,10 +40,7 @@ function agentName(value: string | undefined): string {
  * `geode agents add NAME`: creates an agent allowed to call the agent gateway and prints its
  * bearer token once, alone on the last line; KV `{ns}_agents` keeps only its SHA-256.
  */
-export const agentsAddCommand: Command = {
-  path: ["agents", "add"],
-  summary: "create an agent for the agent gateway and print its bearer token (once)",
-  usage: "geode agents add <name>",
+export const agentsAddCommand: CommandModule = {
   async run(args, io) {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     if (positionals.length > 1) throw new UsageError("give one agent name");
@@ -62,10 +59,7 @@ export const agentsAddCommand: Command = {
   },
 };
 
-export const agentsLsCommand: Command = {
-  path: ["agents", "ls"],
-  summary: "list the agents allowed to call the agent gateway",
-  usage: "geode agents ls [--json]",
+export const agentsLsCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
     return withAgents(io, async (store) => {
@@ -89,10 +83,7 @@ export const agentsLsCommand: Command = {
   },
 };
 
-export const agentsRmCommand: Command = {
-  path: ["agents", "rm"],
-  summary: "remove an agent: its token stops working at once",
-  usage: "geode agents rm <name>",
+export const agentsRmCommand: CommandModule = {
   async run(args, io) {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     if (positionals.length > 1) throw new UsageError("give one agent name");

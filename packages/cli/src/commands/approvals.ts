@@ -8,7 +8,7 @@ import {
   names as buildNames,
   QueueGroup,
 } from "@geode/contracts";
-import { type Command, intOption, UsageError } from "../command.js";
+import { type CommandModule, intOption, UsageError } from "../command.js";
 
 function describe(req: ApprovalRequest): string {
   const c = req.correlation;
@@ -19,10 +19,7 @@ function describe(req: ApprovalRequest): string {
  * Answers human-approval requests on `{ns}.approval.request`: interactively (one prompt at a time)
  * or automatically with `--auto allow|deny` for scripts. `--count N` exits after N answers.
  */
-export const approvalsWatchCommand: Command = {
-  path: ["approvals", "watch"],
-  summary: "answer tool approval requests interactively, or --auto allow|deny",
-  usage: "geode approvals watch [--auto allow|deny] [--approver <name>] [--count <n>]",
+export const approvalsWatchCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({
       args,

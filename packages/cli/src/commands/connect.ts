@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
-import { type Command, UsageError } from "../command.js";
+import { type CommandModule, UsageError } from "../command.js";
 import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
 import { hookEndpoint } from "./hook-shim.js";
 
@@ -22,10 +22,7 @@ function shimCommand(hookUrl: string, failClosed: boolean): string {
  * `geode connect claude-code`: prints the Claude Code `hooks` settings that send every mapped
  * event to the agent gateway, or merges them into a settings file (keeping the hooks there).
  */
-export const connectClaudeCodeCommand: Command = {
-  path: ["connect", "claude-code"],
-  summary: "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway",
-  usage: "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-closed]",
+export const connectClaudeCodeCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

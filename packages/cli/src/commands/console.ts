@@ -1,17 +1,14 @@
 import { parseArgs } from "node:util";
 import { connectBus, createLogger, loadConfig } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
-import { type Command, intOption, UsageError } from "../command.js";
+import { type CommandModule, intOption, UsageError } from "../command.js";
 
 /**
  * `geode console`: the operator console in the browser (approvals, paused sessions, admitted
  * receipts, runs with live timelines, handlers, recorder lag) on loopback, behind
  * `GEODE_CONSOLE_TOKEN`. Runs until SIGINT/SIGTERM.
  */
-export const consoleCommand: Command = {
-  path: ["console"],
-  summary: "serve the operator console on loopback (needs GEODE_CONSOLE_TOKEN)",
-  usage: "geode console [--port <port>] [--host 127.0.0.1]",
+export const consoleCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { port: { type: "string" }, host: { type: "string" } } });
     const { CONSOLE_ENV, DEFAULT_CONSOLE_PORT, startConsole } = await import("@geode/console");

@@ -1,12 +1,9 @@
 import { parseArgs } from "node:util";
-import type { Command } from "../command.js";
+import type { CommandModule } from "../command.js";
 import { renderSummary } from "../demo/render-summary.js";
 import { runDemo } from "../demo/run-demo.js";
 
-export const demoCommand: Command = {
-  path: ["demo"],
-  summary: "run a scripted agent session through every hook and join point, then show the audit",
-  usage: "geode demo [--namespace NS] [--keep] [--quiet]",
+export const demoCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({
       args,

@@ -13,7 +13,7 @@ import {
   SECRET_KEYS,
   TOOL_HOOKS,
 } from "@geode/contracts";
-import { type Command, UsageError } from "../command.js";
+import { type CommandModule, UsageError } from "../command.js";
 
 /** `docs/hooks.md` of this repository. */
 export const HOOKS_DOC_PATH = path.resolve(import.meta.dirname, "../../../../docs/hooks.md");
@@ -222,10 +222,7 @@ export function renderHooksDoc(): string {
   return parts.join("\n");
 }
 
-export const docsCommand: Command = {
-  path: ["docs", "hooks"],
-  summary: "generate docs/hooks.md from the runtime hook schemas (--write, --check)",
-  usage: "geode docs hooks [--write | --check] [--out <file>]",
+export const docsCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

@@ -9,7 +9,7 @@ import {
   TimelineRecordSchema,
 } from "@geode/contracts";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { type Command, intOption, UsageError } from "../command.js";
+import { type CommandModule, intOption, UsageError } from "../command.js";
 import { connectFromEnv } from "./replay.js";
 
 const SUMMARY_CHARS = 96;
@@ -40,10 +40,7 @@ function formatEventLine(e: {
   return `${time}  ${e.name.padEnd(28)} ${e.source.padEnd(18)} ${where.padEnd(24)} ${summarizePayload(e.payload)}\n`;
 }
 
-export const eventsTailCommand: Command = {
-  path: ["events", "tail"],
-  summary: "follow runtime events (or --timeline records) live, one line each",
-  usage: "geode events tail [--event X] [--session S] [--timeline] [--from-seq N] [--limit N]",
+export const eventsTailCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({
       args,

@@ -16,7 +16,7 @@ import {
   webhookRegistration,
 } from "@geode/contracts";
 import { HandlerRegistrations, WebhookStore } from "@geode/state";
-import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
+import { type CommandModule, type CommandIO, intOption, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 async function withRegistry<T>(
@@ -65,11 +65,7 @@ function handlerRows(regs: HandlerRegistration[], now = Date.now()): string[][] 
     ]);
 }
 
-export const handlersLsCommand: Command = {
-  path: ["handlers", "ls"],
-  summary:
-    "list hook handler registrations (hook, name, priority, timeout, version, failure mode, match, lease)",
-  usage: "geode handlers ls [<HookName>] [--json]",
+export const handlersLsCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,
@@ -100,10 +96,7 @@ export const handlersLsCommand: Command = {
   },
 };
 
-export const handlersRmCommand: Command = {
-  path: ["handlers", "rm"],
-  summary: "delete a hook handler registration (e.g. a crashed failure_mode closed guard, or a webhook)",
-  usage: "geode handlers rm <HookName> <handler>",
+export const handlersRmCommand: CommandModule = {
   async run(args, io) {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     const [hook, name, ...rest] = positionals;
@@ -180,11 +173,7 @@ function webhookFromOptions(
   return parsed.data;
 }
 
-export const handlersAddCommand: Command = {
-  path: ["handlers", "add"],
-  summary: "register an HTTP endpoint as a hook handler (a webhook the agent gateway calls, signed)",
-  usage:
-    "geode handlers add --hook <HookName> --name <handler> --url <http(s)://…> [--priority P] [--timeout-ms N] [--failure-mode open|closed] [--match glob,glob] [--lease-ms N] [--schema-version v1|v2]",
+export const handlersAddCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

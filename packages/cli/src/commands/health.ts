@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
 import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
-import { type Command, intOption } from "../command.js";
+import { type CommandModule, intOption } from "../command.js";
 import { renderTable } from "../render-table.js";
 import { probeHealth } from "../up/health-probe.js";
 
@@ -9,10 +9,7 @@ import { probeHealth } from "../up/health-probe.js";
  * `geode health [service...]`: asks each service on `{ns}.health.{service}`; exit 0 only when every
  * one answered `ok`. Small enough to be a container health check.
  */
-export const healthCommand: Command = {
-  path: ["health"],
-  summary: "ask services for their health (exit 0 when all answer ok); a container health check",
-  usage: "geode health [<service>...] [--timeout <ms>] [--json]",
+export const healthCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

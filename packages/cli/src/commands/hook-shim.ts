@@ -3,7 +3,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { parseArgs } from "node:util";
-import type { Command } from "../command.js";
+import type { CommandModule } from "../command.js";
 
 /** The agent gateway's Claude Code endpoint (`CLAUDE_CODE_HOOK_PATH` of the contract). */
 export const HOOK_PATH = "/v1/claude-code/hook";
@@ -149,9 +149,6 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
   return 0;
 }
 
-export const hookShimCommand: Command = {
-  path: ["hook-shim"],
-  summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
-  usage: "geode hook-shim [--url <gateway url>] [--fail-closed] [--timeout-ms <ms>]",
+export const hookShimCommand: CommandModule = {
   run: (args, io) => runHookShim(args, { stdin: process.stdin, out: io.out, err: io.err, env: io.env }),
 };

@@ -1,44 +1,150 @@
-import type { Command } from "../command.js";
-import { agentsAddCommand, agentsLsCommand, agentsRmCommand } from "./agents.js";
-import { approvalsWatchCommand } from "./approvals.js";
-import { connectClaudeCodeCommand } from "./connect.js";
-import { consoleCommand } from "./console.js";
-import { demoCommand } from "./demo.js";
-import { docsCommand } from "./docs.js";
-import { eventsTailCommand } from "./events.js";
-import { handlersAddCommand, handlersLsCommand, handlersRmCommand } from "./handlers.js";
-import { healthCommand } from "./health.js";
-import { hookShimCommand } from "./hook-shim.js";
-import { nsLsCommand, nsRmCommand } from "./ns.js";
-import { pruneCommand } from "./prune.js";
-import { receiptsLsCommand, receiptsResolveCommand, receiptsShowCommand } from "./receipts.js";
-import { replayCommand } from "./replay.js";
-import { schemaCommand } from "./schema.js";
-import { upCommand } from "./up.js";
+import type { CommandSpec } from "../command.js";
 
-/** Every `geode` sub-command. Add a command by adding its module here. */
-export const COMMANDS: Command[] = [
-  demoCommand,
-  schemaCommand,
-  docsCommand,
-  handlersAddCommand,
-  handlersLsCommand,
-  handlersRmCommand,
-  healthCommand,
-  upCommand,
-  replayCommand,
-  eventsTailCommand,
-  pruneCommand,
-  approvalsWatchCommand,
-  receiptsLsCommand,
-  receiptsShowCommand,
-  receiptsResolveCommand,
-  agentsAddCommand,
-  agentsLsCommand,
-  agentsRmCommand,
-  nsLsCommand,
-  nsRmCommand,
-  connectClaudeCodeCommand,
-  hookShimCommand,
-  consoleCommand,
+/**
+ * Every `geode` sub-command: what help shows, and the module that runs it, imported only when the
+ * command is chosen (so `geode --help` or `geode health` never load Postgres, the demo or the console).
+ */
+export const COMMANDS: CommandSpec[] = [
+  {
+    path: ["demo"],
+    summary: "run a scripted agent session through every hook and join point, then show the audit",
+    usage: "geode demo [--namespace NS] [--keep] [--quiet]",
+    load: async () => (await import("./demo.js")).demoCommand,
+  },
+  {
+    path: ["schema"],
+    summary: "print a public hook's Draft 2020-12 JSON Schema (the runtime canon)",
+    usage: "geode schema <HookName> [--version v1|v2] | geode schema --all [--version v1|v2]",
+    load: async () => (await import("./schema.js")).schemaCommand,
+  },
+  {
+    path: ["docs", "hooks"],
+    summary: "generate docs/hooks.md from the runtime hook schemas (--write, --check)",
+    usage: "geode docs hooks [--write | --check] [--out <file>]",
+    load: async () => (await import("./docs.js")).docsCommand,
+  },
+  {
+    path: ["handlers", "add"],
+    summary: "register an HTTP endpoint as a hook handler (a webhook the agent gateway calls, signed)",
+    usage:
+      "geode handlers add --hook <HookName> --name <handler> --url <http(s)://…> [--priority P] [--timeout-ms N] [--failure-mode open|closed] [--match glob,glob] [--lease-ms N] [--schema-version v1|v2]",
+    load: async () => (await import("./handlers.js")).handlersAddCommand,
+  },
+  {
+    path: ["handlers", "ls"],
+    summary:
+      "list hook handler registrations (hook, name, priority, timeout, version, failure mode, match, lease)",
+    usage: "geode handlers ls [<HookName>] [--json]",
+    load: async () => (await import("./handlers.js")).handlersLsCommand,
+  },
+  {
+    path: ["handlers", "rm"],
+    summary: "delete a hook handler registration (e.g. a crashed failure_mode closed guard, or a webhook)",
+    usage: "geode handlers rm <HookName> <handler>",
+    load: async () => (await import("./handlers.js")).handlersRmCommand,
+  },
+  {
+    path: ["health"],
+    summary: "ask services for their health (exit 0 when all answer ok); a container health check",
+    usage: "geode health [<service>...] [--timeout <ms>] [--json]",
+    load: async () => (await import("./health.js")).healthCommand,
+  },
+  {
+    path: ["up"],
+    summary: "run every service in the foreground (starting a local nats-server if needed); Ctrl-C stops all",
+    usage: "geode up [--only <service,...>] [--ready-timeout <ms>]",
+    load: async () => (await import("./up.js")).upCommand,
+  },
+  {
+    path: ["replay"],
+    summary: "rebuild the Postgres projection from the event streams (idempotent)",
+    usage: "geode replay [--stream events|timeline] [--from-seq N] [--rebuild] [--batch N]",
+    load: async () => (await import("./replay.js")).replayCommand,
+  },
+  {
+    path: ["events", "tail"],
+    summary: "follow runtime events (or --timeline records) live, one line each",
+    usage: "geode events tail [--event X] [--session S] [--timeline] [--from-seq N] [--limit N]",
+    load: async () => (await import("./events.js")).eventsTailCommand,
+  },
+  {
+    path: ["prune"],
+    summary: "delete projection rows past their retention bucket (audit 180 d, ops 30 d, debug 7 d)",
+    usage: "geode prune",
+    load: async () => (await import("./prune.js")).pruneCommand,
+  },
+  {
+    path: ["approvals", "watch"],
+    summary: "answer tool approval requests interactively, or --auto allow|deny",
+    usage: "geode approvals watch [--auto allow|deny] [--approver <name>] [--count <n>]",
+    load: async () => (await import("./approvals.js")).approvalsWatchCommand,
+  },
+  {
+    path: ["receipts", "ls"],
+    summary: "list tool admission receipts (admitted: running while its lease is live, else outcome unknown)",
+    usage: "geode receipts ls [--state admitted|completed|failed] [--json]",
+    load: async () => (await import("./receipts.js")).receiptsLsCommand,
+  },
+  {
+    path: ["receipts", "show"],
+    summary: "print one receipt (by operation key) as JSON",
+    usage: "geode receipts show <key>",
+    load: async () => (await import("./receipts.js")).receiptsShowCommand,
+  },
+  {
+    path: ["receipts", "resolve"],
+    summary: "resolve an indeterminate receipt as completed or failed (recorded as an event)",
+    usage: "geode receipts resolve <key> --as completed|failed [--reason <text>] [--by <operator>]",
+    load: async () => (await import("./receipts.js")).receiptsResolveCommand,
+  },
+  {
+    path: ["agents", "add"],
+    summary: "create an agent for the agent gateway and print its bearer token (once)",
+    usage: "geode agents add <name>",
+    load: async () => (await import("./agents.js")).agentsAddCommand,
+  },
+  {
+    path: ["agents", "ls"],
+    summary: "list the agents allowed to call the agent gateway",
+    usage: "geode agents ls [--json]",
+    load: async () => (await import("./agents.js")).agentsLsCommand,
+  },
+  {
+    path: ["agents", "rm"],
+    summary: "remove an agent: its token stops working at once",
+    usage: "geode agents rm <name>",
+    load: async () => (await import("./agents.js")).agentsRmCommand,
+  },
+  {
+    path: ["ns", "ls"],
+    summary:
+      "list namespaces found in NATS and Postgres (streams, buckets, replicas, messages, bytes, activity rows)",
+    usage: "geode ns ls [--json]",
+    load: async () => (await import("./ns.js")).nsLsCommand,
+  },
+  {
+    path: ["ns", "rm"],
+    summary: "delete a namespace: its streams, KV buckets, Postgres schema and run files (needs --yes)",
+    usage: "geode ns rm <namespace> --yes [--force]",
+    load: async () => (await import("./ns.js")).nsRmCommand,
+  },
+  {
+    path: ["connect", "claude-code"],
+    summary:
+      "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway",
+    usage: "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-closed]",
+    load: async () => (await import("./connect.js")).connectClaudeCodeCommand,
+  },
+  {
+    path: ["hook-shim"],
+    summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
+    usage: "geode hook-shim [--url <gateway url>] [--fail-closed] [--timeout-ms <ms>]",
+    load: async () => (await import("./hook-shim.js")).hookShimCommand,
+  },
+  {
+    path: ["console"],
+    summary: "serve the operator console on loopback (needs GEODE_CONSOLE_TOKEN)",
+    usage: "geode console [--port <port>] [--host 127.0.0.1]",
+    load: async () => (await import("./console.js")).consoleCommand,
+  },
 ];

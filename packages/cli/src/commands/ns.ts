@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { connectBus, type GeodeConfig, loadConfig } from "@geode/bus";
 import { NAMESPACE_PATTERN } from "@geode/contracts";
 import { type ProjectionDb, projectionNamespaces } from "@geode/projection";
-import { type Command, type CommandIO, describeFailure, UsageError } from "../command.js";
+import { type CommandModule, type CommandIO, describeFailure, UsageError } from "../command.js";
 import { mergeNamespaces, natsNamespaces, openInventoryDb } from "../namespaces/namespace-inventory.js";
 import { liveServices, type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";
 import { renderTable } from "../render-table.js";
@@ -35,11 +35,7 @@ async function tryInventoryDb(
 }
 
 /** `geode ns ls`: every namespace found in NATS and in the projection database (DESIGN §15). */
-export const nsLsCommand: Command = {
-  path: ["ns", "ls"],
-  summary:
-    "list namespaces found in NATS and Postgres (streams, buckets, replicas, messages, bytes, activity rows)",
-  usage: "geode ns ls [--json]",
+export const nsLsCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
     const config = loadConfig(io.env);
@@ -88,10 +84,7 @@ function describeRemoval(r: NamespaceRemoval): string {
 }
 
 /** `geode ns rm NS --yes`: deletes a namespace's streams, buckets, Postgres schema and run files. */
-export const nsRmCommand: Command = {
-  path: ["ns", "rm"],
-  summary: "delete a namespace: its streams, KV buckets, Postgres schema and run files (needs --yes)",
-  usage: "geode ns rm <namespace> --yes [--force]",
+export const nsRmCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

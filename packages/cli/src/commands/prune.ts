@@ -2,13 +2,10 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { RETENTION_DAYS } from "@geode/contracts";
 import { pruneExpired } from "@geode/projection";
-import type { Command } from "../command.js";
+import type { CommandModule } from "../command.js";
 import { openProjectionFromEnv } from "./replay.js";
 
-export const pruneCommand: Command = {
-  path: ["prune"],
-  summary: "delete projection rows past their retention bucket (audit 180 d, ops 30 d, debug 7 d)",
-  usage: "geode prune",
+export const pruneCommand: CommandModule = {
   async run(args, io) {
     parseArgs({ args, options: {} });
     const config = loadConfig(io.env);

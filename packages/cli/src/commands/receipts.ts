@@ -9,7 +9,7 @@ import {
 } from "@geode/contracts";
 import { ReceiptStore, resolveReceipt } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type Command, type CommandIO, UsageError } from "../command.js";
+import { type CommandModule, type CommandIO, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 async function withReceipts(
@@ -35,10 +35,7 @@ function leaseOf(r: Receipt, now: number): string {
   return isReceiptRunning(r, now) ? `running until ${time(r.lease_until ?? null)}` : "lapsed";
 }
 
-export const receiptsLsCommand: Command = {
-  path: ["receipts", "ls"],
-  summary: "list tool admission receipts (admitted: running while its lease is live, else outcome unknown)",
-  usage: "geode receipts ls [--state admitted|completed|failed] [--json]",
+export const receiptsLsCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({
       args,
@@ -76,10 +73,7 @@ export const receiptsLsCommand: Command = {
   },
 };
 
-export const receiptsShowCommand: Command = {
-  path: ["receipts", "show"],
-  summary: "print one receipt (by operation key) as JSON",
-  usage: "geode receipts show <key>",
+export const receiptsShowCommand: CommandModule = {
   async run(args, io) {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     const [key, ...rest] = positionals;
@@ -101,10 +95,7 @@ export const receiptsShowCommand: Command = {
  * the outside world. Revision-checked, so a concurrent commit is never overwritten; recorded as a
  * `tool_recovery_succeeded` / `tool_recovery_failed` event.
  */
-export const receiptsResolveCommand: Command = {
-  path: ["receipts", "resolve"],
-  summary: "resolve an indeterminate receipt as completed or failed (recorded as an event)",
-  usage: "geode receipts resolve <key> --as completed|failed [--reason <text>] [--by <operator>]",
+export const receiptsResolveCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

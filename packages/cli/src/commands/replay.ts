@@ -19,7 +19,7 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
-import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
+import { type CommandModule, type CommandIO, intOption, UsageError } from "../command.js";
 
 /** The consumer name replay writes into `projection_offsets`. */
 const REPLAY_CONSUMER = "replay";
@@ -223,10 +223,7 @@ async function replayKinds(
   return total;
 }
 
-export const replayCommand: Command = {
-  path: ["replay"],
-  summary: "rebuild the Postgres projection from the event streams (idempotent)",
-  usage: "geode replay [--stream events|timeline] [--from-seq N] [--rebuild] [--batch N]",
+export const replayCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({
       args,

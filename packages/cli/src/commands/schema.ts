@@ -1,11 +1,8 @@
 import { parseArgs } from "node:util";
 import { HOOK_NAMES, isHookName, publicHookSchema, type SchemaVersionLabel } from "@geode/contracts";
-import { type Command, UsageError } from "../command.js";
+import { type CommandModule, UsageError } from "../command.js";
 
-export const schemaCommand: Command = {
-  path: ["schema"],
-  summary: "print a public hook's Draft 2020-12 JSON Schema (the runtime canon)",
-  usage: "geode schema <HookName> [--version v1|v2] | geode schema --all [--version v1|v2]",
+export const schemaCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,

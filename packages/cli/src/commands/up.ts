@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { ConfigError, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
-import { type Command, type CommandIO, intOption, UsageError } from "../command.js";
+import { type CommandModule, type CommandIO, intOption, UsageError } from "../command.js";
 import { ensureNats } from "../up/ensure-nats.js";
 import { discoverServices, type ServiceEntry } from "../up/service-processes.js";
 import {
@@ -118,10 +118,7 @@ async function runPlane(
  * lines, a ready table once each answers health; a service that exits later is restarted with
  * backoff; SIGINT/SIGTERM stops all, in order.
  */
-export const upCommand: Command = {
-  path: ["up"],
-  summary: "run every service in the foreground (starting a local nats-server if needed); Ctrl-C stops all",
-  usage: "geode up [--only <service,...>] [--ready-timeout <ms>]",
+export const upCommand: CommandModule = {
   async run(args, io) {
     const options = parseUpOptions(args);
     const config = readConfig(io);

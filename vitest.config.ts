@@ -1,6 +1,12 @@
 import { defineConfig } from "vitest/config";
 
+// The workspace packages resolve to their TypeScript sources ("geode-source" in their exports);
+// compiled code (dist/) is what the services and the `geode` bin that tests start run.
+const conditions = ["geode-source", "module", "node", "development|production"];
+
 export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["packages/testing/src/global-setup.ts"],

@@ -1,9 +1,9 @@
 import net from "node:net";
 import { freePort } from "@geode/cli";
-import { spawnService } from "@geode/testing";
+import { GEODE_BIN, spawnService } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
-const CLI = "packages/cli/src/main.ts";
+const CLI = GEODE_BIN; // the compiled `geode` command, as users run it
 const SECRET = "s3cret-pw";
 
 /** Runs `entry` (the CLI or a service) to its end; its whole output and exit code. */

@@ -5,11 +5,11 @@ import { PGlite } from "@electric-sql/pglite";
 import { amcheck } from "@electric-sql/pglite/contrib/amcheck";
 import { RuntimeEventBus } from "@geode/bus";
 import { OWNER_FILE, openProjectionDb, serveEmbeddedDatabase } from "@geode/projection";
-import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
+import { GEODE_BIN, type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { projectionSnapshot } from "./recorder-support.js";
 
-const CLI = "packages/cli/src/main.ts";
+const CLI = GEODE_BIN; // the compiled `geode` command, as users run it
 const EVENTS = 300;
 
 describe("the embedded PGlite has one owner: geode up serves it, the CLI goes through it", () => {

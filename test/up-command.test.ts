@@ -4,13 +4,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
 import { names as buildNames, HealthReplySchema, SERVICE_NAMES } from "@geode/contracts";
-import { REPO_ROOT, useTestEnv } from "@geode/testing";
+import { GEODE_BIN, REPO_ROOT, useTestEnv } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
-
-const TSX_LOADER = import.meta.resolve("tsx");
-const CLI = path.join(REPO_ROOT, "packages/cli/src/main.ts");
 
 /** Every service `geode up` should start: the ones with a main.ts. */
 const SERVICES = readdirSync(path.join(REPO_ROOT, "services")).filter((s) =>
@@ -24,9 +21,9 @@ interface Run {
   exit: Promise<number | null>;
 }
 
-/** Runs `geode <args>` as a real child process in `cwd` with `env` added. */
+/** Runs the compiled `geode <args>` (the bin users run) as a real child process in `cwd` with `env` added. */
 function geode(args: string[], env: Record<string, string>, cwd: string): Run {
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, CLI, ...args], {
+  const child = spawn(process.execPath, [GEODE_BIN, ...args], {
     cwd,
     // The agent gateway listens on a free port, never on the default one.
     env: { ...process.env, GEODE_GATEWAY_ADDR: "127.0.0.1:0", ...env },

@@ -24,7 +24,7 @@ import { PendingApprovals } from "./pending-approvals.js";
 export const DEFAULT_CONSOLE_PORT = 4281;
 
 /** The built page (`pnpm --filter @geode/console build`). */
-export const WEB_DIST = fileURLToPath(new URL("../dist", import.meta.url));
+export const WEB_DIST = fileURLToPath(new URL("../dist/web", import.meta.url));
 
 export interface ConsoleOptions {
   conn: GeodeConnection;

@@ -1,5 +1,12 @@
 export { findPostgresBin, type PostgresServer, startPostgresServer } from "./postgres-server.js";
-export { REPO_ROOT, type SpawnedProcess, spawnProgram, spawnService, waitFor } from "./processes.js";
+export {
+  GEODE_BIN,
+  REPO_ROOT,
+  type SpawnedProcess,
+  spawnProgram,
+  spawnService,
+  waitFor,
+} from "./processes.js";
 export { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, natsReachable, postgresReachable } from "./reachability.js";
 export { scriptedOutcome } from "./scripted-outcome.js";
 export {

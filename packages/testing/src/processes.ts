@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 
 /** Absolute path of the repository root. */
@@ -6,6 +7,21 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 // tsx's loader, not its CLI: the CLI runs the script in a second process and cannot relay SIGKILL,
 // so a crash test would kill the wrapper and leave the service running.
 const TSX_LOADER = import.meta.resolve("tsx");
+/** The compiled `geode` command (packages/cli/bin/geode.mjs), as users run it. */
+export const GEODE_BIN = path.join(REPO_ROOT, "packages/cli/bin/geode.mjs");
+
+/**
+ * Node's arguments for an entry point: a package's or service's TypeScript source runs from its
+ * compiled JavaScript (`dist/`, what production runs; the global set-up builds it), anything else
+ * JavaScript as it is, and the rest (examples, benchmarks) through tsx's loader with the workspace packages' sources.
+ */
+export function nodeArgs(entry: string): string[] {
+  const file = path.resolve(REPO_ROOT, entry);
+  const compiled = file.replace(/\/(packages|services)\/([^/]+)\/src\/(.+)\.ts$/, "/$1/$2/dist/$3.js");
+  if (compiled !== file && existsSync(compiled)) return [compiled];
+  if (/\.m?js$/.test(file)) return [file];
+  return ["--import", TSX_LOADER, "--conditions=geode-source", file];
+}
 
 /**
  * `BENCH_CPU_PROF=<dir>`: every process started here (and by `pnpm bench`) writes a V8 CPU profile
@@ -29,8 +45,8 @@ export interface SpawnedProcess {
 }
 
 /**
- * Runs a TypeScript entry point (path relative to the repo root) as a real child process
- * (`node --import tsx`), with `env` added to the parent's environment. The child is the service
+ * Runs an entry point (path relative to the repo root) as a real child process (see `nodeArgs`:
+ * compiled when it is a package's or service's, else `node --import tsx`), with `env` added to the parent's environment. The child is the service
  * itself, so signals (SIGKILL included) reach it directly. It runs in the repo root unless `cwd`
  * says otherwise.
  */
@@ -40,15 +56,11 @@ export function spawnService(
   args: string[] = [],
   options: { cwd?: string } = {},
 ): SpawnedProcess {
-  const child = spawn(
-    process.execPath,
-    [...cpuProfileArgs(), "--import", TSX_LOADER, path.resolve(REPO_ROOT, entry), ...args],
-    {
-      cwd: options.cwd ?? REPO_ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(process.execPath, [...cpuProfileArgs(), ...nodeArgs(entry), ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   return track(child);
 }
 

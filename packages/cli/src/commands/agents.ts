@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
 import { AgentNameSchema, names as buildNames, ErrorCode, GeodeError, sha256 } from "@geode/contracts";
 import { AgentStore } from "@geode/state";
-import { type CommandModule, type CommandIO, UsageError } from "../command.js";
+import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 /** A fresh bearer token: 256 random bits, prefixed so it is recognisable in a secret scanner. */

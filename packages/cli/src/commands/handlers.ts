@@ -16,7 +16,7 @@ import {
   webhookRegistration,
 } from "@geode/contracts";
 import { HandlerRegistrations, WebhookStore } from "@geode/state";
-import { type CommandModule, type CommandIO, intOption, UsageError } from "../command.js";
+import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 async function withRegistry<T>(

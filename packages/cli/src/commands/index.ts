@@ -24,6 +24,25 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./docs.js")).docsCommand,
   },
   {
+    path: ["hook", "invoke"],
+    summary: "invoke a public hook as a runtime would and print the outcome (exit 3 when blocked)",
+    usage: "geode hook invoke <HookName> --payload <JSON|@file|@-> [--session ID] [--timeout ms] [--json]",
+    load: async () => (await import("./hook.js")).hookInvokeCommand,
+  },
+  {
+    path: ["tool", "call"],
+    summary: "call a tool through the tool-executor's boundary and print the reply (exit 3 unless completed)",
+    usage:
+      "geode tool call <tool> [--args <JSON|@file|@->] [--key <operation key>] [--session ID] [--timeout ms] [--json]",
+    load: async () => (await import("./tool.js")).toolCallCommand,
+  },
+  {
+    path: ["audit"],
+    summary: "print the latest extension_invocations rows (every handler and join point call) as a table",
+    usage: "geode audit [--session ID] [--limit N] [--json]",
+    load: async () => (await import("./audit.js")).auditCommand,
+  },
+  {
     path: ["handlers", "add"],
     summary: "register an HTTP endpoint as a hook handler (a webhook the agent gateway calls, signed)",
     usage:

@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { connectBus, type GeodeConfig, loadConfig } from "@geode/bus";
 import { NAMESPACE_PATTERN } from "@geode/contracts";
 import { type ProjectionDb, projectionNamespaces } from "@geode/projection";
-import { type CommandModule, type CommandIO, describeFailure, UsageError } from "../command.js";
+import { type CommandIO, type CommandModule, describeFailure, UsageError } from "../command.js";
 import { mergeNamespaces, natsNamespaces, openInventoryDb } from "../namespaces/namespace-inventory.js";
 import { liveServices, type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";
 import { renderTable } from "../render-table.js";

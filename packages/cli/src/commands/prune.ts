@@ -3,7 +3,7 @@ import { loadConfig } from "@geode/bus";
 import { RETENTION_DAYS } from "@geode/contracts";
 import { pruneExpired } from "@geode/projection";
 import type { CommandModule } from "../command.js";
-import { openProjectionFromEnv } from "./replay.js";
+import { openProjectionFromEnv } from "../projection-from-env.js";
 
 export const pruneCommand: CommandModule = {
   async run(args, io) {

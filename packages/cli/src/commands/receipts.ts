@@ -9,7 +9,7 @@ import {
 } from "@geode/contracts";
 import { ReceiptStore, resolveReceipt } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type CommandModule, type CommandIO, UsageError } from "../command.js";
+import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 
 async function withReceipts(

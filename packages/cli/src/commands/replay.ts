@@ -6,7 +6,6 @@ import {
   dropProjection,
   dropSecondaryIndexes,
   ensureSecondaryIndexes,
-  openProjectionDb,
   type ProjectionDb,
   ProjectionLoop,
   ProjectionUnavailableError,
@@ -19,7 +18,8 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
-import { type CommandModule, type CommandIO, intOption, UsageError } from "../command.js";
+import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
+import { openProjectionFromEnv } from "../projection-from-env.js";
 
 /** The consumer name replay writes into `projection_offsets`. */
 const REPLAY_CONSUMER = "replay";
@@ -35,18 +35,6 @@ export async function connectFromEnv(
   const config = loadConfig(io.env);
   const nc = await connectBus(config, client);
   return { config, nc, names: buildNames(config.namespace) };
-}
-
-/**
- * The projection of the configured namespace: PostgreSQL, or with DATABASE_URL unset the embedded
- * PGlite, reached through the process that owns it (or served by this one when nobody does).
- */
-export function openProjectionFromEnv(
-  config: GeodeConfig,
-  command: string,
-  migrate = true,
-): Promise<ProjectionDb> {
-  return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate, command });
 }
 
 interface ReplayResult {

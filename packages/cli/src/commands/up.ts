@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { ConfigError, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
-import { type CommandModule, type CommandIO, intOption, UsageError } from "../command.js";
+import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
 import { ensureNats } from "../up/ensure-nats.js";
 import { discoverServices, type ServiceEntry } from "../up/service-processes.js";
 import {

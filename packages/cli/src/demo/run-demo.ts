@@ -16,6 +16,7 @@ import {
   portOpen,
   startNatsServer,
 } from "../up/nats-server.js";
+import { typeScriptNodeArgs } from "../up/node-entry.js";
 import {
   discoverServices,
   REPO_ROOT,
@@ -120,11 +121,11 @@ async function demoNats(
 }
 
 function exampleProcess(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(
-    process.execPath,
-    ["--import", import.meta.resolve("tsx"), path.join(REPO_ROOT, "examples/demo", `${script}.ts`)],
-    { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] },
-  );
+  return spawn(process.execPath, typeScriptNodeArgs(path.join(REPO_ROOT, "examples/demo", `${script}.ts`)), {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 /**

@@ -2,14 +2,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { SERVICE_NAMES } from "@geode/contracts";
+import { serviceNodeArgs } from "./node-entry.js";
 
 /** Absolute path of the repository root (this file is packages/cli/src/up/). */
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../../../..");
 
 export interface ServiceEntry {
   name: string;
-  /** Absolute path of `services/<name>/src/main.ts`. */
-  entry: string;
+  /** Node's arguments that run it: its compiled `dist/main.js`, or its source through tsx. */
+  nodeArgs: string[];
 }
 
 /** Every service with a `services/<name>/src/main.ts`, the known four first, in DESIGN order. */
@@ -26,7 +27,7 @@ export function discoverServices(root: string = REPO_ROOT): ServiceEntry[] {
   };
   return found
     .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
-    .map((name) => ({ name, entry: path.join(dir, name, "src/main.ts") }));
+    .map((name) => ({ name, nodeArgs: serviceNodeArgs(path.join(dir, name)) }));
 }
 
 const LEVELS: Record<number, string> = {
@@ -76,7 +77,7 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts one service as `node --import tsx <entry>` with `env`, passing each output line through
+ * Starts one service (compiled, or from its sources when this CLI runs from its own) with `env`, passing each output line through
  * `onLine` (already made human-readable). `detached`: in a process group of its own, so a
  * terminal's Ctrl-C reaches only the parent, which then stops the services in order.
  */
@@ -86,8 +87,7 @@ export function spawnServiceProcess(
   onLine: (service: string, line: string, stream: "stdout" | "stderr") => void,
   options: { detached?: boolean } = {},
 ): ServiceProcess {
-  const loader = import.meta.resolve("tsx");
-  const child = spawn(process.execPath, ["--import", loader, service.entry], {
+  const child = spawn(process.execPath, service.nodeArgs, {
     cwd: process.cwd(),
     env,
     stdio: ["ignore", "pipe", "pipe"],

@@ -7,10 +7,10 @@ import { type RestartNotice, restartDelay, ServiceSupervisor } from "./service-s
 const dir = mkdtempSync(path.join(tmpdir(), "geode-supervisor-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function script(name: string, body: string): { name: string; entry: string } {
+function script(name: string, body: string): { name: string; nodeArgs: string[] } {
   const entry = path.join(dir, `${name}.mjs`);
   writeFileSync(entry, body);
-  return { name, entry };
+  return { name, nodeArgs: [entry] };
 }
 
 async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {

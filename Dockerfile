@@ -2,20 +2,24 @@
 #   docker build -t geode-extension-plane .
 #   docker run -e GEODE_SERVICE=hook-dispatcher -e NATS_URL=nats://nats:4222 geode-extension-plane
 #   docker run geode-extension-plane geode health hook-dispatcher
-# The services run TypeScript directly with tsx's loader (no build step), as in development.
+# The services and the CLI run compiled JavaScript (no TypeScript tooling in the image).
 
 ARG NODE_VERSION=20
 
-# --- web: the operator console's page, built with Vite (a dev dependency, so not in the image) ----
-FROM node:${NODE_VERSION}-slim AS web
+# --- build: compile every package, service and the demo's examples, and the console's page -------
+FROM node:${NODE_VERSION}-slim AS build
 ARG PNPM_VERSION=10.34.9
 RUN npm install -g --no-audit --no-fund "pnpm@${PNPM_VERSION}"
 WORKDIR /app
+COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
+RUN pnpm fetch
 COPY . .
-RUN pnpm install --frozen-lockfile --filter "@geode/console" && pnpm --filter @geode/console build
+RUN pnpm install --offline --frozen-lockfile \
+ && pnpm build \
+ && tar -cf /tmp/dist.tar packages/*/dist services/*/dist examples/demo/dist
 
-# --- build: install production dependencies with the lockfile exactly as committed ---------------
-FROM node:${NODE_VERSION}-slim AS build
+# --- prod: production dependencies with the lockfile exactly as committed, and the compiled code ---
+FROM node:${NODE_VERSION}-slim AS prod
 ARG PNPM_VERSION=10.34.9
 RUN npm install -g --no-audit --no-fund "pnpm@${PNPM_VERSION}"
 WORKDIR /app
@@ -23,24 +27,23 @@ WORKDIR /app
 COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
 RUN pnpm fetch --prod
 COPY . .
-COPY --from=web /app/packages/console/dist packages/console/dist
+COPY --from=build /tmp/dist.tar /tmp/dist.tar
 # Only the services, the CLI, the SDK and the runtime (which the demo's example processes under
-# examples/, run by `geode demo`, import) and what they depend on; no dev tools, no test harness.
-# The examples import workspace packages from the repository root, so the root gets the same links
-# to them that a development install gives it.
-RUN pnpm install --offline --frozen-lockfile --prod \
+# examples/demo/dist, run by `geode demo`, import) and what they depend on; no dev tools, no test
+# harness. The examples import workspace packages from the repository root, so the root gets the
+# same links to them that a development install gives it.
+RUN tar -xf /tmp/dist.tar && rm /tmp/dist.tar \
+ && pnpm install --offline --frozen-lockfile --prod \
       --filter "./services/*..." --filter "@geode/cli..." --filter "@geode/sdk..." --filter "@geode/runtime..." \
  && mkdir -p node_modules/@geode \
  && for p in packages/*/ services/*/; do ln -sfn "../../$p" "node_modules/@geode/$(basename "$p")"; done \
- && rm -rf test bench docs .ci \
- && cd packages/cli \
- && node --input-type=module -e 'process.stdout.write(import.meta.resolve("tsx"))' > /app/.tsx-loader
+ && rm -rf test bench docs .ci
 
 # --- runtime: small, non-root ---------------------------------------------------------------------
 FROM node:${NODE_VERSION}-slim AS runtime
 ENV NODE_ENV=production \
     GEODE_RUNS_DIR=/data/runs
-COPY --from=build /app /app
+COPY --from=prod /app /app
 RUN mkdir -p /data/runs && chown -R node:node /data && chmod 0755 /app/infra/docker/entrypoint.sh
 # Code stays root-owned and read-only for the service user; state goes to /data.
 USER node

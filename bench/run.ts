@@ -18,19 +18,31 @@ if (unknown.length > 0) {
   process.stderr.write(`unknown benchmark: ${unknown.join(", ")} (have: ${all.join(", ")})\n`);
   process.exit(2);
 }
+const require = createRequire(import.meta.url);
+// The benchmarks start services and the `geode` bin compiled, as production runs them: build first
+// (incremental, a few seconds when nothing changed).
+const build = spawnSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-b", "tsconfig.build.json"], {
+  cwd: path.resolve(here, ".."),
+  stdio: "inherit",
+});
+if (build.status !== 0) process.exit(1);
 // tsx as a loader in the benchmark's own process (its CLI would run the script in a second one).
-const tsx = createRequire(import.meta.url).resolve("tsx");
+const tsx = require.resolve("tsx");
 // BENCH_CPU_PROF=<dir>: each process writes a V8 CPU profile there (see bench/lib/cpu-profile.ts).
 const profile = process.env["BENCH_CPU_PROF"]
   ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env["BENCH_CPU_PROF"])}`]
   : [];
 let failed = 0;
 for (const name of wanted.length > 0 ? wanted : all) {
-  process.stdout.write(`\n## bench/${name}\n\n`);
-  const r = spawnSync(process.execPath, [...profile, "--import", tsx, path.join(here, name, "main.ts")], {
-    stdio: "inherit",
-    env: process.env,
-  });
+  process.stdout.write(`
+## bench/${name}
+
+`);
+  const r = spawnSync(
+    process.execPath,
+    [...profile, "--import", tsx, "--conditions=geode-source", path.join(here, name, "main.ts")],
+    { stdio: "inherit", env: process.env },
+  );
   if (r.status !== 0) failed++;
 }
 process.exit(failed > 0 ? 1 : 0);

@@ -222,11 +222,13 @@ describe("Dockerfile", () => {
     expect(runtime).toMatch(/ENTRYPOINT \["\/app\/infra\/docker\/entrypoint\.sh"\]/);
   });
 
-  it("has an entry point that runs the chosen service or the CLI under tsx's loader", () => {
+  it("has an entry point that runs the chosen service or the CLI as compiled JavaScript, no tsx", () => {
     const entry = read("infra/docker/entrypoint.sh");
     accessSync(path.join(REPO_ROOT, "infra/docker/entrypoint.sh"), constants.X_OK);
-    expect(entry).toMatch(/exec node --import "\$loader" "\/app\/services\/\$svc\/src\/main\.ts"/);
-    expect(entry).toMatch(/exec node --import "\$loader" \/app\/packages\/cli\/src\/main\.ts "\$@"/);
+    expect(entry).toMatch(/exec node "\/app\/services\/\$svc\/dist\/main\.js"/);
+    expect(entry).toMatch(/exec node \/app\/packages\/cli\/bin\/geode\.mjs "\$@"/);
+    expect(entry).not.toMatch(/tsx|--import/);
+    expect(read("Dockerfile")).toMatch(/pnpm build/);
     execFileSync("sh", ["-n", path.join(REPO_ROOT, "infra/docker/entrypoint.sh")]);
   });
 

@@ -3,7 +3,7 @@ import { type CommandIO, type CommandSpec, failureText, UsageError } from "./com
 import { COMMANDS } from "./commands/index.js";
 
 /** The CLI's own version, from its package.json (one level above both `src/` and `dist/`). */
-export function cliVersion(): string {
+function cliVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
     version: string;
   };

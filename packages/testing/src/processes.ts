@@ -15,7 +15,7 @@ export const GEODE_BIN = path.join(REPO_ROOT, "packages/cli/bin/geode.mjs");
  * compiled JavaScript (`dist/`, what production runs; the global set-up builds it), anything else
  * JavaScript as it is, and the rest (examples, benchmarks) through tsx's loader with the workspace packages' sources.
  */
-export function nodeArgs(entry: string): string[] {
+function nodeArgs(entry: string): string[] {
   const file = path.resolve(REPO_ROOT, entry);
   const compiled = file.replace(/\/(packages|services)\/([^/]+)\/src\/(.+)\.ts$/, "/$1/$2/dist/$3.js");
   if (compiled !== file && existsSync(compiled)) return [compiled];

@@ -7,7 +7,7 @@ import { type CommandModule, intOption, UsageError } from "../command.js";
 import { readJsonOption } from "./json-option.js";
 
 /** Exit code of a call that got a reply but did not complete (blocked, denied, failed, …). */
-export const NOT_COMPLETED_EXIT = 3;
+const NOT_COMPLETED_EXIT = 3;
 
 /**
  * `geode tool call <tool> --args JSON|@file [--key K] [--session ID] [--timeout ms] [--json]`: one

@@ -16,7 +16,7 @@ import {
   portOpen,
   startNatsServer,
 } from "../up/nats-server.js";
-import { typeScriptNodeArgs } from "../up/node-entry.js";
+import { demoExampleModule, demoExampleNodeArgs } from "../up/node-entry.js";
 import {
   discoverServices,
   REPO_ROOT,
@@ -121,7 +121,7 @@ async function demoNats(
 }
 
 function exampleProcess(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, typeScriptNodeArgs(path.join(REPO_ROOT, "examples/demo", `${script}.ts`)), {
+  return spawn(process.execPath, demoExampleNodeArgs(path.join(REPO_ROOT, "examples/demo", `${script}.ts`)), {
     cwd: REPO_ROOT,
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -227,7 +227,7 @@ function demoEnv(ctx: DemoContext, natsUrl: string): NodeJS.ProcessEnv {
     GEODE_NAMESPACE: ctx.ns,
     GEODE_RUNS_DIR: ctx.runsDir,
     GEODE_TOOL_ROOT: path.resolve(".geode/demo-files"),
-    GEODE_TOOL_MIDDLEWARE: path.join(REPO_ROOT, "examples/demo/tool-middleware.ts"),
+    GEODE_TOOL_MIDDLEWARE: demoExampleModule(path.join(REPO_ROOT, "examples/demo/tool-middleware.ts")),
     GEODE_APPROVAL_TIMEOUT_MS: "10000",
     LOG_LEVEL: ctx.baseEnv["LOG_LEVEL"] ?? "warn",
   };

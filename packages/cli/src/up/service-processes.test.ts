@@ -28,6 +28,6 @@ describe("discoverServices", () => {
       found.includes(s),
     );
     expect(found.slice(0, known.length)).toEqual(known);
-    for (const s of discoverServices()) expect(s.nodeArgs.at(-1)).toMatch(/services\/[^/]+\/src\/main\.ts$/);
+    for (const s of discoverServices()) expect(s.nodeArgs.at(-1)).toMatch(/services\/[^/]+\/dist\/main\.js$/); // GEODE_FROM_SOURCE=0 in the suite
   });
 });

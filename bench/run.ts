@@ -21,10 +21,14 @@ if (unknown.length > 0) {
 const require = createRequire(import.meta.url);
 // The benchmarks start services and the `geode` bin compiled, as production runs them: build first
 // (incremental, a few seconds when nothing changed).
-const build = spawnSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-b", "tsconfig.build.json"], {
-  cwd: path.resolve(here, ".."),
-  stdio: "inherit",
-});
+const build = spawnSync(
+  process.execPath,
+  [require.resolve("typescript/bin/tsc"), "-b", "tsconfig.build.json"],
+  {
+    cwd: path.resolve(here, ".."),
+    stdio: "inherit",
+  },
+);
 if (build.status !== 0) process.exit(1);
 // tsx as a loader in the benchmark's own process (its CLI would run the script in a second one).
 const tsx = require.resolve("tsx");
@@ -34,10 +38,7 @@ const profile = process.env["BENCH_CPU_PROF"]
   : [];
 let failed = 0;
 for (const name of wanted.length > 0 ? wanted : all) {
-  process.stdout.write(`
-## bench/${name}
-
-`);
+  process.stdout.write(`\n## bench/${name}\n\n`);
   const r = spawnSync(
     process.execPath,
     [...profile, "--import", tsx, "--conditions=geode-source", path.join(here, name, "main.ts")],

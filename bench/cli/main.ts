@@ -64,7 +64,10 @@ try {
   if (!url) throw new Error(`the gateway said no address:\n${gateway.output()}`);
   const token = `geode_agent_${randomBytes(32).toString("base64url")}`;
   const agents = await ensureBucket(conn.nc, conn.names, "agents");
-  await agents.put("bench", JSON.stringify({ name: "bench", token_sha256: sha256(token), created_at: Date.now() }));
+  await agents.put(
+    "bench",
+    JSON.stringify({ name: "bench", token_sha256: sha256(token), created_at: Date.now() }),
+  );
 
   const sessionId = randomUUID();
   const shimInput = JSON.stringify({
@@ -92,7 +95,12 @@ try {
     for (const [name, run] of cases) samples.get(name)?.push(await run());
   }
   progress("the TypeScript sources through tsx, for comparison (3 runs)");
-  const tsxArgs = ["--import", "tsx", "--conditions=geode-source", path.join(REPO_ROOT, "packages/cli/src/main.ts")];
+  const tsxArgs = [
+    "--import",
+    "tsx",
+    "--conditions=geode-source",
+    path.join(REPO_ROOT, "packages/cli/src/main.ts"),
+  ];
   const fromSource: number[] = [];
   for (let i = 0; i < 3; i++) fromSource.push(await timed([...tsxArgs, "--help"]));
 
@@ -100,10 +108,20 @@ try {
   const floor = median("node -e 0 (bare Node start)");
   const rows = [...samples.keys()].map((name) => {
     const s = summarize(samples.get(name) ?? []);
-    return [name, `${(s.medianUs / 1_000).toFixed(0)} ms`, `${(s.p99Us / 1_000).toFixed(0)} ms`, (s.medianUs / floor).toFixed(2)];
+    return [
+      name,
+      `${(s.medianUs / 1_000).toFixed(0)} ms`,
+      `${(s.p99Us / 1_000).toFixed(0)} ms`,
+      (s.medianUs / floor).toFixed(2),
+    ];
   });
   const src = summarize(fromSource).medianUs;
-  rows.push(["geode --help from the sources (tsx)", `${(src / 1_000).toFixed(0)} ms`, "", (src / floor).toFixed(2)]);
+  rows.push([
+    "geode --help from the sources (tsx)",
+    `${(src / 1_000).toFixed(0)} ms`,
+    "",
+    (src / floor).toFixed(2),
+  ]);
   process.stdout.write(`${table(["case", "median", "p99", "× node -e 0"], rows)}\n\n`);
 
   const line = (label: string, value: string, target: string, met: boolean) =>

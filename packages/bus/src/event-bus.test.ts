@@ -80,6 +80,41 @@ describe("RuntimeEventBus", () => {
     expect(stored).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it("with a batch delay, holds publishes until sendQueued, which sends them ahead of the caller's next message; flush sends at once", async () => {
+    const { nc, names, jsm } = env();
+    const bus = await RuntimeEventBus.create({
+      nc,
+      names,
+      source: "test",
+      batchPublishes: true,
+      batchDelayMs: 60_000,
+    });
+    const order = async () => {
+      const info = await jsm.streams.info(names.eventsStream);
+      const seen: number[] = [];
+      if (info.state.messages === 0) return seen;
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const msg = await jsm.streams.getMessage(names.eventsStream, { seq });
+        const e = EventEnvelopeSchema.parse(decodeJson(msg!.data));
+        if (e.correlation.session_id === "queued") seen.push((e.payload as { i: number }).i);
+      }
+      return seen;
+    };
+    const first = bus.emit("tool_exec_started", { i: 0 }, { session_id: "queued" });
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await order()).toEqual([]);
+    bus.sendQueued();
+    // The next step on the same connection (a plain publish here) comes after the queued event.
+    const next = bus.envelope("tool_exec_ended", { i: 1 }, { session_id: "queued" });
+    nc.publish(names.event("tool_exec_ended"), JSON.stringify(next));
+    expect((await first)?.payload).toEqual({ i: 0 });
+    void bus.emit("tool_exec_ended", { i: 2 }, { session_id: "queued" });
+    await bus.flush(); // would wait the 60 s delay if it did not send the outbox itself
+    await nc.flush();
+    expect(await order()).toEqual([0, 1, 2]);
+  });
+
   it("isolates timeline observers too and stores the record with the sha256 of its payload", async () => {
     const { nc, names, jsm } = env();
     const bus = await RuntimeEventBus.create({ nc, names, source: "test" });

@@ -39,11 +39,19 @@ export interface RuntimeEventBusOptions {
   /** Wait for JetStream's ack before a publish is retried, ms. Default 5,000. */
   ackTimeoutMs?: number;
   /**
-   * Send publishes once per event-loop turn (setImmediate) instead of at once, so a service whose
-   * requests are on the critical path sends them first and its events together in one socket
-   * write. Order is kept. Default false.
+   * Hold publishes in an outbox and send them together, in emit order, at the end of this
+   * event-loop turn (or `batchDelayMs` later), or at once on `sendQueued()`. A service that answers
+   * its caller first and records afterwards keeps the records off the answer's path this way; it
+   * calls `sendQueued()` before each step that others can observe, so a record still reaches the
+   * stream before that step. Default false.
    */
   batchPublishes?: boolean;
+  /**
+   * With `batchPublishes`: how long a publish may wait in the outbox, ms. Default 0 (the end of the
+   * event-loop turn). A few ms let a busy service send the records of many calls in one write,
+   * usually together with its next request.
+   */
+  batchDelayMs?: number;
 }
 
 const ackDecoder = new TextDecoder();
@@ -79,8 +87,10 @@ export class RuntimeEventBus {
   private readonly timelineObservers = new Set<TimelineObserver>();
   private readonly pending = new Set<Promise<unknown>>();
   private readonly batch: boolean;
+  private readonly batchDelayMs: number;
   private outbox: Array<[string, PendingPublish]> = [];
-  private outboxScheduled = false;
+  /** Cancels the scheduled send of the outbox; set while one is scheduled. */
+  private cancelOutbox: (() => void) | undefined;
   private failures = 0;
 
   private constructor(options: RuntimeEventBusOptions) {
@@ -91,6 +101,7 @@ export class RuntimeEventBus {
     this.attempts = Math.max(1, options.publishAttempts ?? 3);
     this.ackTimeoutMs = Math.max(50, options.ackTimeoutMs ?? 5_000);
     this.batch = options.batchPublishes === true;
+    this.batchDelayMs = Math.max(0, options.batchDelayMs ?? 0);
   }
 
   /** Creates the bus and (by default) provisions `{NS}_EVENTS` and `{NS}_TIMELINE`. */
@@ -182,8 +193,17 @@ export class RuntimeEventBus {
     return () => this.timelineObservers.delete(observer);
   }
 
-  /** Waits until every publish started so far has settled. */
+  /**
+   * Sends what the outbox holds now (with `batchPublishes`), in emit order and ahead of anything
+   * the caller sends next on the same connection: call it before a step that others can observe.
+   */
+  sendQueued(): void {
+    if (this.outbox.length > 0) this.sendOutbox();
+  }
+
+  /** Sends the outbox, then waits until every publish started so far has settled. */
   async flush(): Promise<void> {
+    this.sendQueued();
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
@@ -229,20 +249,27 @@ export class RuntimeEventBus {
         this.send(token, p);
         return;
       }
-      // Sent (and timed for the retry sweep) at the end of this event-loop turn.
+      // Sent (and timed for the retry sweep) at the end of this event-loop turn, or later.
       p.sentAt = Date.now();
       this.outbox.push([token, p]);
-      if (!this.outboxScheduled) {
-        this.outboxScheduled = true;
-        setImmediate(() => this.sendOutbox());
-      }
+      if (this.cancelOutbox === undefined) this.cancelOutbox = this.scheduleOutbox();
     });
   }
 
+  private scheduleOutbox(): () => void {
+    if (this.batchDelayMs === 0) {
+      const immediate = setImmediate(() => this.sendOutbox());
+      return () => clearImmediate(immediate);
+    }
+    const timer = setTimeout(() => this.sendOutbox(), this.batchDelayMs);
+    return () => clearTimeout(timer);
+  }
+
   private sendOutbox(): void {
+    this.cancelOutbox?.();
+    this.cancelOutbox = undefined;
     const out = this.outbox;
     this.outbox = [];
-    this.outboxScheduled = false;
     for (const [token, p] of out) {
       // Acked meanwhile cannot happen (never sent); gone means the sweep gave up on it.
       if (this.awaitingAck.get(token) === p && p.attempts === 0) this.send(token, p);
@@ -294,7 +321,7 @@ export class RuntimeEventBus {
   private sweep(): void {
     const now = Date.now();
     for (const [token, p] of this.awaitingAck) {
-      if (p.attempts === 0) continue; // still in the outbox, sent at the end of this turn
+      if (p.attempts === 0) continue; // still in the outbox
       if (now - p.sentAt < this.ackTimeoutMs * Math.min(p.attempts, 4)) continue;
       if (p.attempts >= this.attempts || this.nc.isClosed()) {
         this.awaitingAck.delete(token);

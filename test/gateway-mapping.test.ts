@@ -575,6 +575,63 @@ describe("fail-closed", () => {
   });
 });
 
+describe("a call's records", () => {
+  it("go out after its answer, ahead of the gateway's next request to the plane, and all by stop", async () => {
+    await handler(HookName.PostToolUse, "observe-order", () => null);
+    const { nc, names } = fx.env();
+    // Records held for a minute unless something sends them sooner.
+    const gateway = await startAgentGateway({
+      nc,
+      names,
+      config: { host: "127.0.0.1", port: 0, eventDelayMs: 60_000 },
+    });
+    const post = async (body: unknown) =>
+      (
+        await fetch(`${gateway.url}${CLAUDE_CODE_HOOK_PATH}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${fx.token()}` },
+          body: JSON.stringify(body),
+        })
+      ).json();
+    const session = { session_id: randomUUID(), prompt_id: randomUUID() };
+    const tool = { tool_name: "Bash", tool_input: { command: "ls" }, tool_use_id: "toolu_order" };
+    const kinds = async () => (await sessionEvents(session.session_id)).map((e) => e.event);
+    let stopped = false;
+    try {
+      await waitFor(() => gateway.agents() >= 1);
+      expect(await post(ccInput("PreToolUse", tool, session))).toEqual({});
+      await new Promise((r) => setTimeout(r, 200));
+      // Answered, and tool_exec_started still waits (the session's start went out ahead of PreToolUse).
+      expect(await kinds()).toEqual(["session_started"]);
+      expect(await post(ccInput("PostToolUse", { ...tool, tool_response: { stdout: "" } }, session))).toEqual(
+        {},
+      );
+      await waitFor(async () => (await kinds()).includes("extension_invoked"));
+      // Both tool events reached the stream before the PostToolUse handler ran.
+      expect(await kinds()).toEqual([
+        "session_started",
+        "tool_exec_started",
+        "tool_exec_ended",
+        "extension_invoked",
+      ]);
+      // tool.completed comes after the PostToolUse answer: it waits for the gateway's stop.
+      expect((await sessionTimeline(session.session_id)).map((r) => r.kind)).toEqual([
+        "session.started",
+        "tool.called",
+      ]);
+      await gateway.stop();
+      stopped = true;
+      expect((await sessionTimeline(session.session_id)).map((r) => r.kind)).toEqual([
+        "session.started",
+        "tool.called",
+        "tool.completed",
+      ]);
+    } finally {
+      if (!stopped) await gateway.stop();
+    }
+  });
+});
+
 describe("when the plane cannot be reached", () => {
   it("guarded events are refused with a 200, the others answer {}", async () => {
     // A namespace where no hook-dispatcher or verifier runs.

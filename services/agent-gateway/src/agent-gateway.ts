@@ -15,7 +15,10 @@ export interface AgentGatewayOptions {
   log?: Logger;
   /** Listen address and limits; fields given here override the environment's. */
   config?: Partial<GatewayConfig>;
-  /** Publisher of events and timeline records (default: a bus with source `agent-gateway`). */
+  /**
+   * Publisher of events and timeline records (default: a bus with source `agent-gateway` that
+   * publishes each call's records after its answer).
+   */
   events?: RuntimeEventBus;
 }
 
@@ -39,8 +42,19 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   const { nc, names } = options;
   const log = options.log ?? silentLogger();
   const config: GatewayConfig = gatewayConfig(options.config);
+  // A call's records are published after its answer, in order, and before the gateway's next
+  // request to the plane (the plane sends the outbox first): off the answer's path, never after a
+  // step they precede.
   const events =
-    options.events ?? (await RuntimeEventBus.create({ nc, names, source: "agent-gateway", log }));
+    options.events ??
+    (await RuntimeEventBus.create({
+      nc,
+      names,
+      source: "agent-gateway",
+      log,
+      batchPublishes: true,
+      batchDelayMs: config.eventDelayMs,
+    }));
   const plane = await createPlane({
     nc,
     names,

@@ -13,10 +13,21 @@ export interface GatewayConfig {
   verifyTimeoutMs: number;
   /** Wait for a human approver. */
   approvalTimeoutMs: number;
+  /**
+   * How long a call's events and timeline records may wait after its answer before they are
+   * published (they go out sooner, ahead of the gateway's next request to the plane).
+   */
+  eventDelayMs: number;
 }
 
 export const DEFAULT_GATEWAY_ADDR = "127.0.0.1:4280";
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * A call's records go out after its answer, at most this late: long enough that a busy gateway
+ * sends the records of several calls in one write (usually with its next request to the plane),
+ * short enough that `geode events tail` shows them at once.
+ */
+const DEFAULT_EVENT_DELAY_MS = 2;
 
 const ADDR = /^(?<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?<port>\d{1,5})$/;
 
@@ -51,5 +62,6 @@ export function gatewayConfig(partial: Partial<GatewayConfig> = {}): GatewayConf
     hookTimeoutMs: partial.hookTimeoutMs ?? 30_000,
     verifyTimeoutMs: partial.verifyTimeoutMs ?? 90_000,
     approvalTimeoutMs: partial.approvalTimeoutMs ?? 60_000,
+    eventDelayMs: partial.eventDelayMs ?? DEFAULT_EVENT_DELAY_MS,
   };
 }

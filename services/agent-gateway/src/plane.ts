@@ -55,7 +55,11 @@ export interface Plane {
   finalize(request: VerifyFinalizeRequest, options?: CallOptions): Promise<VerifyReply>;
   /** `{ns}.approval.request` (queue group `approvers`; the first reply wins). */
   requestApproval(request: ApprovalRequest, options?: CallOptions): Promise<ApprovalAnswer>;
-  /** Publishes a runtime event (never throws; failures are counted by the bus). */
+  /**
+   * Publishes a runtime event (never throws; the bus logs and counts failures). With a batching
+   * bus it waits in the outbox until after the answer, or until the plane's next request below,
+   * which sends the outbox first: an event still reaches its stream before the step it precedes.
+   */
   emit(event: RuntimeEvent, payload: Record<string, unknown>, correlation: Correlation, id?: string): void;
   /** Publishes a timeline record (never throws). */
   timeline(kind: TimelineKind, payload: Record<string, unknown>, correlation: Correlation): void;
@@ -106,6 +110,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     names: n,
 
     invokeHook(hook, payload, correlation, callOptions = {}) {
+      events.sendQueued();
       return hooks.invoke(hook, payload, correlation, {
         timeoutMs: options.hookTimeoutMs,
         ...(callOptions.signal ? { signal: callOptions.signal } : {}),
@@ -113,6 +118,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     },
 
     finalize(request, callOptions = {}) {
+      events.sendQueued();
       return requestJson(nc, n.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
         timeoutMs: options.verifyTimeoutMs,
         signal: callOptions.signal,
@@ -121,6 +127,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     },
 
     async requestApproval(request, callOptions = {}) {
+      events.sendQueued();
       const timeoutMs = Math.max(1, options.approvalTimeoutMs);
       try {
         const reply = await requestJson(nc, n.approvalRequest, ApprovalLeg.request.encode(request), {
@@ -149,15 +156,18 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     },
 
     async mutateSession(sessionId, update) {
+      events.sendQueued();
       const r = await sessions.mutate(sessionId, update);
       return { written: r.written, value: r.value };
     },
 
     async openRun(runId) {
+      events.sendQueued();
       await runs.open(runId);
     },
 
     async closeRun(runId) {
+      events.sendQueued();
       await runs.close(runId);
     },
 

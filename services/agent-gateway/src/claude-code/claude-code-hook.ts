@@ -53,8 +53,31 @@ const HANDLERS: Record<ClaudeCodeEventName, EventHandler> = {
 
 const GUARDED: ReadonlySet<string> = new Set(CLAUDE_CODE_EVENTS.filter((e) => e.guards).map((e) => e.event));
 
-function isMapped(event: string): event is ClaudeCodeEventName {
-  return Object.hasOwn(HANDLERS, event);
+function isMapped(event: unknown): event is ClaudeCodeEventName {
+  return typeof event === "string" && Object.hasOwn(HANDLERS, event);
+}
+
+/** Each mapped event's whole input (the common fields and its own), so a body is checked in one pass. */
+const INPUT_SCHEMAS = Object.fromEntries(
+  Object.entries(ClaudeCodeEventFields).map(([event, fields]) => [
+    event,
+    ClaudeCodeHookInputSchema.extend(fields.shape),
+  ]),
+  // Each extends the common schema, so its output is a ClaudeCodeHookInput.
+) as unknown as Record<ClaudeCodeEventName, Pick<typeof ClaudeCodeHookInputSchema, "safeParse">>;
+
+/** The body checked against its event's schema (the common one for an event the gateway does not map). */
+function parseInput(body: unknown): { input: ClaudeCodeHookInput } | { error: string } {
+  const event =
+    body !== null && typeof body === "object"
+      ? (body as { hook_event_name?: unknown }).hook_event_name
+      : undefined;
+  if (isMapped(event)) {
+    const r = INPUT_SCHEMAS[event].safeParse(body);
+    return r.success ? { input: r.data } : { error: `${event}: ${describeIssues(r.error)}` };
+  }
+  const r = ClaudeCodeHookInputSchema.safeParse(body);
+  return r.success ? { input: r.data } : { error: describeIssues(r.error) };
 }
 
 /** The HTTP answer to one hook call: 200 with Claude Code's output, or 400 with an error. */
@@ -92,15 +115,10 @@ export async function handleClaudeCodeHook(
   body: unknown,
   signal: AbortSignal,
 ): Promise<HookResponse> {
-  const base = ClaudeCodeHookInputSchema.safeParse(body);
-  if (!base.success) return invalid(describeIssues(base.error));
-  const event = base.data.hook_event_name;
-  let input: ClaudeCodeHookInput = base.data;
-  if (isMapped(event)) {
-    const fields = ClaudeCodeEventFields[event].safeParse(body);
-    if (!fields.success) return invalid(`${event}: ${describeIssues(fields.error)}`);
-    input = { ...base.data, ...fields.data };
-  }
+  const parsed = parseInput(body);
+  if ("error" in parsed) return invalid(parsed.error);
+  const { input } = parsed;
+  const event = input.hook_event_name;
   const handler = isMapped(event) ? HANDLERS[event] : recordOnlyEvent;
   const log = deps.log;
   try {

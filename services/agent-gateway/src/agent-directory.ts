@@ -3,26 +3,31 @@ import type { Plane } from "./plane.js";
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,512})[ \t]*$/i;
 
+/** How often the directory re-reads the whole bucket besides following it (the bound on a stale entry). */
+export const AGENT_RESYNC_MS = 30_000;
+
 /**
  * Who may call the gateway: a live copy of KV `{ns}_agents` indexed by token digest, so checking a
- * bearer token never waits on NATS. Tokens are compared only as SHA-256 digests.
+ * bearer token never waits on NATS. Tokens are compared only as SHA-256 digests. A KV watch applies
+ * `geode agents add` / `rm` as soon as NATS delivers them; re-reading the bucket every
+ * `resyncMs` bounds how long a removed token can keep working should a watch ever stall.
  */
 export class AgentDirectory {
-  private readonly nameByDigest = new Map<string, string>();
-  private readonly digestByName = new Map<string, string>();
+  private nameByDigest = new Map<string, string>();
+  private digestByName = new Map<string, string>();
+  /** Counts the watch's changes, so a re-read that overlapped one is not applied over it. */
+  private changes = 0;
+  private follow: { stop(): void } | undefined;
+  private resync: ReturnType<typeof setInterval> | undefined;
 
-  private constructor(private readonly follow: { stop(): void }) {}
+  private constructor(private readonly plane: Plane) {}
 
-  /** Loads every agent and follows changes (`geode agents add` / `rm` take effect within moments). */
-  static async start(plane: Plane): Promise<AgentDirectory> {
-    let directory: AgentDirectory | undefined;
-    const pending: Array<[string, AgentRecord | null]> = [];
-    const follow = await plane.followAgents((name, record) => {
-      if (directory) directory.apply(name, record);
-      else pending.push([name, record]);
-    });
-    directory = new AgentDirectory(follow);
-    for (const [name, record] of pending) directory.apply(name, record);
+  /** Loads every agent, follows changes, and re-reads the bucket every `resyncMs`. */
+  static async start(plane: Plane, options: { resyncMs?: number } = {}): Promise<AgentDirectory> {
+    const directory = new AgentDirectory(plane);
+    directory.follow = await plane.followAgents((name, record) => directory.apply(name, record));
+    directory.resync = setInterval(() => void directory.reread(), options.resyncMs ?? AGENT_RESYNC_MS);
+    directory.resync.unref?.();
     return directory;
   }
 
@@ -40,10 +45,12 @@ export class AgentDirectory {
   }
 
   stop(): void {
-    this.follow.stop();
+    clearInterval(this.resync);
+    this.follow?.stop();
   }
 
   private apply(name: string, record: AgentRecord | null): void {
+    this.changes++;
     const old = this.digestByName.get(name);
     if (old !== undefined) {
       this.digestByName.delete(name);
@@ -53,5 +60,14 @@ export class AgentDirectory {
       this.digestByName.set(name, record.token_sha256);
       this.nameByDigest.set(record.token_sha256, name);
     }
+  }
+
+  /** Replaces the copy by the bucket as it is now, unless the watch changed it meanwhile. */
+  private async reread(): Promise<void> {
+    const before = this.changes;
+    const agents = await this.plane.listAgents().catch(() => null);
+    if (agents === null || this.changes !== before) return;
+    this.digestByName = new Map(agents.map((a) => [a.name, a.token_sha256]));
+    this.nameByDigest = new Map(agents.map((a) => [a.token_sha256, a.name]));
   }
 }

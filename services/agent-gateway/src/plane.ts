@@ -75,6 +75,8 @@ export interface Plane {
    * resolves once the current entries were applied.
    */
   followAgents(apply: (name: string, record: AgentRecord | null) => void): Promise<{ stop(): void }>;
+  /** Every agent in KV `{ns}_agents` now. */
+  listAgents(): Promise<AgentRecord[]>;
   /** True while the NATS connection is up. */
   connected(): boolean;
 }
@@ -181,6 +183,8 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
       );
       return { stop: () => void watch.stop() };
     },
+
+    listAgents: () => agents.list((key) => log.warn({ key }, "ignoring malformed agent record")),
 
     connected: () => up && !nc.isClosed(),
   };

@@ -8,6 +8,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
+import { loadavg } from "node:os";
 import { connectGeode, createHookClient, ensureBucket } from "@geode/bus";
 import { CLAUDE_CODE_HOOK_PATH, correlation, HookName, sha256 } from "@geode/contracts";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
@@ -30,6 +31,12 @@ const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 4_000);
 const CONCURRENCY = 16;
 const TARGET_ADDED_MS = 2;
 
+// Numbers from a shared machine mean little without its load: printed with the results.
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+const loadAtStart = load();
 const ns = `bench_gateway_${randomBytes(3).toString("hex")}`;
 const env = {
   NATS_URL: process.env["NATS_URL"] ?? "nats://127.0.0.1:4222",
@@ -178,9 +185,10 @@ try {
   );
   process.stdout.write(
     [
-      `added by the gateway at the median (PreToolUse, 1 handler − trivial endpoint): ${fmtUs(added)} (target ≤ ${TARGET_ADDED_MS} ms)`,
-      `  of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)}`,
+      `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms)`,
+      `  (gateway PreToolUse with 1 handler − trivial endpoint; of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)})`,
       `${ROUNDS * PER_ROUND} calls per case, interleaved in rounds of ${PER_ROUND}, after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
+      `load average (1, 5, 15 min): ${loadAtStart} at the start, ${load()} at the end`,
     ].join("\n") + "\n",
   );
 } finally {

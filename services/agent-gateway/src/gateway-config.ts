@@ -15,7 +15,8 @@ export interface GatewayConfig {
   approvalTimeoutMs: number;
   /**
    * How long a call's events and timeline records may wait after its answer before they are
-   * published (they go out sooner, ahead of the gateway's next request to the plane).
+   * published, ms; 0 (the default) sends them right after it. They go out sooner when the gateway
+   * sends its next request to the plane, ahead of it.
    */
   eventDelayMs: number;
 }
@@ -23,11 +24,11 @@ export interface GatewayConfig {
 export const DEFAULT_GATEWAY_ADDR = "127.0.0.1:4280";
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /**
- * A call's records go out after its answer, at most this late: long enough that a busy gateway
- * sends the records of several calls in one write (usually with its next request to the plane),
- * short enough that `geode events tail` shows them at once.
+ * 0: a call's records go out right after its answer (at the end of that event-loop turn). Holding
+ * them longer, to send them with the gateway's next request, measured slower (bench/gateway): the
+ * plane then stores them before it routes that request.
  */
-const DEFAULT_EVENT_DELAY_MS = 2;
+const DEFAULT_EVENT_DELAY_MS = 0;
 
 const ADDR = /^(?<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?<port>\d{1,5})$/;
 

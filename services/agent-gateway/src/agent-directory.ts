@@ -4,7 +4,7 @@ import type { Plane } from "./plane.js";
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,512})[ \t]*$/i;
 
 /** How often the directory re-reads the whole bucket besides following it (the bound on a stale entry). */
-export const AGENT_RESYNC_MS = 30_000;
+const AGENT_RESYNC_MS = 30_000;
 
 /**
  * Who may call the gateway: a live copy of KV `{ns}_agents` indexed by token digest, so checking a

@@ -73,7 +73,7 @@ function geode(args: string[], env: Record<string, string>, cwd: string): Run {
 function pidsOf(output: string, services: string[]): Map<string, number> {
   const pids = new Map<string, number>();
   for (const s of services) {
-    const m = output.match(new RegExp(`^${s}\\s+ok\\s+\\S+\\s+(\\d+)\\s*$`, "m"));
+    const m = output.match(new RegExp(`^${s}\\s+ok\\s+\\S+\\s+(\\d+)\\s`, "m"));
     if (m?.[1]) pids.set(s, Number(m[1]));
   }
   return pids;

@@ -2,6 +2,9 @@ import { DEFAULT_NAMESPACE, NAMESPACE_PATTERN } from "@geode/contracts";
 import { ConfigError, envSpec, envVar, read } from "./env-spec.js";
 import { checkDatabaseUrl, checkNatsUrl } from "./urls.js";
 
+/** The port of `/metrics` when `GEODE_METRICS_PORT` is unset (OpenTelemetry's Prometheus default). */
+export const DEFAULT_METRICS_PORT = 9464;
+
 /** The replica counts `GEODE_STREAM_REPLICAS` accepts (a JetStream stream is R1, R3 or R5). */
 export const STREAM_REPLICA_COUNTS = [1, 3, 5] as const;
 
@@ -58,6 +61,19 @@ export const COMMON_ENV = envSpec({
       default: "`1`",
       meaning:
         "replicas of every stream, KV bucket and durable consumer a component creates: 1, 3 or 5 (3 on a three-node cluster)",
+    },
+  ),
+  metricsPort: envVar(
+    "GEODE_METRICS_PORT",
+    read.custom<number>(DEFAULT_METRICS_PORT, (v, name) =>
+      /^[0-9]+$/.test(v) && Number(v) <= 65_535
+        ? { value: Number(v) }
+        : { error: `${name} must be a port (0-65535; 0 turns metrics off), got ${JSON.stringify(v)}` },
+    ),
+    {
+      default: `\`${DEFAULT_METRICS_PORT}\``,
+      meaning:
+        "Prometheus `/metrics` on `127.0.0.1:{port}`; `geode up` gives its services this port and the next four (hook-dispatcher, tool-executor, verifier, activity-recorder, agent-gateway); `0` turns metrics off",
     },
   ),
   logLevel: envVar(

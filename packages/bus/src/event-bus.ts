@@ -20,6 +20,7 @@ import {
 } from "@nats-io/transport-node";
 import { encodeJson } from "./codec.js";
 import { type Logger, silentLogger } from "./logger.js";
+import { metrics } from "./metrics.js";
 import { ensureEventStreams, type StreamOptions } from "./provision.js";
 
 export type EventObserver = (event: EventEnvelope) => void | Promise<void>;
@@ -146,7 +147,7 @@ export class RuntimeEventBus {
     try {
       env = this.envelope(event, payload, correlation, options.id);
     } catch (err) {
-      this.failures++;
+      this.failed();
       this.log.warn({ err, event }, "event not published: bad envelope");
       return Promise.resolve(null);
     }
@@ -173,7 +174,7 @@ export class RuntimeEventBus {
         payload_sha256: sha256(clean),
       };
     } catch (err) {
-      this.failures++;
+      this.failed();
       this.log.warn({ err, kind }, "timeline record not published: bad envelope");
       return Promise.resolve(null);
     }
@@ -207,6 +208,11 @@ export class RuntimeEventBus {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
+  private failed(): void {
+    this.failures++;
+    metrics().eventPublishFailed();
+  }
+
   private track<T>(p: Promise<T>): Promise<T> {
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
@@ -235,7 +241,7 @@ export class RuntimeEventBus {
    */
   private publish(subject: string, id: string, body: unknown): Promise<boolean> {
     if (this.nc.isClosed()) {
-      this.failures++;
+      this.failed();
       this.log.warn({ subject, id }, "publish failed: connection closed");
       return Promise.resolve(false);
     }
@@ -315,6 +321,7 @@ export class RuntimeEventBus {
     }
     if (ack.error !== undefined || typeof ack.seq !== "number") return;
     this.awaitingAck.delete(token);
+    metrics().eventPublished();
     p.done(true);
   }
 
@@ -325,7 +332,7 @@ export class RuntimeEventBus {
       if (now - p.sentAt < this.ackTimeoutMs * Math.min(p.attempts, 4)) continue;
       if (p.attempts >= this.attempts || this.nc.isClosed()) {
         this.awaitingAck.delete(token);
-        this.failures++;
+        this.failed();
         this.log.warn(
           { subject: p.subject, id: p.id, attempts: p.attempts },
           "publish failed: no ack from JetStream",

@@ -1,5 +1,11 @@
 export { decodeJson, encodeJson, jsonDepth } from "./codec.js";
-export { COMMON_ENV, type GeodeConfig, loadConfig, STREAM_REPLICA_COUNTS } from "./config.js";
+export {
+  COMMON_ENV,
+  DEFAULT_METRICS_PORT,
+  type GeodeConfig,
+  loadConfig,
+  STREAM_REPLICA_COUNTS,
+} from "./config.js";
 export {
   type ConnectOptions,
   connectBus,
@@ -30,6 +36,16 @@ export {
   type InvokeOptions,
 } from "./hook-client.js";
 export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
+export {
+  disableMetrics,
+  enableMetrics,
+  type LagSource,
+  type Metrics,
+  metrics,
+  ServiceMetrics,
+  serviceMetrics,
+} from "./metrics.js";
+export { type MetricsServer, serveMetrics } from "./metrics-server.js";
 export {
   assertReplicasFit,
   BUCKET_HISTORY,

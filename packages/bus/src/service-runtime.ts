@@ -4,6 +4,8 @@ import { type GeodeConfig, loadConfig } from "./config.js";
 import { connectBus } from "./connection.js";
 import { ConfigError, type EnvSpec } from "./env-spec.js";
 import { createLogger, type Logger } from "./logger.js";
+import { disableMetrics, enableMetrics } from "./metrics.js";
+import { type MetricsServer, serveMetrics } from "./metrics-server.js";
 import { assertReplicasFit } from "./provision.js";
 import { type Responder, serveRequests } from "./responder.js";
 
@@ -16,14 +18,15 @@ export interface ServiceHealth {
 }
 
 /**
- * Answers `{ns}.health.{service}` with `{service, status, version, started_at}`, plus `reason`
- * while the service is degraded.
+ * Answers `{ns}.health.{service}` with `{service, status, version, started_at, metrics_url}`,
+ * plus `reason` while the service is degraded.
  */
 export function serveHealth(
   nc: NatsConnection,
   n: Names,
   service: string,
   health: () => ServiceHealth | HealthReply["status"] = () => "ok",
+  options: { metricsUrl?: string | null } = {},
 ): Responder {
   const startedAt = Date.now();
   return serveRequests(nc, n.health(service), { request: HealthLeg.request }, (): HealthReply => {
@@ -34,6 +37,7 @@ export function serveHealth(
       status,
       version: GEODE_VERSION,
       started_at: startedAt,
+      metrics_url: options.metricsUrl ?? null,
       ...(status === "degraded" && reason ? { reason } : {}),
     };
   });
@@ -87,6 +91,7 @@ export async function runService<S = undefined>(
     process.exit(2);
   }
   const log = createLogger(service, config.logLevel);
+  const metricsServer = await openMetrics(config.metricsPort, log);
   let nc: NatsConnection;
   try {
     nc = await connectBus(config, service);
@@ -102,10 +107,17 @@ export async function runService<S = undefined>(
   }
   // What an operator sees when a NATS node goes away: one line when the connection is lost, one
   // when the client is on another node (it retries forever; in-flight requests fail with coded errors).
+  const metrics = metricsServer ? enableMetrics() : undefined;
+  metrics?.natsConnected(true);
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === "disconnect") log.warn({ server: s.server }, "NATS connection lost; reconnecting");
-      else if (s.type === "reconnect") log.info({ server: s.server }, "NATS reconnected");
+      if (s.type === "disconnect") {
+        log.warn({ server: s.server }, "NATS connection lost; reconnecting");
+        metrics?.natsConnected(false);
+      } else if (s.type === "reconnect") {
+        log.info({ server: s.server }, "NATS reconnected");
+        metrics?.natsConnected(true);
+      }
     }
   })().catch(() => undefined);
   const n = buildNames(config.namespace);
@@ -115,10 +127,15 @@ export async function runService<S = undefined>(
   } catch (err) {
     exitOnStartFailure(log, err);
   }
-  const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok");
+  const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok", {
+    metricsUrl: metricsServer?.url ?? null,
+  });
   // "started" means health answers: the subscription has reached the server.
   await nc.flush();
-  log.info({ namespace: config.namespace, version: GEODE_VERSION }, `${service} started`);
+  log.info(
+    { namespace: config.namespace, version: GEODE_VERSION, metrics_url: metricsServer?.url ?? null },
+    `${service} started`,
+  );
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -128,6 +145,7 @@ export async function runService<S = undefined>(
       await health.drain();
       await running.stop();
       await nc.drain();
+      await metricsServer?.close();
     } catch (err) {
       log.error({ err }, "error while draining");
     }
@@ -136,4 +154,20 @@ export async function runService<S = undefined>(
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/**
+ * `/metrics` on 127.0.0.1:`port` before anything else starts, so the service's first calls are
+ * counted; 0 leaves metrics off. A port that cannot be bound is logged and the service runs
+ * without metrics (health then says `metrics_url: null`): observability never stops the work.
+ */
+async function openMetrics(port: number, log: Logger): Promise<MetricsServer | undefined> {
+  if (port === 0) return undefined;
+  try {
+    return await serveMetrics(enableMetrics(), port);
+  } catch (err) {
+    disableMetrics();
+    log.warn({ err, port }, "metrics not served: the port cannot be bound");
+    return undefined;
+  }
 }

@@ -373,5 +373,7 @@ export const HealthReplySchema = z.strictObject({
   started_at: z.number().int(),
   /** Why a degraded service is degraded, one line (absent when ok). */
   reason: z.string().optional(),
+  /** Where the service serves Prometheus metrics (`http://127.0.0.1:{port}/metrics`); null when off. */
+  metrics_url: z.string().nullable().optional(),
 });
 export type HealthReply = z.infer<typeof HealthReplySchema>;

@@ -38,6 +38,8 @@ export interface CommittedBatch<M extends StreamMessage> {
   messages: M[];
   rows: ProjectedBatch;
   result: BatchResult;
+  /** Time from the batch's first write attempt to its commit (retries included), seconds. */
+  seconds: number;
 }
 
 export interface ProjectionLoopOptions<M extends StreamMessage> {
@@ -189,7 +191,9 @@ export class ProjectionLoop<M extends StreamMessage> {
     });
     try {
       const rows = projectMessages(this.options.kind, stream, batch);
+      const writeStarted = performance.now();
       const result = await this.write(rows);
+      const seconds = (performance.now() - writeStarted) / 1000;
       // Keep the order chain intact for the batches behind this one.
       await previous;
       if (result === undefined) {
@@ -199,7 +203,7 @@ export class ProjectionLoop<M extends StreamMessage> {
       for (const r of rows.rejects)
         log.warn({ stream, stream_seq: r.seq, reason: r.reason }, "message rejected: stored nowhere");
       try {
-        await this.options.committed?.({ messages: batch, rows, result });
+        await this.options.committed?.({ messages: batch, rows, result, seconds });
       } catch (err) {
         log.error(
           { err, stream, first_seq: batch[0]?.seq, size: batch.length },

@@ -58,7 +58,8 @@ export function spawnService(
 ): SpawnedProcess {
   const child = spawn(process.execPath, [...cpuProfileArgs(), ...nodeArgs(entry), ...args], {
     cwd: options.cwd ?? REPO_ROOT,
-    env: { ...process.env, ...env },
+    // Metrics off unless the test gives a port: parallel test processes must not compete for one.
+    env: { ...process.env, GEODE_METRICS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   return track(child);

@@ -58,7 +58,15 @@ export async function createTestEnv(options: { ns?: string } = {}): Promise<Test
     nc,
     js: jetstream(nc),
     jsm,
-    env: { NATS_URL: natsUrl, DATABASE_URL: databaseUrl, GEODE_NAMESPACE: ns, LOG_LEVEL: "warn" },
+    // Metrics off: test processes must not compete for the default port; a test that scrapes
+    // gives its own free ports.
+    env: {
+      NATS_URL: natsUrl,
+      DATABASE_URL: databaseUrl,
+      GEODE_NAMESPACE: ns,
+      LOG_LEVEL: "warn",
+      GEODE_METRICS_PORT: "0",
+    },
     connect: open,
     async cleanup() {
       await cleanupNamespace(jsm, ns, databaseUrl).catch(() => undefined);

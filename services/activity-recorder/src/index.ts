@@ -4,6 +4,7 @@ import {
   ensureEventStreams,
   type Logger,
   type StreamOptions,
+  serviceMetrics,
   silentLogger,
 } from "@geode/bus";
 import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
@@ -17,7 +18,13 @@ import {
   type RetryPolicy,
   redactDatabaseUrl,
 } from "@geode/projection";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+} from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, DEFAULT_WRITERS } from "./recorder-config.js";
 import { DEFAULT_RUN_FILE_MAX_BYTES, RunMirror } from "./run-mirror.js";
@@ -146,6 +153,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         },
       });
     projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
+    serviceMetrics()?.setLagSource(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
     // Consumption starts once the tables exist. A database that is down at start delays that
     // (health says why) instead of stopping the service.
     const migrated = ownsDb ? await migrateOnce(db, outage) : true;
@@ -164,6 +172,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       health: () => outage.health,
       async stop() {
         stopped = true;
+        serviceMetrics()?.setLagSource(undefined);
         await started;
         await Promise.all(projectors.map((p) => p.stop()));
         await mirror?.stop();
@@ -204,4 +213,31 @@ async function retryUntilDone(
       await new Promise((r) => setTimeout(r, backoffDelay(options.retry, attempt)));
     }
   }
+}
+
+/**
+ * Messages of each stream not yet applied: the stream's last sequence minus the sequence the
+ * recorder's durable consumer has acknowledged up to (shared by every replica, and acked only
+ * after the commit). A stream or consumer that cannot be read is left out of this scrape.
+ */
+async function recorderLag(
+  jsm: JetStreamManager,
+  streams: string[],
+): Promise<Array<{ stream: string; lag: number }>> {
+  const lags = await Promise.all(
+    streams.map(async (stream) => {
+      try {
+        const [si, ci] = await Promise.all([
+          jsm.streams.info(stream),
+          jsm.consumers.info(stream, RECORDER_CONSUMER),
+        ]);
+        // Messages already gone from the stream (retention) are not waiting for anyone.
+        const applied = Math.max(ci.ack_floor.stream_seq, si.state.first_seq - 1);
+        return { stream, lag: Math.max(0, si.state.last_seq - applied) };
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  return lags.filter((l) => l !== undefined);
 }

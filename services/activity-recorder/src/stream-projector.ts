@@ -1,4 +1,4 @@
-import type { Logger } from "@geode/bus";
+import { type Logger, metrics } from "@geode/bus";
 import {
   type ProjectionDatabase,
   ProjectionLoop,
@@ -49,7 +49,7 @@ export class StreamProjector {
   private readonly loop: ProjectionLoop<JsMsg>;
 
   constructor(private readonly options: StreamProjectorOptions) {
-    const { mirror } = options;
+    const { mirror, stream } = options;
     this.loop = new ProjectionLoop<JsMsg>({
       kind: options.kind,
       stream: options.stream,
@@ -59,7 +59,7 @@ export class StreamProjector {
       writers: options.writers ?? 1,
       log: options.log,
       ...(options.outage ? { outage: options.outage } : {}),
-      async committed({ messages, rows }) {
+      async committed({ messages, rows, result, seconds }) {
         // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
         // The run timeline mirrors activity rows (the seed's "same typed activity row"), one per event.
         if (mirror) {
@@ -67,6 +67,11 @@ export class StreamProjector {
           if (activity.length > 0) await mirror.append(activity);
         }
         for (const m of messages) m.ack();
+        const meter = metrics();
+        meter.recorderBatch(stream, seconds);
+        meter.recorderRows("activity_events", result.activity);
+        meter.recorderRows("extension_invocations", result.extension);
+        meter.recorderRows("session_events", result.session);
       },
       // Given up (stop, or the mirror failed): another replica, or this one later, gets them now.
       abandoned(messages) {

@@ -6,6 +6,7 @@
 import {
   createHookClient,
   type Logger,
+  metrics,
   RequestFailedError,
   type RuntimeEventBus,
   requestJson,
@@ -131,6 +132,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     async requestApproval(request, callOptions = {}) {
       events.sendQueued();
       const timeoutMs = Math.max(1, options.approvalTimeoutMs);
+      metrics().approvalPending(1);
       try {
         const reply = await requestJson(nc, n.approvalRequest, ApprovalLeg.request.encode(request), {
           timeoutMs,
@@ -146,6 +148,8 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
           return { source: "timeout", reason: `no approval within ${timeoutMs} ms` };
         if (callOptions.signal?.aborted) throw err;
         return { source: "error", reason: err instanceof Error ? err.message : String(err) };
+      } finally {
+        metrics().approvalPending(-1);
       }
     },
 

@@ -1,5 +1,6 @@
-import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import { type Logger, metrics, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import {
+  type DispatchOutcome,
   ErrorCode,
   GeodeError,
   type HandlerRegistration,
@@ -14,7 +15,7 @@ import {
 } from "@geode/contracts";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { HandlerRegistry } from "./handler-registry.js";
-import { runChain } from "./hook-chain.js";
+import { type ChainContext, runChain } from "./hook-chain.js";
 import { InvocationAudits } from "./invocation-audits.js";
 
 export interface HookDispatcherOptions {
@@ -70,32 +71,16 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       },
     },
     async (body, msg) => {
-      const receivedAt = Date.now();
+      const startedAt = performance.now();
       const hook = msg.subject.slice(prefix.length);
-      if (!isHookName(hook))
-        throw new GeodeError(ErrorCode.UnknownHook, `unknown hook: ${hook}`, { details: { hook } });
-      const request = parseOrThrow(HookInvokeRequestSchema, body, ErrorCode.InvalidRequest);
-      const checked = validateHookPayload(hook, request.payload);
-      if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
-      const pending = new InvocationAudits(events, request.correlation);
-      audits.set(msg, pending);
-      const invocationId = msg.headers?.get(INVOCATION_ID_HEADER) ?? "";
-      const controller = INVOCATION_ID_PATTERN.test(invocationId) ? new AbortController() : undefined;
-      if (controller) cancellable.set(invocationId, controller);
       try {
-        return await runChain(
-          { nc, registry, log },
-          {
-            hook,
-            correlation: request.correlation,
-            payload: checked.payload,
-            deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
-            audits: pending,
-            ...(controller ? { signal: controller.signal } : {}),
-          },
-        );
-      } finally {
-        if (controller) cancellable.delete(invocationId);
+        const outcome = await dispatch({ nc, registry, log, events, audits, cancellable }, hook, body, msg);
+        metrics().hookInvocation(hook, outcome.blocked ? "blocked" : "ok", elapsed(startedAt));
+        return outcome;
+      } catch (err) {
+        // An unknown hook is counted under one label: subjects must not mint series.
+        metrics().hookInvocation(isHookName(hook) ? hook : "unknown", "error", elapsed(startedAt));
+        throw err;
       }
     },
   );
@@ -115,4 +100,50 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       return stopped;
     },
   };
+}
+
+function elapsed(startedAt: number): number {
+  return (performance.now() - startedAt) / 1000;
+}
+
+/** What one replica's invocations share. */
+interface DispatchContext extends ChainContext {
+  events: RuntimeEventBus;
+  audits: WeakMap<Msg, InvocationAudits>;
+  cancellable: Map<string, AbortController>;
+}
+
+/** One invocation: checks the request, runs its chain, and lets its caller cancel it meanwhile. */
+async function dispatch(
+  ctx: DispatchContext,
+  hook: string,
+  body: unknown,
+  msg: Msg,
+): Promise<DispatchOutcome> {
+  const receivedAt = Date.now();
+  if (!isHookName(hook))
+    throw new GeodeError(ErrorCode.UnknownHook, `unknown hook: ${hook}`, { details: { hook } });
+  const request = parseOrThrow(HookInvokeRequestSchema, body, ErrorCode.InvalidRequest);
+  const checked = validateHookPayload(hook, request.payload);
+  if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
+  const pending = new InvocationAudits(ctx.events, request.correlation);
+  ctx.audits.set(msg, pending);
+  const invocationId = msg.headers?.get(INVOCATION_ID_HEADER) ?? "";
+  const controller = INVOCATION_ID_PATTERN.test(invocationId) ? new AbortController() : undefined;
+  if (controller) ctx.cancellable.set(invocationId, controller);
+  try {
+    return await runChain(
+      { nc: ctx.nc, registry: ctx.registry, log: ctx.log },
+      {
+        hook,
+        correlation: request.correlation,
+        payload: checked.payload,
+        deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
+        audits: pending,
+        ...(controller ? { signal: controller.signal } : {}),
+      },
+    );
+  } finally {
+    if (controller) ctx.cancellable.delete(invocationId);
+  }
 }

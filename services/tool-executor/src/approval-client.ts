@@ -1,4 +1,4 @@
-import { RequestFailedError, requestJson } from "@geode/bus";
+import { metrics, RequestFailedError, requestJson } from "@geode/bus";
 import { type ApprovalReply, ApprovalReplySchema, type ApprovalRequest, type Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 
@@ -17,6 +17,7 @@ export async function requestApproval(
   request: ApprovalRequest,
   timeoutMs: number,
 ): Promise<ApprovalAnswer> {
+  metrics().approvalPending(1);
   try {
     const body = await requestJson(nc, n.approvalRequest, request, { timeoutMs: Math.max(1, timeoutMs) });
     const parsed = ApprovalReplySchema.safeParse(body);
@@ -39,5 +40,7 @@ export async function requestApproval(
         source: "timeout",
       };
     return { decision: "deny", approver: "none", reason: "approval request failed", source: "invalid_reply" };
+  } finally {
+    metrics().approvalPending(-1);
   }
 }

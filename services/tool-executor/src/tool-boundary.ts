@@ -1,3 +1,4 @@
+import { metrics } from "@geode/bus";
 import type { ToolExecuteReply } from "@geode/contracts";
 import { admission } from "./stages/admission.js";
 import { approval } from "./stages/approval.js";
@@ -32,7 +33,20 @@ const STAGES: readonly Stage[] = [
 
 /** Runs one `{ns}.tool.execute` request through the boundary and answers it. */
 export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<ToolExecuteReply> {
-  const call = openToolCall(deps, body);
+  let call: ToolCall | undefined;
+  try {
+    call = openToolCall(deps, body);
+    const reply = await runStages(call);
+    count(call, reply.status);
+    if (reply.receipt) metrics().receiptOutcome(reply.status);
+    return reply;
+  } catch (err) {
+    count(call, "error");
+    throw err;
+  }
+}
+
+async function runStages(call: ToolCall): Promise<ToolExecuteReply> {
   try {
     for (const stage of STAGES) {
       const reply = await stage(call);
@@ -43,4 +57,9 @@ export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<To
     // A stage that threw after admission: stop renewing, the outcome is unknown.
     if (call.lease) await call.lease.end();
   }
+}
+
+/** Counted under the tool's registered name; a name no tool has is `unknown` (callers pick names). */
+function count(call: ToolCall | undefined, status: string): void {
+  metrics().toolCall(call?.resolvedName ?? "unknown", status);
 }

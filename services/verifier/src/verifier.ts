@@ -1,4 +1,11 @@
-import { createHookClient, type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import {
+  createHookClient,
+  type Logger,
+  metrics,
+  RuntimeEventBus,
+  serveRequests,
+  silentLogger,
+} from "@geode/bus";
 import { type Names, QueueGroup, type VerifyReply } from "@geode/contracts";
 import { AttemptStore, SessionStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -47,7 +54,9 @@ async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply>
     await releaseAttempt(run);
     throw err;
   }
-  return deliver(run, decided);
+  const reply = await deliver(run, decided);
+  metrics().verifyDecision(reply.policy_action);
+  return reply;
 }
 
 /**

@@ -10,18 +10,26 @@ const geode = (args: string[], extraEnv: Record<string, string> = {}) =>
 
 describe("geode health", () => {
   it("exits 0 when every named service answers ok, 1 when one does not answer", async () => {
-    const responder = serveHealth(env().nc, env().names, "verifier");
+    const responder = serveHealth(env().nc, env().names, "verifier", undefined, {
+      metricsUrl: "http://127.0.0.1:9466/metrics",
+    });
     await env().nc.flush();
     try {
       const ok = await geode(["health", "verifier", "--json"]);
       expect(ok.code).toBe(0);
       expect(JSON.parse(ok.out)).toEqual([
-        { service: "verifier", status: "ok", version: expect.any(String), started_at: expect.any(Number) },
+        {
+          service: "verifier",
+          status: "ok",
+          version: expect.any(String),
+          started_at: expect.any(Number),
+          metrics_url: "http://127.0.0.1:9466/metrics",
+        },
       ]);
 
       const missing = await geode(["health", "verifier", "tool-executor", "--timeout", "500"]);
       expect(missing.code).toBe(1);
-      expect(missing.out).toMatch(/^verifier\s+ok\s/m);
+      expect(missing.out).toMatch(/^verifier\s+ok\s+\S+\s+http:\/\/127\.0\.0\.1:9466\/metrics\s/m);
       expect(missing.out).toMatch(/^tool-executor\s+down\s+no responders/m);
     } finally {
       await responder.drain();

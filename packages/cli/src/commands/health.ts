@@ -28,8 +28,14 @@ export const healthCommand: CommandModule = {
       else
         io.out(
           renderTable(
-            ["service", "status", "version", "detail"],
-            probes.map((p) => [p.service, p.status, p.version ?? "", p.reason ?? p.error ?? ""]),
+            ["service", "status", "version", "metrics", "detail"],
+            probes.map((p) => [
+              p.service,
+              p.status,
+              p.version ?? "",
+              p.status === "down" ? "" : (p.metrics_url ?? "off"),
+              p.reason ?? p.error ?? "",
+            ]),
           ),
         );
       return probes.every((p) => p.status === "ok") ? 0 : 1;

@@ -11,6 +11,8 @@ export interface HealthProbe {
   started_at?: number;
   /** Why a degraded service is degraded. */
   reason?: string;
+  /** Where the service serves Prometheus metrics; null when off. */
+  metrics_url?: string | null;
   error?: string;
 }
 
@@ -22,7 +24,7 @@ export async function probeHealth(
   timeoutMs: number,
 ): Promise<HealthProbe> {
   try {
-    const { status, version, started_at, reason } = await requestJson(
+    const { status, version, started_at, reason, metrics_url } = await requestJson(
       nc,
       n.health(service),
       {},
@@ -31,7 +33,14 @@ export async function probeHealth(
         reply: HealthLeg.reply,
       },
     );
-    return { service, status, version, started_at, ...(reason !== undefined ? { reason } : {}) };
+    return {
+      service,
+      status,
+      version,
+      started_at,
+      metrics_url: metrics_url ?? null,
+      ...(reason !== undefined ? { reason } : {}),
+    };
   } catch (err) {
     if (isMalformedReply(err)) return { service, status: "down", error: "malformed health reply" };
     if (err instanceof RequestFailedError && err.failure === "no_responders")

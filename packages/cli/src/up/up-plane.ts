@@ -85,6 +85,11 @@ function restartLine(n: RestartNotice): string {
   return `geode up: ${n.service} exited unexpectedly (${exit} after ${uptime}); ${next}\n`;
 }
 
+/** The i-th service's metrics port: consecutive from `GEODE_METRICS_PORT`, all off when it is 0. */
+function metricsPortOf(first: number, i: number): string {
+  return first === 0 ? "0" : String(first + i);
+}
+
 /** Starts every service under a supervisor, with the plane's NATS and database in their environment. */
 export function spawnServices(
   plane: UpPlane,
@@ -100,10 +105,10 @@ export function spawnServices(
   const width = Math.max(...services.map((s) => s.name.length));
   const paint = (i: number, s: string) => (io.isTTY ? `\x1b[${COLORS[i % COLORS.length]}m${s}\x1b[0m` : s);
   const prefixOf = new Map(services.map((s, i) => [s.name, paint(i, s.name.padEnd(width))]));
-  for (const s of services) {
+  for (const [i, s] of services.entries()) {
     plane.supervisors.push(
       new ServiceSupervisor(s, {
-        env,
+        env: { ...env, GEODE_METRICS_PORT: metricsPortOf(plane.config.metricsPort, i) },
         detached: true,
         ...(policy ? { policy } : {}),
         onLine: (name, line, stream) =>
@@ -183,9 +188,10 @@ export function printReady(plane: UpPlane): void {
     ready.get(s.name)?.status ?? "",
     ready.get(s.name)?.version ?? "",
     String(s.child.pid),
+    ready.get(s.name)?.metrics_url ?? "off",
   ]);
   io.out(
-    `\n${renderTable(["service", "status", "version", "pid"], rows)}\ngeode up: ready — ${supervisors.length} ` +
+    `\n${renderTable(["service", "status", "version", "pid", "metrics"], rows)}\ngeode up: ready — ${supervisors.length} ` +
       `service(s) on ${redactUrl(plane.nats.url, { maskUser: true })}, namespace ${config.namespace}. Ctrl-C stops all.\n`,
   );
 }

@@ -1,4 +1,4 @@
-import type { Logger } from "@geode/bus";
+import { type Logger, metrics } from "@geode/bus";
 import {
   type AttributedDecision,
   type Correlation,
@@ -58,8 +58,9 @@ export class ChainRun {
     return this.input.hook;
   }
 
-  /** Records one handler call's `extension_invoked` (only the status and a bounded reason). */
+  /** Records one handler call: its `extension_invoked` (only the status and a bounded reason) and its count. */
   audit(handler: string, status: ExtensionInvokedPayload["status"], reason: string, startedAt: number): void {
+    metrics().handlerCall(this.input.hook, handler, status);
     this.input.audits.add({
       surface: "hook",
       name: this.input.hook,

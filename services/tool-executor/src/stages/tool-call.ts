@@ -91,6 +91,11 @@ export class ToolCall {
     return this.resolved;
   }
 
+  /** The name of the tool once resolved (a registered tool), else undefined. */
+  get resolvedName(): string | undefined {
+    return this.resolved?.definition.name;
+  }
+
   set tool(tool: ResolvedTool) {
     this.resolved = tool;
   }

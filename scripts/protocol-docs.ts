@@ -26,6 +26,8 @@ import {
   NAMESPACE_PATTERN,
   names,
   PROBE_HEADER,
+  TRACEPARENT_HEADER,
+  TRACESTATE_HEADER,
   RECORDER_CONSUMER,
   RETENTION_DAYS,
   ReceiptSchema,
@@ -316,6 +318,8 @@ function headersSection(): string {
     `| ${code(INVOCATION_ID_HEADER)} | hook invoke requests | the invocation's id; the caller publishes on ${code(ph(n.hookCancel("{id}")))} to cancel it |`,
     `| ${code(PROBE_HEADER)} | any request | a probe: the responder's bus helper answers ${code('{"probe": "ok"}')} itself (does another replica serve?) |`,
     "| `Nats-Msg-Id` | events and timeline records | the record's `id`: JetStream drops a repeated publish within the duplicate window |",
+    `| ${code(TRACEPARENT_HEADER)} | every request, and the events and timeline records a request causes | W3C Trace Context: a responder continues the caller's trace (a missing or invalid one starts a new trace) and passes it on to every message it sends; the recorder stores its trace id as \`trace_id\` |`,
+    `| ${code(TRACESTATE_HEADER)} | with \`traceparent\` | passed on unchanged |`,
   ].join("\n");
 }
 
@@ -459,8 +463,8 @@ their fields.
 
 | table | rows |
 | --- | --- |
-| \`activity_events\` | every runtime event: \`stream_seq\`, \`event_id\`, \`event\`, \`ts\`, \`source\`, the correlation ids, \`retention_bucket\`, bounded \`payload\` |
-| \`extension_invocations\` | one audit row per \`extension_invoked\`: \`stream_seq\`, \`ts\`, \`surface\`, \`name\`, \`extension\`, \`status\`, \`latency_ms\`, the correlation ids, nothing else (no user input, request, response, personal data or secret) |
+| \`activity_events\` | every runtime event: \`stream_seq\`, \`event_id\`, \`event\`, \`ts\`, \`source\`, the correlation ids, \`retention_bucket\`, bounded \`payload\`, \`trace_id\` (from the event's \`traceparent\` header, null without one) |
+| \`extension_invocations\` | one audit row per \`extension_invoked\`: \`stream_seq\`, \`ts\`, \`surface\`, \`name\`, \`extension\`, \`status\`, \`latency_ms\`, the correlation ids, \`trace_id\`, nothing else (no user input, request, response, personal data or secret) |
 | \`session_events\` | the timeline: \`stream_seq\`, \`record_id\`, \`kind\`, \`ts\`, \`source\`, the correlation ids, bounded \`payload\`, \`payload_sha256\` |
 | \`projection_offsets\` | \`consumer\`, \`stream\`, \`last_seq\` |
 

@@ -263,6 +263,7 @@ describe("activity-recorder projection (PostgreSQL)", () => {
         "extension",
         "status",
         "latency_ms",
+        "trace_id",
       ].sort(),
     );
     expect(ext).toMatchObject({

@@ -2,7 +2,8 @@
  * `pnpm bench hooks`: the raw NATS request/reply round trip (the floor) and hook invocations
  * through a hook-dispatcher process with 0, 1 and 3 handler processes, in one run: sequential
  * latency (median, p99) and throughput at 1, 16 and 64 concurrent callers, with ratios against the
- * floor (1 handler vs two raw round trips, 3 handlers vs four).
+ * floor (1 handler vs two raw round trips, 3 handlers vs four). `BENCH_OBSERVABILITY_ONLY=1`
+ * measures metrics and span export on vs off instead (bench/hooks/observability.ts).
  */
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
@@ -20,6 +21,14 @@ import {
   progress,
   table,
 } from "../lib/stats.js";
+
+import { observabilityBench } from "./observability.js";
+
+// BENCH_OBSERVABILITY_ONLY=1: only metrics + span export on vs off (bench/hooks/observability.ts).
+if (process.env["BENCH_OBSERVABILITY_ONLY"]) {
+  await observabilityBench();
+  process.exit(0);
+}
 
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);

@@ -76,6 +76,11 @@ export const COMMON_ENV = envSpec({
         "Prometheus `/metrics` on `127.0.0.1:{port}`; `geode up` gives its services this port and the next four (hook-dispatcher, tool-executor, verifier, activity-recorder, agent-gateway); `0` turns metrics off",
     },
   ),
+  otlpEndpoint: envVar("OTEL_EXPORTER_OTLP_ENDPOINT", read.optional(), {
+    default: "unset: no spans",
+    meaning:
+      "OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): spans of hook invocations, handler calls, tool stages and verify stages are exported there; the `traceparent` headers travel either way",
+  }),
   logLevel: envVar(
     "LOG_LEVEL",
     read.oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info"),

@@ -10,6 +10,7 @@ import {
   sha256,
   type TimelineKind,
   type TimelineRecord,
+  type TraceContext,
 } from "@geode/contracts";
 import {
   createInbox,
@@ -22,6 +23,7 @@ import { encodeJson } from "./codec.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { metrics } from "./metrics.js";
 import { ensureEventStreams, type StreamOptions } from "./provision.js";
+import { outgoingTrace, setTraceHeaders } from "./tracing.js";
 
 export type EventObserver = (event: EventEnvelope) => void | Promise<void>;
 export type TimelineObserver = (record: TimelineRecord) => void | Promise<void>;
@@ -64,6 +66,8 @@ interface PendingPublish {
   id: string;
   attempts: number;
   sentAt: number;
+  /** The trace of the work that emitted it (none outside a request). */
+  trace: TraceContext | undefined;
   done: (stored: boolean) => void;
 }
 
@@ -249,7 +253,15 @@ export class RuntimeEventBus {
     const data = encodeJson(body);
     const token = (this.nextToken++).toString(36);
     return new Promise<boolean>((resolve) => {
-      const p: PendingPublish = { subject, data, id, attempts: 0, sentAt: 0, done: resolve };
+      const p: PendingPublish = {
+        subject,
+        data,
+        id,
+        attempts: 0,
+        sentAt: 0,
+        trace: outgoingTrace(false),
+        done: resolve,
+      };
       this.awaitingAck.set(token, p);
       if (!this.batch) {
         this.send(token, p);
@@ -287,6 +299,8 @@ export class RuntimeEventBus {
     p.sentAt = Date.now();
     const h = headers();
     h.set("Nats-Msg-Id", p.id);
+    // The recorder stores its trace id with the row; consumers continue the trace from it.
+    if (p.trace) setTraceHeaders(p.trace, h);
     try {
       this.nc.publish(p.subject, p.data, { headers: h, reply: this.ackPrefix + token });
     } catch (err) {

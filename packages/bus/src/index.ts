@@ -81,4 +81,14 @@ export {
   type ServiceHealth,
   serveHealth,
 } from "./service-runtime.js";
+export {
+  currentTrace,
+  outgoingTrace,
+  runInTrace,
+  setTraceHeaders,
+  setTracer,
+  traceOfHeaders,
+  withSpan,
+} from "./tracing.js";
+export { startTracing } from "./tracing-setup.js";
 export { checkDatabaseUrl, checkNatsUrl, redactUrl } from "./urls.js";

@@ -1,4 +1,11 @@
-import { type Codec, ErrorCode, GeodeError, isErrorReply, malformedReply } from "@geode/contracts";
+import {
+  type Codec,
+  ErrorCode,
+  GeodeError,
+  isErrorReply,
+  malformedReply,
+  type TraceContext,
+} from "@geode/contracts";
 import {
   createInbox,
   type Msg,
@@ -7,6 +14,7 @@ import {
   type Subscription,
 } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
+import { outgoingTrace, setTraceHeaders } from "./tracing.js";
 
 export interface RequestMsgOptions {
   /** Milliseconds to wait for the reply (`Infinity`: as long as a timer can wait, about 24 days). */
@@ -130,9 +138,11 @@ class RequestMux {
         signal.addEventListener("abort", onAbort, { once: true });
       }
       try {
+        // Every request carries its trace: the caller's, or a new one it starts here.
+        const trace = outgoingTrace(true) as TraceContext;
         this.nc.publish(subject, data, {
           reply: this.prefix + token,
-          ...(options.headers ? { headers: options.headers } : {}),
+          headers: setTraceHeaders(trace, options.headers),
         });
       } catch (err) {
         // Closed or draining connection, bad subject: fail now, as the client's request does.

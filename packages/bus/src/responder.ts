@@ -13,6 +13,7 @@ import {
 } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 import type { Logger } from "./logger.js";
+import { runInTrace, traceOfHeaders } from "./tracing.js";
 
 /**
  * What a failed handler replies: its typed error; `unavailable` when NATS itself failed under it (a
@@ -117,7 +118,8 @@ export function serveRequests<T = unknown>(
         }
         return;
       }
-      const p = handle(msg).finally(() => inflight.delete(p));
+      // The handler and everything it sends run in the request's trace (a new one if it has none).
+      const p = runInTrace(traceOfHeaders(msg.headers), () => handle(msg)).finally(() => inflight.delete(p));
       inflight.add(p);
     },
   });

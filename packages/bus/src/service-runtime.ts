@@ -8,6 +8,7 @@ import { disableMetrics, enableMetrics } from "./metrics.js";
 import { type MetricsServer, serveMetrics } from "./metrics-server.js";
 import { assertReplicasFit } from "./provision.js";
 import { type Responder, serveRequests } from "./responder.js";
+import { startTracing } from "./tracing-setup.js";
 
 export const GEODE_VERSION = "0.1.0";
 
@@ -92,6 +93,7 @@ export async function runService<S = undefined>(
   }
   const log = createLogger(service, config.logLevel);
   const metricsServer = await openMetrics(config.metricsPort, log);
+  const stopTracing = await startTracing(service, GEODE_VERSION);
   let nc: NatsConnection;
   try {
     nc = await connectBus(config, service);
@@ -146,6 +148,7 @@ export async function runService<S = undefined>(
       await running.stop();
       await nc.drain();
       await metricsServer?.close();
+      await stopTracing?.();
     } catch (err) {
       log.error({ err }, "error while draining");
     }

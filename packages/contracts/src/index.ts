@@ -160,6 +160,14 @@ export {
   toolGlob,
 } from "./tool-glob.js";
 export {
+  formatTraceparent,
+  newTraceContext,
+  parseTraceparent,
+  TRACEPARENT_HEADER,
+  TRACESTATE_HEADER,
+  type TraceContext,
+} from "./trace-context.js";
+export {
   applyRewrite,
   validateHookPayload,
 } from "./validate-payload.js";

@@ -18,6 +18,7 @@ const ACTIVITY_COLUMNS = [
   ...corrColumns,
   ["retention_bucket", "text"],
   ["payload", "jsonb"],
+  ["trace_id", "text"],
 ] as const;
 const EXTENSION_COLUMNS = [
   ["stream_seq", "bigint"],
@@ -28,6 +29,7 @@ const EXTENSION_COLUMNS = [
   ["status", "text"],
   ["latency_ms", "double precision"],
   ...corrColumns,
+  ["trace_id", "text"],
 ] as const;
 const SESSION_COLUMNS = [
   ["stream_seq", "bigint"],

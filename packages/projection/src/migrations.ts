@@ -171,8 +171,29 @@ export async function dropSecondaryIndexes(db: Kysely<any>, ns: string): Promise
     await sql.raw(`drop index if exists ${ident(ns)}.${ident(i.name)}`).execute(db);
 }
 
+/**
+ * The W3C trace id of the request behind each event and handler call (the event's `traceparent`
+ * header), so a row leads to its trace. Nullable: rows written before, and events published
+ * outside any request, have none. Adding a nullable column without a default rewrites nothing.
+ */
+const traceIds: Migration = {
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
+  async up(db: Kysely<any>) {
+    for (const t of ["activity_events", "extension_invocations"])
+      await db.schema.alterTable(t).addColumn("trace_id", "text").execute();
+  },
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
+  async down(db: Kysely<any>) {
+    for (const t of ["activity_events", "extension_invocations"])
+      await db.schema.alterTable(t).dropColumn("trace_id").execute();
+  },
+};
+
 /** The projection's migrations, in order (kept in code so every entry point runs the same set). */
-export const PROJECTION_MIGRATIONS: Record<string, Migration> = { "001_initial": initial };
+export const PROJECTION_MIGRATIONS: Record<string, Migration> = {
+  "001_initial": initial,
+  "002_trace_ids": traceIds,
+};
 
 function isRaceError(err: unknown): boolean {
   // Two replicas creating the same schema or migration table at once: retry once the other won.

@@ -7,13 +7,20 @@ import {
   type ProjectionOutage,
   type RetryPolicy,
 } from "./projection-outage.js";
-import { type ProjectedBatch, projectMessages, type StreamKind } from "./projection-rows.js";
+import {
+  type MessageHeaders,
+  type ProjectedBatch,
+  projectMessages,
+  type StreamKind,
+} from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
 /** A stream message as the projection needs it (a JetStream `JsMsg` is one). */
 export interface StreamMessage {
   readonly seq: number;
   readonly data: Uint8Array;
+  /** Its NATS headers (the recorder reads `traceparent`). */
+  readonly headers?: MessageHeaders | undefined;
 }
 
 /** Counters of one stream's loop (health, tests, benchmarks, replay's summary). */

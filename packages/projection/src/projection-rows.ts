@@ -4,12 +4,14 @@ import {
   CorrelationV2Schema,
   type EventEnvelope,
   EventEnvelopeSchema,
+  parseTraceparent,
   type RetentionBucket,
   RUNTIME_EVENTS,
   retentionBucketOf,
   sanitizePayload,
   sha256,
   TimelineRecordSchema,
+  TRACEPARENT_HEADER,
 } from "@geode/contracts";
 
 /** Correlation ids as row columns, named like their fields. */
@@ -24,6 +26,8 @@ export interface ActivityEventRow extends CorrelationRow {
   source: string;
   retention_bucket: RetentionBucket;
   payload: Record<string, unknown>;
+  /** The W3C trace id of the request that caused the event (its `traceparent` header), or null. */
+  trace_id: string | null;
 }
 
 /** One `extension_invocations` row: no payload text at all. */
@@ -35,6 +39,7 @@ export interface ExtensionInvocationRow extends CorrelationRow {
   extension: string;
   status: string;
   latency_ms: number;
+  trace_id: string | null;
 }
 
 /** One `session_events` row. */
@@ -181,7 +186,12 @@ function parseBody(
 }
 
 /** Turns one message of `{NS}_EVENTS` or `{NS}_TIMELINE` into the rows it projects to. */
-export function decodeStreamMessage(stream: StreamKind, streamSeq: number, data: Uint8Array): DecodedMessage {
+export function decodeStreamMessage(
+  stream: StreamKind,
+  streamSeq: number,
+  data: Uint8Array,
+  traceId: string | null = null,
+): DecodedMessage {
   const parsed = parseBody(data);
   if (!parsed.ok) return { type: "rejected", reason: parsed.reason };
   if (stream === "events") {
@@ -208,6 +218,7 @@ export function decodeStreamMessage(stream: StreamKind, streamSeq: number, data:
       source: noNul(e.source),
       ...corr,
       retention_bucket: retentionBucketOf(e.event),
+      trace_id: traceId,
     };
     if (e.event === "extension_invoked") {
       const f = extensionFields(e.payload);
@@ -223,7 +234,7 @@ export function decodeStreamMessage(stream: StreamKind, streamSeq: number, data:
             duration_ms: f.latency_ms,
           },
         },
-        extension: { stream_seq: streamSeq, ts: e.ts, ...f, ...corr },
+        extension: { stream_seq: streamSeq, ts: e.ts, ...f, ...corr, trace_id: traceId },
       };
     }
     return { type: "event", activity: { ...base, payload: storedPayload(e.payload, parsed.mayHoldNul) } };
@@ -267,11 +278,21 @@ export interface ProjectedBatch {
   lastSeq: number;
 }
 
+/** The headers of a stream message, as far as the projection reads them. */
+export interface MessageHeaders {
+  get(name: string): string;
+}
+
+/** The trace id of a message's `traceparent` header; null without a valid one. */
+function traceIdOf(h: MessageHeaders | undefined): string | null {
+  return h ? (parseTraceparent(h.get(TRACEPARENT_HEADER))?.traceId ?? null) : null;
+}
+
 /** Decodes a batch of messages of one stream (recorder and replay share it, row for row). */
 export function projectMessages(
   kind: StreamKind,
   stream: string,
-  msgs: ReadonlyArray<{ seq: number; data: Uint8Array }>,
+  msgs: ReadonlyArray<{ seq: number; data: Uint8Array; headers?: MessageHeaders | undefined }>,
 ): ProjectedBatch {
   const out: ProjectedBatch = {
     activity: [],
@@ -284,7 +305,7 @@ export function projectMessages(
   };
   for (const m of msgs) {
     out.lastSeq = Math.max(out.lastSeq, m.seq);
-    const d = decodeStreamMessage(kind, m.seq, m.data);
+    const d = decodeStreamMessage(kind, m.seq, m.data, traceIdOf(m.headers));
     switch (d.type) {
       case "event":
         out.activity.push(d.activity);

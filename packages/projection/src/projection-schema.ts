@@ -21,6 +21,8 @@ export interface ActivityEventsTable extends CorrelationColumns {
   source: string;
   retention_bucket: RetentionBucket;
   payload: ColumnType<Record<string, unknown>, string, string>;
+  /** W3C trace id of the request that caused the event (migration 002); null without one. */
+  trace_id: string | null;
 }
 
 /** Payload-free audit row of one `extension_invoked` event (docs/protocol.md#projection: nothing else). */
@@ -32,6 +34,7 @@ export interface ExtensionInvocationsTable extends CorrelationColumns {
   extension: string;
   status: string;
   latency_ms: ColumnType<number, number, number>;
+  trace_id: string | null;
 }
 
 /** One session timeline record (stream `{NS}_TIMELINE`). */

@@ -7,6 +7,8 @@ export {
   type ConnectOptions,
   connectGeode,
   createHookClient,
+  // Trace context: a request without one starts a trace; `runInTrace` continues the caller's.
+  currentTrace,
   DEFAULT_INVOKE_TIMEOUT_MS,
   type EventObserver,
   type GeodeConnection,
@@ -14,18 +16,22 @@ export {
   type InvokeOptions,
   RuntimeEventBus,
   type RuntimeEventBusOptions,
+  runInTrace,
   type TimelineObserver,
 } from "@geode/bus";
 export {
   type Correlation,
   type CorrelationInput,
   type DispatchOutcome,
+  formatTraceparent,
   GeodeError,
   HookEvent,
   HookName,
+  parseTraceparent,
   RuntimeEvent,
   type SessionRecord,
   type ToolExecuteReply,
+  type TraceContext,
   type VerifyReply,
 } from "@geode/contracts";
 export { type CallLlmOptions, callLlm, type LlmAdapter } from "./call-llm.js";

@@ -1,6 +1,12 @@
 // What a handler, tool or approver author imports: serve a hook handler, a remote tool or human
 // approvals, connect, and the contract's types. An agent runtime imports @geode/runtime.
-export { type ConnectOptions, connectGeode, type GeodeConnection } from "@geode/bus";
+export {
+  type ConnectOptions,
+  connectGeode,
+  currentTrace,
+  type GeodeConnection,
+  runInTrace,
+} from "@geode/bus";
 export {
   type ApprovalRequest,
   type Correlation,

@@ -1,7 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Logger } from "@geode/bus";
-import { CLAUDE_CODE_HOOK_PATH, ErrorCode } from "@geode/contracts";
+import { type Logger, runInTrace, withSpan } from "@geode/bus";
+import {
+  CLAUDE_CODE_HOOK_PATH,
+  ErrorCode,
+  newTraceContext,
+  parseTraceparent,
+  TRACEPARENT_HEADER,
+  TRACESTATE_HEADER,
+} from "@geode/contracts";
 
 export interface HttpRoutes {
   /** The agent a bearer token belongs to, or null. */
@@ -105,7 +112,12 @@ export async function startHttpServer(options: {
     res.once("close", () => {
       if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
     });
-    const reply = await routes.claudeCodeHook(body, ac.signal);
+    // The agent's trace (a `traceparent` header) goes on to every message this hook call causes.
+    const trace =
+      parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER)) ?? newTraceContext();
+    const reply = await runInTrace(trace, () =>
+      withSpan("geode.gateway.hook", {}, () => routes.claudeCodeHook(body, ac.signal)),
+    );
     if (!res.destroyed) send(res, reply.status, reply.body);
   };
 
@@ -160,4 +172,10 @@ export async function startHttpServer(options: {
       await closed;
     },
   };
+}
+
+/** One request header as a string (the first, when sent twice). */
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
 }

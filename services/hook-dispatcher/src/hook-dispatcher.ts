@@ -1,4 +1,4 @@
-import { type Logger, metrics, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import { type Logger, metrics, RuntimeEventBus, serveRequests, silentLogger, withSpan } from "@geode/bus";
 import {
   type DispatchOutcome,
   ErrorCode,
@@ -74,7 +74,9 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       const startedAt = performance.now();
       const hook = msg.subject.slice(prefix.length);
       try {
-        const outcome = await dispatch({ nc, registry, log, events, audits, cancellable }, hook, body, msg);
+        const outcome = await withSpan("geode.hook.invoke", { "geode.hook": hook }, () =>
+          dispatch({ nc, registry, log, events, audits, cancellable }, hook, body, msg),
+        );
         metrics().hookInvocation(hook, outcome.blocked ? "blocked" : "ok", elapsed(startedAt));
         return outcome;
       } catch (err) {

@@ -1,4 +1,4 @@
-import { metrics } from "@geode/bus";
+import { metrics, withSpan } from "@geode/bus";
 import type { ToolExecuteReply } from "@geode/contracts";
 import { admission } from "./stages/admission.js";
 import { approval } from "./stages/approval.js";
@@ -35,8 +35,11 @@ const STAGES: readonly Stage[] = [
 export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<ToolExecuteReply> {
   let call: ToolCall | undefined;
   try {
-    call = openToolCall(deps, body);
-    const reply = await runStages(call);
+    const opened = openToolCall(deps, body);
+    call = opened;
+    const reply = await withSpan("geode.tool.execute", { "geode.tool": opened.request.tool_name }, () =>
+      runStages(opened),
+    );
     count(call, reply.status);
     if (reply.receipt) metrics().receiptOutcome(reply.status);
     return reply;
@@ -49,10 +52,10 @@ export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<To
 async function runStages(call: ToolCall): Promise<ToolExecuteReply> {
   try {
     for (const stage of STAGES) {
-      const reply = await stage(call);
+      const reply = await withSpan(`geode.tool.${stage.name}`, {}, async () => stage(call));
       if (reply) return reply;
     }
-    return await commit(call);
+    return await withSpan("geode.tool.commit", {}, () => commit(call));
   } finally {
     // A stage that threw after admission: stop renewing, the outcome is unknown.
     if (call.lease) await call.lease.end();

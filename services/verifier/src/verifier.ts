@@ -5,6 +5,7 @@ import {
   RuntimeEventBus,
   serveRequests,
   silentLogger,
+  withSpan,
 } from "@geode/bus";
 import { type Names, QueueGroup, type VerifyReply } from "@geode/contracts";
 import { AttemptStore, SessionStore } from "@geode/state";
@@ -46,15 +47,16 @@ async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply>
   const run = await openVerifyRun(deps, body);
   let decided: Parameters<typeof deliver>[1];
   try {
-    const pre = await preVerify(run);
-    const checked = builtIn(run, pre);
-    const post = await postVerify(run, checked);
-    decided = { pre, checked, post, stop: await stop(run, pre, checked, post) };
+    const pre = await withSpan("geode.verify.pre_verify", {}, () => preVerify(run));
+    const checked = await withSpan("geode.verify.built_in", {}, async () => builtIn(run, pre));
+    const post = await withSpan("geode.verify.post_verify", {}, () => postVerify(run, checked));
+    const stopped = await withSpan("geode.verify.stop", {}, () => stop(run, pre, checked, post));
+    decided = { pre, checked, post, stop: stopped };
   } catch (err) {
     await releaseAttempt(run);
     throw err;
   }
-  const reply = await deliver(run, decided);
+  const reply = await withSpan("geode.verify.deliver", {}, () => deliver(run, decided));
   metrics().verifyDecision(reply.policy_action);
   return reply;
 }
@@ -83,7 +85,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
   };
   const responders = [
     serveRequests(nc, names.verifyFinalize, { queue: QueueGroup.Verifier, log }, (body) =>
-      finalize(deps, body),
+      withSpan("geode.verify.finalize", {}, () => finalize(deps, body)),
     ),
     serveRequests(nc, names.verifyResolve, { queue: QueueGroup.Verifier, log }, (body) =>
       resolveParked(deps, body),

@@ -1,0 +1,161 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
+import { currentTrace, runInTrace, setTracer } from "@geode/bus";
+import { HookName, parseTraceparent, TRACEPARENT_HEADER, type TraceContext } from "@geode/contracts";
+import type { HookDispatcher } from "@geode/hook-dispatcher";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { createHookClient } from "@geode/runtime";
+import { serveHook } from "@geode/sdk";
+import { useTestEnv, waitFor } from "@geode/testing";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDispatcher } from "./hooks-support.js";
+
+const env = useTestEnv();
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+let dispatcher: HookDispatcher;
+let recorder: ActivityRecorder;
+let db: ProjectionDb;
+let runsDir: string;
+
+beforeAll(async () => {
+  const { nc, names, ns, databaseUrl } = env();
+  setTracer(provider.getTracer("test"));
+  runsDir = mkdtempSync(path.join(tmpdir(), "geode-trace-"));
+  db = await openProjectionDb({ ns, databaseUrl });
+  recorder = await startActivityRecorder({ nc, names, db, runsDir });
+  dispatcher = await startDispatcher(env());
+});
+afterAll(async () => {
+  setTracer(undefined);
+  await dispatcher?.stop();
+  await recorder?.stop();
+  await db?.close();
+  if (runsDir) rmSync(runsDir, { recursive: true, force: true });
+});
+
+/** The `traceparent` trace ids of the `extension_invoked` events of one session, in stream order. */
+async function eventTraceIds(session: string): Promise<string[]> {
+  const { jsm, names } = env();
+  const info = await jsm.streams.info(names.eventsStream);
+  const ids: string[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const m = await jsm.streams.getMessage(names.eventsStream, { seq }).catch(() => null);
+    if (!m) continue;
+    const body = m.json<{ event: string; correlation: { session_id: string } }>();
+    if (body.event !== "extension_invoked" || body.correlation.session_id !== session) continue;
+    ids.push(parseTraceparent(m.header.get(TRACEPARENT_HEADER))?.traceId ?? "none");
+  }
+  return ids;
+}
+
+describe("W3C trace context across the plane", () => {
+  it("one trace covers caller → dispatcher → two handlers → events → projection rows", async () => {
+    const { nc, names } = env();
+    const seen: Array<TraceContext | undefined> = [];
+    const handlers = await Promise.all(
+      ["first", "second"].map((name, i) =>
+        serveHook({ nc, names }, HookName.UserPromptSubmit, { name, priority: i }, () => {
+          seen.push(currentTrace());
+          return null;
+        }),
+      ),
+    );
+    try {
+      const hooks = createHookClient(nc, names);
+      await waitFor(() => dispatcher.handlers().length === 2, 10_000);
+      // The caller's own context: a trace it already has.
+      const caller = parseTraceparent(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "vendor=opaque",
+      ) as TraceContext;
+      exporter.reset();
+      const outcome = await runInTrace(caller, () =>
+        hooks.invoke(HookName.UserPromptSubmit, { user_input: "hi" }, { session_id: "trace-1" }),
+      );
+      expect(outcome.decision_sources).toEqual([]);
+
+      // Spans: the invocation is a child of the caller's span, each handler call a child of it.
+      const spans = exporter.getFinishedSpans();
+      const invoke = spans.find((s) => s.name === "geode.hook.invoke");
+      const calls = spans.filter((s) => s.name === "geode.hook.handler");
+      expect(invoke?.spanContext().traceId).toBe(caller.traceId);
+      expect(invoke?.parentSpanContext?.spanId).toBe(caller.spanId);
+      expect(invoke?.attributes["geode.hook"]).toBe("UserPromptSubmit");
+      expect(calls.map((s) => s.attributes["geode.handler"])).toEqual(["first", "second"]);
+      for (const c of calls) {
+        expect(c.spanContext().traceId).toBe(caller.traceId);
+        expect(c.parentSpanContext?.spanId).toBe(invoke?.spanContext().spanId);
+      }
+      // Each handler ran in the trace, its parent being its own handler-call span; tracestate kept.
+      expect(seen.map((t) => t?.traceId)).toEqual([caller.traceId, caller.traceId]);
+      expect(seen.map((t) => t?.spanId)).toEqual(calls.map((c) => c.spanContext().spanId));
+      expect(seen.map((t) => t?.state)).toEqual(["vendor=opaque", "vendor=opaque"]);
+
+      // The audit events carry it as a header, and the recorder stores it with both rows.
+      await waitFor(async () => (await eventTraceIds("trace-1")).length === 2, 10_000);
+      expect(await eventTraceIds("trace-1")).toEqual([caller.traceId, caller.traceId]);
+      await waitFor(async () => {
+        const rows = await db.db
+          .selectFrom("extension_invocations")
+          .select("trace_id")
+          .where("session_id", "=", "trace-1")
+          .execute();
+        return rows.length === 2;
+      }, 15_000);
+      const audit = await db.db
+        .selectFrom("extension_invocations")
+        .select(["extension", "trace_id"])
+        .where("session_id", "=", "trace-1")
+        .orderBy("stream_seq")
+        .execute();
+      expect(audit).toEqual([
+        { extension: "first", trace_id: caller.traceId },
+        { extension: "second", trace_id: caller.traceId },
+      ]);
+      const activity = await db.db
+        .selectFrom("activity_events")
+        .select("trace_id")
+        .where("session_id", "=", "trace-1")
+        .execute();
+      expect(activity.map((r) => r.trace_id)).toEqual([caller.traceId, caller.traceId]);
+
+      // A caller without a trace: the client starts one, and the whole invocation shares it.
+      exporter.reset();
+      await hooks.invoke(HookName.UserPromptSubmit, { user_input: "again" }, { session_id: "trace-2" });
+      await waitFor(async () => (await eventTraceIds("trace-2")).length === 2, 10_000);
+      const fresh = await eventTraceIds("trace-2");
+      expect(fresh[0]).toMatch(/^[0-9a-f]{32}$/);
+      expect(fresh[0]).not.toBe(caller.traceId);
+      expect(fresh[1]).toBe(fresh[0]);
+      const invoke2 = exporter.getFinishedSpans().find((s) => s.name === "geode.hook.invoke");
+      expect(invoke2?.spanContext().traceId).toBe(fresh[0]);
+    } finally {
+      await Promise.all(handlers.map((h) => h.close()));
+    }
+  });
+
+  it("a bad traceparent starts a new trace instead of failing the request", async () => {
+    const { nc, names } = env();
+    const { headers } = await import("@nats-io/transport-node");
+    const h = headers();
+    h.set(TRACEPARENT_HEADER, "00-00000000000000000000000000000000-00f067aa0ba902b7-01");
+    exporter.reset();
+    const reply = await nc.request(
+      names.hookInvoke(HookName.UserPromptSubmit),
+      JSON.stringify({ payload: { user_input: "x" }, correlation: { session_id: "trace-3" } }),
+      { timeout: 5_000, headers: h },
+    );
+    expect(reply.json<{ name?: string }>().name).toBe("UserPromptSubmit");
+    const invoke = exporter.getFinishedSpans().find((s) => s.name === "geode.hook.invoke");
+    expect(invoke?.spanContext().traceId).toMatch(/^(?!0{32})[0-9a-f]{32}$/);
+    expect(invoke?.parentSpanContext).toBeUndefined();
+  });
+});

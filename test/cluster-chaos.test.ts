@@ -141,7 +141,19 @@ describe("three-node cluster, two replicas of each service, under load", () => {
 
     // Every message of the events stream becomes exactly one row.
     const jsm = await jetstreamManager(nc, { checkAPI: false });
-    const stored = (await jsm.streams.info(names.eventsStream)).state.messages;
+    // Services may still publish a straggler or two after the load stops (a call's late events, a
+    // publish retried after a leader change): count the stream once it has held still for 2 s.
+    let stored = -1;
+    await waitFor(
+      async () => {
+        const now = (await jsm.streams.info(names.eventsStream)).state.messages;
+        const still = now === stored;
+        stored = now;
+        return still;
+      },
+      60_000,
+      2_000,
+    );
     db = await openPlaneProjection(plane);
     const rowCount = async () =>
       Number(

@@ -11,7 +11,14 @@ import {
 } from "@geode/bus";
 import { runCliCaptured } from "@geode/cli/testing";
 import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
-import { type SpawnedProcess, spawnService, uniqueNamespace, useTestEnv, waitFor } from "@geode/testing";
+import {
+  cleanupNamespace,
+  type SpawnedProcess,
+  spawnService,
+  uniqueNamespace,
+  useTestEnv,
+  waitFor,
+} from "@geode/testing";
 import { AckPolicy, type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +71,7 @@ describe("GEODE_STREAM_REPLICAS", () => {
 });
 
 describe("GEODE_STREAM_REPLICAS on a three-node cluster", () => {
+  const env = useTestEnv();
   let cluster: NatsCluster;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
@@ -78,13 +86,17 @@ describe("GEODE_STREAM_REPLICAS on a three-node cluster", () => {
   });
   afterAll(async () => {
     for (const p of procs) await p.stop("SIGKILL");
+    if (jsm) await cleanupNamespace(jsm, ns, env().databaseUrl).catch(() => undefined);
     await nc?.close();
     await cluster?.stop();
     rmSync(runsDir, { recursive: true, force: true });
   });
 
+  // The test's PostgreSQL, never the embedded PGlite of the checkout: another test file running
+  // at the same time may own that one, and the recorder would then refuse to start.
   const childEnv = (replicas: string) => ({
     NATS_URL: cluster.url,
+    DATABASE_URL: env().databaseUrl,
     GEODE_NAMESPACE: ns,
     GEODE_STREAM_REPLICAS: replicas,
     GEODE_RUNS_DIR: runsDir,

@@ -2,8 +2,9 @@
  * `pnpm tsx bench/lib/cpu-profile.ts <file.cpuprofile>… [--top N]`: where a `node --cpu-prof`
  * profile spends its time, as tables: self time per function (the flat view of a flame graph) and
  * per package or area (node_modules package, workspace package, node internals, GC, idle).
- * Profiles come from running a benchmark with `NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR"`:
- * every Node process it starts (services, handlers, the bench itself) writes one.
+ * `--from NAME` leaves out what comes before the first sample with function NAME on its stack.
+ * Profiles come from `BENCH_CPU_PROF=DIR pnpm bench <name>`: every Node process it starts
+ * (services, handlers, the bench itself) writes one there.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -37,30 +38,55 @@ export function areaOf(url: string, fn: string): string {
   return path.basename(url);
 }
 
-export function summarizeProfile(file: string, top: number): string {
+const keyOf = (n: ProfileNode) => {
+  const { functionName, url, lineNumber } = n.callFrame;
+  return `${functionName || "(anonymous)"} · ${areaOf(url, functionName)}${url ? `:${lineNumber + 1}` : ""}`;
+};
+
+/**
+ * Self time per function and per area, and total time (self and callees: the width of a flame
+ * graph's bar) per function. `from`: only the samples from the first one whose stack holds a
+ * function of that name, to leave a process's start (tsx compiling, connecting) out.
+ */
+export function summarizeProfile(file: string, top: number, from?: string): string {
   const p = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const selfUs = new Map<number, number>();
-  for (let i = 0; i < p.samples.length; i++) {
-    const id = p.samples[i]!;
-    selfUs.set(id, (selfUs.get(id) ?? 0) + (p.timeDeltas[i] ?? 0));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const stackOf = (id: number) => {
+    const out: ProfileNode[] = [];
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) out.push(byId.get(at)!);
+    return out;
+  };
+  let first = 0;
+  if (from) {
+    first = p.samples.findIndex((id) => stackOf(id).some((n) => n.callFrame.functionName === from));
+    if (first < 0) throw new Error(`no sample has ${from} on its stack`);
   }
-  const total = p.endTime - p.startTime;
+  const selfUs = new Map<number, number>();
+  const totalUs = new Map<string, number>();
+  let total = 0;
+  for (let i = first; i < p.samples.length; i++) {
+    const id = p.samples[i]!;
+    const dt = p.timeDeltas[i] ?? 0;
+    total += dt;
+    selfUs.set(id, (selfUs.get(id) ?? 0) + dt);
+    for (const k of new Set(stackOf(id).map(keyOf))) totalUs.set(k, (totalUs.get(k) ?? 0) + dt);
+  }
   const fns = new Map<string, number>();
   const areas = new Map<string, number>();
   for (const [id, us] of selfUs) {
     const n = byId.get(id)!;
-    const { functionName, url, lineNumber } = n.callFrame;
-    const area = areaOf(url, functionName);
-    const key = `${functionName || "(anonymous)"} · ${area}${url ? `:${lineNumber + 1}` : ""}`;
-    fns.set(key, (fns.get(key) ?? 0) + us);
+    const area = areaOf(n.callFrame.url, n.callFrame.functionName);
+    fns.set(keyOf(n), (fns.get(keyOf(n)) ?? 0) + us);
     areas.set(area, (areas.get(area) ?? 0) + us);
   }
   const pct = (us: number) => `${((us / total) * 100).toFixed(1)}%`;
   const ms = (us: number) => `${(us / 1000).toFixed(0)} ms`;
   const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top);
+  const inclusive = [...totalUs].filter(([k]) => !k.startsWith("("));
   return [
-    `### ${path.basename(file)}: ${ms(total)} profiled, ${pct(total - (areas.get("(idle)") ?? 0))} busy`,
+    `### ${path.basename(file)}: ${ms(total)} profiled${from ? ` from the first ${from}` : ""}, ${pct(total - (areas.get("(idle)") ?? 0))} busy`,
     "",
     table(
       ["area (self time)", "ms", "share"],
@@ -72,13 +98,24 @@ export function summarizeProfile(file: string, top: number): string {
       sorted(fns).map(([k, v]) => [k, ms(v), pct(v)]),
     ),
     "",
+    table(
+      ["function (total time: self and callees)", "ms", "share"],
+      sorted(new Map(inclusive)).map(([k, v]) => [k, ms(v), pct(v)]),
+    ),
+    "",
   ].join("\n");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
-  const t = args.indexOf("--top");
-  const top = t >= 0 ? Number(args[t + 1]) : 15;
-  const files = args.filter((a, i) => a !== "--top" && i !== t + 1);
-  for (const f of files) process.stdout.write(`${summarizeProfile(f, top)}\n`);
+  const option = (name: string) => {
+    const i = args.indexOf(name);
+    if (i < 0) return undefined;
+    const v = args[i + 1];
+    args.splice(i, 2);
+    return v;
+  };
+  const top = Number(option("--top") ?? 15);
+  const from = option("--from");
+  for (const f of args) process.stdout.write(`${summarizeProfile(f, top, from)}\n`);
 }

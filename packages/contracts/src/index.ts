@@ -152,6 +152,7 @@ export {
   SECRET_KEYS,
   sanitizeJson,
   sanitizePayload,
+  sanitizePayloadJson,
   sanitizeText,
   sha256,
 } from "./sanitize.js";

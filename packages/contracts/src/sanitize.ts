@@ -237,9 +237,16 @@ function boundToBudget(value: unknown, budget: number): unknown {
   return value;
 }
 
-/** Applies the 32 KiB whole-payload bound: each oversized top-level field gets a fair share. */
-function boundPayload(payload: Record<string, unknown>, maxBytes: number): Record<string, unknown> {
-  if (jsonBytes(payload) <= maxBytes) return payload;
+/**
+ * Applies the 32 KiB whole-payload bound: each oversized top-level field gets a fair share.
+ * `json`: the payload's compact JSON when the caller has it already.
+ */
+function boundPayload(
+  payload: Record<string, unknown>,
+  maxBytes: number,
+  json = JSON.stringify(payload),
+): Record<string, unknown> {
+  if (Buffer.byteLength(json, "utf8") <= maxBytes) return payload;
   const keys = Object.keys(payload);
   const sizes = new Map(keys.map((k) => [k, jsonBytes(payload[k])]));
   // Structural overhead: braces, quotes, colons, commas, keys.
@@ -278,11 +285,24 @@ export interface SanitizeOptions {
  * not changed. A non-object input becomes `{}`.
  */
 export function sanitizePayload(payload: unknown, options: SanitizeOptions = {}): Record<string, unknown> {
+  return sanitizePayloadJson(payload, options).payload;
+}
+
+/**
+ * `sanitizePayload`, and the result's compact JSON: the bound is measured on that text, so a
+ * caller that stores or sends the payload as JSON (the projection's COPY) need not make it again.
+ */
+export function sanitizePayloadJson(
+  payload: unknown,
+  options: SanitizeOptions = {},
+): { payload: Record<string, unknown>; json: string } {
   const base =
     payload !== null && typeof payload === "object" && !Array.isArray(payload)
       ? (sanitizeObject(payload as Record<string, unknown>, 0) as Record<string, unknown>)
       : {};
-  return boundPayload(base, options.maxPayloadBytes ?? SANITIZE_LIMITS.maxPayloadBytes);
+  const json = JSON.stringify(base);
+  const bounded = boundPayload(base, options.maxPayloadBytes ?? SANITIZE_LIMITS.maxPayloadBytes, json);
+  return { payload: bounded, json: bounded === base ? json : JSON.stringify(bounded) };
 }
 
 /** Sanitizes any JSON-ish value with the same rules (strings, collections, depth, secrets). */

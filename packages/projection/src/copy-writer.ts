@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import type { BatchResult, ProjectionBatch } from "./projection-rows.js";
+import { storedPayloadJson } from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
 /** A table's columns and their Postgres types, in COPY order. */
@@ -38,40 +39,52 @@ const staged = new WeakMap<pg.ClientBase, Set<string>>();
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
+const SPECIAL = /[\\\t\n\r]/;
+const SPECIALS = /[\\\t\n\r]/g;
+const escaped = (ch: string) => (ch === "\\" ? "\\\\" : ch === "\t" ? "\\t" : ch === "\n" ? "\\n" : "\\r");
+
 /** COPY text format: backslash, tab, newline and carriage return are escaped; null is `\N`. */
 function copyText(s: string): string {
-  // Fast path: most ids and names hold none of the four.
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 92 || c === 9 || c === 10 || c === 13)
-      return s.replace(/[\\\t\n\r]/g, (ch) =>
-        ch === "\\" ? "\\\\" : ch === "\t" ? "\\t" : ch === "\n" ? "\\n" : "\\r",
-      );
-  }
-  return s;
+  // Most ids, names and payloads hold none of the four (JSON text has no raw tab or newline).
+  return SPECIAL.test(s) ? s.replace(SPECIALS, escaped) : s;
 }
 
-function copyValue(v: unknown, type: string): string {
-  if (v === null || v === undefined) return "\\N";
-  if (type === "jsonb") return copyText(JSON.stringify(v));
-  if (typeof v === "string") return copyText(v);
-  if (typeof v === "number") return Number.isFinite(v) ? String(v) : "\\N";
-  return copyText(String(v));
+type Encoder = (v: unknown) => string;
+const NULL = "\\N";
+const asText: Encoder = (v) => (typeof v === "string" ? copyText(v) : v == null ? NULL : copyText(String(v)));
+const asNumber: Encoder = (v) =>
+  typeof v === "number" ? (Number.isFinite(v) ? String(v) : NULL) : v == null ? NULL : copyText(String(v));
+// A stored payload's JSON was made once while it was sanitized (projection-rows.ts).
+const asJson: Encoder = (v) => (v == null ? NULL : copyText(storedPayloadJson(v)));
+
+/** Each column's encoder, chosen once per column list instead of per value. */
+const encoders = new WeakMap<ColumnList, { names: string[]; encode: Encoder[] }>();
+function encodersOf(columns: ColumnList): { names: string[]; encode: Encoder[] } {
+  let e = encoders.get(columns);
+  if (!e) {
+    e = {
+      names: columns.map(([c]) => c),
+      encode: columns.map(([, t]) =>
+        t === "jsonb" || t === "json" ? asJson : t === "text" ? asText : asNumber,
+      ),
+    };
+    encoders.set(columns, e);
+  }
+  return e;
 }
 
 /** One batch of rows as COPY text, one line per row. */
 export function copyLines(rows: readonly object[], columns: ColumnList): string {
-  const parts: string[] = new Array(rows.length);
+  const { names, encode } = encodersOf(columns);
+  const width = names.length;
+  let out = "";
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r] as Record<string, unknown>;
-    let line = "";
-    for (let k = 0; k < columns.length; k++) {
-      const [c, t] = columns[k]!;
-      line += (k === 0 ? "" : "\t") + copyValue(row[c], t);
-    }
-    parts[r] = line;
+    out += encode[0]!(row[names[0]!]);
+    for (let k = 1; k < width; k++) out += `\t${encode[k]!(row[names[k]!])}`;
+    out += "\n";
   }
-  return `${parts.join("\n")}\n`;
+  return out;
 }
 
 /** Runs one `copy … from stdin` statement with `text` as its input. */

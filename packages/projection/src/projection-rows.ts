@@ -8,7 +8,7 @@ import {
   type RetentionBucket,
   RUNTIME_EVENTS,
   retentionBucketOf,
-  sanitizePayload,
+  sanitizePayloadJson,
   sha256,
   TimelineRecordSchema,
   TRACEPARENT_HEADER,
@@ -86,23 +86,37 @@ function stripNulDeep(v: unknown): unknown {
 }
 
 /**
+ * Stored payloads' compact JSON, made once while they were sanitized: the COPY writer sends it and
+ * timeline rows hash it, instead of serializing each payload again. Payloads are not changed
+ * after they are made, so the text stays theirs.
+ */
+const payloadJson = new WeakMap<object, string>();
+
+/** The compact JSON of a row's payload (made once by `storedPayload`, or now). */
+export function storedPayloadJson(payload: unknown): string {
+  return (
+    (typeof payload === "object" && payload !== null && payloadJson.get(payload)) || JSON.stringify(payload)
+  );
+}
+
+/**
  * Bounds a payload for storage: sanitized again (the recorder does not trust publishers to have
  * done it), and free of U+0000. `mayHoldNul: false` skips the NUL pass when the caller knows
  * there is none (the message text had no `\u0000` escape, the only way JSON carries one).
  */
 export function storedPayload(payload: unknown, mayHoldNul = true): Record<string, unknown> {
-  const clean = sanitizePayload(payload);
-  if (!mayHoldNul) return clean;
-  return JSON.stringify(clean).includes("\\u0000") ? (stripNulDeep(clean) as Record<string, unknown>) : clean;
+  const { payload: clean, json } = sanitizePayloadJson(payload);
+  if (mayHoldNul && json.includes("\\u0000")) return stripNulDeep(clean) as Record<string, unknown>;
+  payloadJson.set(clean, json);
+  return clean;
 }
 
-function correlationColumns(c: Correlation): CorrelationRow {
-  const out = {} as Record<string, unknown>;
+/** Copies the correlation ids onto a row (no object of their own: one allocation less per message). */
+function putCorrelation(row: Record<string, unknown>, c: Correlation): void {
   for (const f of CORRELATION_FIELDS) {
     const v = c[f];
-    out[f] = typeof v === "string" ? noNul(v) : v;
+    row[f] = typeof v === "string" ? noNul(v) : v;
   }
-  return out as CorrelationRow;
 }
 
 function short(v: unknown): string {
@@ -209,55 +223,55 @@ export function decodeStreamMessage(
       e.payload["ended_event_id"] !== ""
     )
       return { type: "skipped", reason: "duplicates tool_exec_ended" };
-    const corr = correlationColumns(e.correlation);
-    const base = {
+    // Built field by field in the table's column order: one object per row, no spreads.
+    const activity = {
       stream_seq: streamSeq,
       event_id: noNul(e.id),
       event: e.event,
       ts: e.ts,
       source: noNul(e.source),
-      ...corr,
-      retention_bucket: retentionBucketOf(e.event),
-      trace_id: traceId,
-    };
-    if (e.event === "extension_invoked") {
-      const f = extensionFields(e.payload);
-      return {
-        type: "event",
-        activity: {
-          ...base,
-          payload: {
-            surface: f.surface,
-            name: f.name,
-            extension: f.extension,
-            status: f.status,
-            duration_ms: f.latency_ms,
-          },
-        },
-        extension: { stream_seq: streamSeq, ts: e.ts, ...f, ...corr, trace_id: traceId },
-      };
+    } as Record<string, unknown>;
+    putCorrelation(activity, e.correlation);
+    activity["retention_bucket"] = retentionBucketOf(e.event);
+    activity["trace_id"] = traceId;
+    if (e.event !== "extension_invoked") {
+      activity["payload"] = storedPayload(e.payload, parsed.mayHoldNul);
+      return { type: "event", activity: activity as unknown as ActivityEventRow };
     }
-    return { type: "event", activity: { ...base, payload: storedPayload(e.payload, parsed.mayHoldNul) } };
+    const f = extensionFields(e.payload);
+    activity["payload"] = {
+      surface: f.surface,
+      name: f.name,
+      extension: f.extension,
+      status: f.status,
+      duration_ms: f.latency_ms,
+    };
+    const extension = { stream_seq: streamSeq, ts: e.ts, ...f } as Record<string, unknown>;
+    putCorrelation(extension, e.correlation);
+    extension["trace_id"] = traceId;
+    return {
+      type: "event",
+      activity: activity as unknown as ActivityEventRow,
+      extension: extension as unknown as ExtensionInvocationRow,
+    };
   }
   const r = TimelineRecordSchema.safeParse(parsed.body);
   if (!r.success) return { type: "rejected", reason: "not a timeline record" };
   const t = r.data;
   const payload = storedPayload(t.payload, parsed.mayHoldNul);
-  return {
-    type: "timeline",
-    session: {
-      stream_seq: streamSeq,
-      record_id: noNul(t.id),
-      kind: t.kind,
-      ts: t.ts,
-      source: noNul(t.source),
-      ...correlationColumns(t.correlation),
-      retention_bucket: timelineRetentionOf(t.kind),
-      payload,
-      // The hash of what is stored, so a reader can check the row against itself.
-      payload_sha256: sha256(payload),
-    },
-  };
+  const session = {
+    stream_seq: streamSeq,
+    record_id: noNul(t.id),
+    kind: t.kind,
+    ts: t.ts,
+    source: noNul(t.source),
+  } as Record<string, unknown>;
+  putCorrelation(session, t.correlation);
+  session["retention_bucket"] = timelineRetentionOf(t.kind);
+  session["payload"] = payload;
+  // The hash of what is stored (sha256 of its compact JSON), so a reader can check the row.
+  session["payload_sha256"] = sha256(storedPayloadJson(payload));
+  return { type: "timeline", session: session as unknown as SessionEventRow };
 }
 
 /** One stored row in consumption order, tagged with its table and stream (the run JSONL line). */

@@ -1,5 +1,5 @@
 import { PGlite } from "@electric-sql/pglite";
-import { EventEnvelopeSchema } from "@geode/contracts";
+import { EventEnvelopeSchema, sha256 } from "@geode/contracts";
 import { uniqueNamespace } from "@geode/testing";
 import { sql } from "kysely";
 import pg from "pg";
@@ -8,7 +8,7 @@ import { writeBatch } from "./batch-writer.js";
 import { dropSecondaryIndexes, SECONDARY_INDEXES } from "./migrations.js";
 import { type PgliteServer, servePglite } from "./pglite-server.js";
 import { openProjectionDb, type ProjectionDb } from "./projection-db.js";
-import { decodeStreamMessage } from "./projection-rows.js";
+import { decodeStreamMessage, storedPayloadJson } from "./projection-rows.js";
 import { countRows, normalizeRow, pruneExpired, readOffsets } from "./queries.js";
 
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
@@ -289,4 +289,32 @@ describe("event envelope decoding", () => {
       }
     },
   );
+});
+
+describe("stored payload JSON, made once while sanitizing", () => {
+  const timeline = (payload: Record<string, unknown>) =>
+    enc({
+      id: "r1",
+      kind: "session.started",
+      ts: 1_790_000_000_000,
+      source: "test",
+      correlation: JSON.parse(new TextDecoder().decode(eventMsg("x", "memory_saved", 0))).correlation,
+      payload,
+      payload_sha256: "0".repeat(64),
+    });
+  it.each([
+    ["plain", { a: 1, b: "x" }],
+    ["cut by the 32 KiB bound", { big: "y".repeat(40_000), small: 1 }],
+    ["with U+0000", { note: "a\u0000b" }],
+    ["with a secret", { api_key: "sk-123", text: "ok" }],
+  ])("%s: the JSON the writer sends and the row's hash are those of the stored payload", (_, payload) => {
+    const d = decodeStreamMessage("timeline", 1, timeline(payload));
+    expect(d.type).toBe("timeline");
+    if (d.type !== "timeline") return;
+    expect(storedPayloadJson(d.session.payload)).toBe(JSON.stringify(d.session.payload));
+    expect(d.session.payload_sha256).toBe(sha256(d.session.payload));
+    const e = decodeStreamMessage("events", 2, eventMsg("e", "memory_saved", 1, payload));
+    if (e.type !== "event") throw new Error(e.type);
+    expect(storedPayloadJson(e.activity.payload)).toBe(JSON.stringify(e.activity.payload));
+  });
 });

@@ -23,6 +23,7 @@ import {
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
+import { machineBusy, processCpuMs } from "../lib/cpu-time.js";
 import { fmtRate, progress, table } from "../lib/stats.js";
 
 const N = Number(process.env["BENCH_EVENTS"] ?? 100_000);
@@ -84,6 +85,11 @@ async function countActivity(): Promise<number> {
 }
 
 const rows: Array<[string, string, string]> = [];
+/** How busy the machine's cores were over a span: is a rate bound by CPU or by waiting? */
+const busyNote = (span: ReturnType<typeof machineBusy>) => {
+  const b = span.end();
+  return b ? `; cores busy ${b.busyCores.toFixed(2)} of ${b.cores}` : "";
+};
 const targets: string[] = [];
 const target = (what: string, measured: number, min: number) =>
   targets.push(
@@ -181,6 +187,7 @@ try {
       );
       await clients[0]!.query(`create table ${floorTable} (like "${ns}".activity_events including all)`);
       let next = 0;
+      const busy = machineBusy();
       const t0 = performance.now();
       await Promise.all(
         clients.slice(0, conns).map(async (c) => {
@@ -199,7 +206,7 @@ try {
       rows.push([
         `floor: ${method}`,
         fmtRate(rate),
-        `${BATCH} rows per tx, ${conns} connection${conns > 1 ? "s" : ""}`,
+        `${BATCH} rows per tx, ${conns} connection${conns > 1 ? "s" : ""}${busyNote(busy)}`,
       ]);
     }
   for (const c of clients) await c.end();
@@ -250,6 +257,7 @@ try {
     const bus = await RuntimeEventBus.create({ nc, names: n, source: "bench" });
     await untilConsuming();
     progress(`end to end: publishing ${N.toLocaleString("en-US")} events`);
+    const e2eBusy = machineBusy();
     const t1 = performance.now();
     const WINDOW = 2_000;
     let failed = 0;
@@ -272,7 +280,11 @@ try {
       fmtRate(N / ((done - t1) / 1000)),
       `${N.toLocaleString("en-US")} events; rows lag the last publish by ${((done - published) / 1000).toFixed(2)} s`,
     ]);
-    rows.push(["", "", `batch ${BATCH}, ${WRITERS} writers; ${ofFloor(N / ((done - t1) / 1000))}`]);
+    rows.push([
+      "",
+      "",
+      `batch ${BATCH}, ${WRITERS} writers; ${ofFloor(N / ((done - t1) / 1000))}${busyNote(e2eBusy)}`,
+    ]);
     target("end to end / publish rate of this run", (published - t1) / (done - t1), 0.95);
 
     // 2b. The recorder alone: a fresh projection and consumer, the whole stream as backlog.
@@ -283,13 +295,18 @@ try {
     await projection.migrate();
     recorder = spawnService("services/activity-recorder/src/main.ts", recorderEnv);
     await untilConsuming();
+    const backlogBusy = machineBusy();
+    const cpu0 = processCpuMs(recorder.child.pid ?? 0);
     const t3 = performance.now();
     const drained = await untilRows(N);
+    const cpu1 = processCpuMs(recorder.child.pid ?? 0);
     rows.push([
       "recorder alone: backlog → committed rows",
       fmtRate(N / ((drained - t3) / 1000)),
-      `from its consumer's creation; ${ofFloor(N / ((drained - t3) / 1000))}`,
+      `from its consumer's creation; ${ofFloor(N / ((drained - t3) / 1000))}${busyNote(backlogBusy)}`,
     ]);
+    if (cpu0 !== undefined && cpu1 !== undefined)
+      rows.push(["", "", `recorder process CPU ${(((cpu1 - cpu0) * 1000) / N).toFixed(1)} µs per event`]);
     target("recorder alone (backlog) / best floor", N / ((drained - t3) / 1000) / bestFloor, 0.6);
   } finally {
     await recorder.stop("SIGTERM");
@@ -298,6 +315,8 @@ try {
   // 3. Replay: drop the projection, rebuild it from the stream.
   progress("replay: geode replay --rebuild");
   let out = "";
+  const replayBusy = machineBusy();
+  const replayCpu = process.cpuUsage();
   const t2 = performance.now();
   const code = await runCli(["replay", "--rebuild"], {
     out: (t) => {
@@ -308,13 +327,20 @@ try {
     isTTY: false,
   });
   const replaySeconds = (performance.now() - t2) / 1000;
+  const replayCpuUs = process.cpuUsage(replayCpu);
+  const replayNote = busyNote(replayBusy);
   if (code !== 0) throw new Error(`replay failed: ${out}`);
   const replayed = await countActivity();
   if (replayed !== N) throw new Error(`replay produced ${replayed} rows, expected ${N}`);
   rows.push([
     "replay --rebuild (ordered consumer → rows)",
     fmtRate(N / replaySeconds),
-    `includes drop + migrate; ${ofFloor(N / replaySeconds)}`,
+    `includes drop + migrate; ${ofFloor(N / replaySeconds)}${replayNote}`,
+  ]);
+  rows.push([
+    "",
+    "",
+    `replay's process CPU ${((replayCpuUs.user + replayCpuUs.system) / N).toFixed(1)} µs per event`,
   ]);
   target("replay --rebuild / best floor", N / replaySeconds / bestFloor, 0.6);
 } finally {

@@ -1,0 +1,46 @@
+/**
+ * CPU time from Linux's /proc, to tell a rate bound by CPU from one bound by waiting: the whole
+ * machine's busy time (all processes: Postgres, nats-server, the benchmark, anyone else) and one
+ * process's own. Undefined where /proc is not there.
+ */
+import { readFileSync } from "node:fs";
+import { cpus } from "node:os";
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** Busy and total CPU milliseconds of the machine since boot, summed over all cores. */
+function machineTicks(): { busy: number; total: number } | undefined {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n")[0]!;
+    const v = line.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (v[3] ?? 0) + (v[4] ?? 0);
+    const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+    return { busy: (total - idle) * TICK_MS, total: total * TICK_MS };
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU milliseconds of process `pid` so far. */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts a span; `end()` gives how busy the machine's cores were over it (1 = every core). */
+export function machineBusy(): { end(): { busyCores: number; cores: number } | undefined } {
+  const start = machineTicks();
+  return {
+    end() {
+      const now = machineTicks();
+      if (!start || !now || now.total === start.total) return undefined;
+      const cores = cpus().length;
+      return { busyCores: ((now.busy - start.busy) / (now.total - start.total)) * cores, cores };
+    },
+  };
+}

@@ -85,10 +85,15 @@ async function countActivity(): Promise<number> {
 }
 
 const rows: Array<[string, string, string]> = [];
+let floorBest = -1;
+/** Machine CPU (all processes, µs) per event or row of a phase, by phase; see the cpu line. */
+const cpuPerEvent = new Map<string, number>();
 /** How busy the machine's cores were over a span: is a rate bound by CPU or by waiting? */
-const busyNote = (span: ReturnType<typeof machineBusy>) => {
+const busyNote = (span: ReturnType<typeof machineBusy>, rate: number, phase: string) => {
   const b = span.end();
-  return b ? `; cores busy ${b.busyCores.toFixed(2)} of ${b.cores}` : "";
+  if (!b) return "";
+  cpuPerEvent.set(phase, (b.busyCores / rate) * 1e6);
+  return `; cores busy ${b.busyCores.toFixed(2)} of ${b.cores}`;
 };
 const targets: string[] = [];
 const target = (what: string, measured: number, min: number) =>
@@ -206,11 +211,12 @@ try {
       rows.push([
         `floor: ${method}`,
         fmtRate(rate),
-        `${BATCH} rows per tx, ${conns} connection${conns > 1 ? "s" : ""}${busyNote(busy)}`,
+        `${BATCH} rows per tx, ${conns} connection${conns > 1 ? "s" : ""}${busyNote(busy, rate, `floor ${floors.length - 1}`)}`,
       ]);
     }
   for (const c of clients) await c.end();
   const bestFloor = Math.max(...floors);
+  floorBest = floors.indexOf(bestFloor);
   const ofFloor = (rate: number) => `${Math.round((rate / bestFloor) * 100)}% of the best floor`;
 
   // 2. End to end: the recorder as its own process, events published while it runs.
@@ -283,7 +289,7 @@ try {
     rows.push([
       "",
       "",
-      `batch ${BATCH}, ${WRITERS} writers; ${ofFloor(N / ((done - t1) / 1000))}${busyNote(e2eBusy)}`,
+      `batch ${BATCH}, ${WRITERS} writers; ${ofFloor(N / ((done - t1) / 1000))}${busyNote(e2eBusy, N / ((done - t1) / 1000), "end to end")}`,
     ]);
     target("end to end / publish rate of this run", (published - t1) / (done - t1), 0.95);
 
@@ -303,7 +309,7 @@ try {
     rows.push([
       "recorder alone: backlog → committed rows",
       fmtRate(N / ((drained - t3) / 1000)),
-      `from its consumer's creation; ${ofFloor(N / ((drained - t3) / 1000))}${busyNote(backlogBusy)}`,
+      `from its consumer's creation; ${ofFloor(N / ((drained - t3) / 1000))}${busyNote(backlogBusy, N / ((drained - t3) / 1000), "backlog")}`,
     ]);
     if (cpu0 !== undefined && cpu1 !== undefined)
       rows.push(["", "", `recorder process CPU ${(((cpu1 - cpu0) * 1000) / N).toFixed(1)} µs per event`]);
@@ -328,7 +334,7 @@ try {
   });
   const replaySeconds = (performance.now() - t2) / 1000;
   const replayCpuUs = process.cpuUsage(replayCpu);
-  const replayNote = busyNote(replayBusy);
+  const replayNote = busyNote(replayBusy, N / replaySeconds, "replay");
   if (code !== 0) throw new Error(`replay failed: ${out}`);
   const replayed = await countActivity();
   if (replayed !== N) throw new Error(`replay produced ${replayed} rows, expected ${N}`);
@@ -350,9 +356,21 @@ try {
 }
 
 process.stdout.write(`${table(["what", "rate", "notes"], rows)}\n\n`);
+// With every core busy in both phases, rates stand in the inverse ratio of the machine CPU each
+// event costs: this bounds what the recorder can reach of the floor here, whatever it does.
+const best = cpuPerEvent.get(`floor ${floorBest}`);
+const [backlogCpu, replayCpu] = [cpuPerEvent.get("backlog"), cpuPerEvent.get("replay")];
+const cpuLine =
+  best !== undefined && backlogCpu !== undefined && replayCpu !== undefined
+    ? [
+        `machine CPU per event, all processes: best floor ${best.toFixed(1)} µs, backlog ${backlogCpu.toFixed(1)} µs, replay ${replayCpu.toFixed(1)} µs; ` +
+          `with the cores saturated, at most ${(best / backlogCpu).toFixed(2)} (backlog) and ${(best / replayCpu).toFixed(2)} (replay) of the best floor`,
+      ]
+    : [];
 process.stdout.write(
   `${[
     ...targets,
+    ...cpuLine,
     `events: ${N.toLocaleString("en-US")}; load average at the end: ${loadavg()
       .map((l) => l.toFixed(2))
       .join(" ")}`,

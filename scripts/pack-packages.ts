@@ -19,7 +19,7 @@ interface PackedPackage {
   bytes: number;
 }
 
-/** The publishable packages, in dependency order is not needed: npm resolves them among the tarballs. */
+/** The publishable packages (any order: npm resolves them among the tarballs). */
 function publishablePackages(): string[] {
   const dir = path.join(ROOT, "packages");
   return readdirSync(dir)

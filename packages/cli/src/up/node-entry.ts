@@ -14,8 +14,7 @@ function fromSource(): boolean {
 
 /** Node's arguments that run a service (`services/<name>`, absolute) as this CLI runs. */
 export function serviceNodeArgs(serviceDir: string): string[] {
-  if (fromSource())
-    return ["--import", import.meta.resolve("tsx"), "--conditions=geode-source", `${serviceDir}/src/main.ts`];
+  if (fromSource()) return sourceNodeArgs(`${serviceDir}/src/main.ts`);
   const compiled = `${serviceDir}/dist/main.js`;
   if (!existsSync(compiled))
     throw new Error(`${compiled} is missing: run \`pnpm build\` first (or \`pnpm geode …\`)`);
@@ -35,6 +34,10 @@ export function demoExampleModule(file: string): string {
  * is compiled (no TypeScript tooling at run time), else its source through tsx's loader.
  */
 export function demoExampleNodeArgs(file: string): string[] {
-  if (!fromSource()) return [demoExampleModule(file)];
+  return fromSource() ? sourceNodeArgs(file) : [demoExampleModule(file)];
+}
+
+/** A TypeScript file through tsx's loader, importing the workspace packages' sources. */
+function sourceNodeArgs(file: string): string[] {
   return ["--import", import.meta.resolve("tsx"), "--conditions=geode-source", file];
 }

@@ -1,4 +1,15 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { createRequire } from "node:module";
+import type * as PromClient from "prom-client";
+
+let promClient: typeof PromClient | undefined;
+/**
+ * prom-client, loaded with the first `ServiceMetrics`: a process that only imports `@geode/bus` (the
+ * CLI, an SDK handler, a runtime client) never pays for it (about 40 ms of start-up).
+ */
+function prom(): typeof PromClient {
+  promClient ??= createRequire(import.meta.url)("prom-client") as typeof PromClient;
+  return promClient;
+}
 
 /** Where the call sites of the services report; a no-op unless the process serves metrics. */
 export interface Metrics {
@@ -70,7 +81,7 @@ function children<C>(make: (...labels: string[]) => C): (...labels: string[]) =>
  * every definition in this class, the process defaults (`process_*`, `nodejs_*`) included.
  */
 export class ServiceMetrics implements Metrics {
-  readonly registry = new Registry();
+  readonly registry: PromClient.Registry;
   private lagSource: LagSource | undefined;
   private readonly hookCount;
   private readonly hookSeconds;
@@ -86,6 +97,8 @@ export class ServiceMetrics implements Metrics {
   private readonly nats;
 
   constructor(options: { defaults?: boolean } = {}) {
+    const { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } = prom();
+    this.registry = new Registry();
     const registers = [this.registry];
     if (options.defaults !== false) collectDefaultMetrics({ register: this.registry });
     const hooks = new Counter({
@@ -173,9 +186,9 @@ export class ServiceMetrics implements Metrics {
   }
 
   /** The recorder's lag, read from JetStream at each scrape (so it is right between batches too). */
-  private lagGauge(): Gauge<"stream"> {
+  private lagGauge(): PromClient.Gauge<"stream"> {
     const source = () => this.lagSource;
-    return new Gauge({
+    return new (prom().Gauge)({
       name: "geode_recorder_lag_messages",
       help: "Messages of a stream not yet applied to the projection: the stream's last sequence minus the recorder's acknowledged sequence.",
       labelNames: ["stream"] as const,

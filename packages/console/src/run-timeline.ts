@@ -67,6 +67,17 @@ function itemOf(
 }
 
 /**
+ * The order of a run's timeline: by time; within one stream, by sequence. Sequences of the two
+ * streams are not comparable, so an event and a timeline record of the same millisecond go event
+ * first (an event records a step; the record that follows it in that millisecond is its outcome).
+ */
+export function timelineOrder(a: TimelineItem, b: TimelineItem): number {
+  if (a.ts !== b.ts) return a.ts - b.ts;
+  if (a.stream === b.stream) return a.seq - b.seq;
+  return a.stream === "events" ? -1 : 1;
+}
+
+/**
  * One page of a run's timeline from the streams (`{NS}_EVENTS` and `{NS}_TIMELINE`, the source of
  * truth), after `cursor`: at most `limit` items, oldest first, and the cursor to go on from.
  * Streams are scanned for the run's correlation id, so a long stream costs a longer read.
@@ -96,7 +107,7 @@ export async function readRunTimeline(
     return { items, lastSeq: lastSeq ?? cursor[stream], full: items.length >= limit };
   };
   const [events, timeline] = await Promise.all([read("events"), read("timeline")]);
-  const merged = [...events.items, ...timeline.items].sort((a, b) => a.ts - b.ts || a.seq - b.seq);
+  const merged = [...events.items, ...timeline.items].sort(timelineOrder);
   const items = merged.slice(0, limit);
   // A stream whose items were all kept goes on after what it scanned; one cut short, after its last kept item.
   const next: TimelineCursor = { ...cursor };

@@ -185,7 +185,7 @@ try {
   );
   process.stdout.write(
     [
-      `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms)`,
+      `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,
       `  (gateway PreToolUse with 1 handler − trivial endpoint; of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)})`,
       `${ROUNDS * PER_ROUND} calls per case, interleaved in rounds of ${PER_ROUND}, after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
       `load average (1, 5, 15 min): ${loadAtStart} at the start, ${load()} at the end`,

@@ -1,10 +1,12 @@
 /**
- * A benchmark peer process. `echo`: a raw NATS responder (the floor). `handler <name> <priority>`:
- * an SDK hook handler for UserPromptSubmit that answers `continue`.
+ * A benchmark peer process. `echo`: a raw NATS responder (the floor). `handler <name> <priority>
+ * [ns,ns,…]`: an SDK hook handler for UserPromptSubmit that answers `continue`, in its namespace or
+ * in each one listed (one process, one connection).
  */
+import { names } from "@geode/contracts";
 import { connectGeode, HookName, serveHook } from "@geode/sdk";
 
-const [mode, name = "h", priority = "0"] = process.argv.slice(2);
+const [mode, name = "h", priority = "0", namespaces] = process.argv.slice(2);
 const conn = await connectGeode({ name: `bench-${mode}-${name}` });
 let close: () => Promise<void>;
 if (mode === "echo") {
@@ -15,13 +17,19 @@ if (mode === "echo") {
   });
   close = async () => sub.unsubscribe();
 } else {
-  const served = await serveHook(
-    conn,
-    HookName.UserPromptSubmit,
-    { name, priority: Number(priority) },
-    () => ({ action: "continue" }),
+  const served = await Promise.all(
+    (namespaces ? namespaces.split(",") : [conn.names.ns]).map((ns) =>
+      serveHook(
+        { nc: conn.nc, names: names(ns) },
+        HookName.UserPromptSubmit,
+        { name, priority: Number(priority) },
+        () => ({ action: "continue" }),
+      ),
+    ),
   );
-  close = () => served.close();
+  close = async () => {
+    for (const s of served) await s.close();
+  };
 }
 await conn.nc.flush();
 process.stdout.write("ready\n");

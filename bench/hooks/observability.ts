@@ -1,118 +1,177 @@
 /**
  * `BENCH_OBSERVABILITY_ONLY=1 pnpm bench hooks`: the cost of metrics and span export on the hook
- * path, in one run. A hook-dispatcher process with metrics on (`/metrics` served and scraped once a
- * second, as Prometheus would) and spans exported over OTLP/HTTP (to a sink in this process that
- * answers 200), one with metrics alone, and one with both off, taking turns behind the same 3
- * handler processes, so drift on a shared machine hits both alike. The `traceparent` headers
- * travel in both: propagation cannot be turned off.
+ * path, in one run. Three hook-dispatcher processes, each in a namespace of its own behind its own
+ * 3 handler processes (the same 3 serve all three): one with metrics on (`/metrics` served and scraped once a second, as
+ * Prometheus would) and spans exported over OTLP/HTTP (to a collector stand-in in a process of its
+ * own), one with metrics alone, one with both off. The calls go to the three in turn, 20 at a time,
+ * so the drift of a shared machine hits all three alike; the throughput runs take turns in a
+ * rotating order. The `traceparent` headers travel in every case: propagation cannot be turned off.
  */
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg } from "node:os";
 import { ensureBucket } from "@geode/bus";
-import { correlation } from "@geode/contracts";
+import { correlation, names } from "@geode/contracts";
 import { connectGeode, createHookClient, HookName } from "@geode/runtime";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { fmtRate, fmtUs, measureSequential, measureThroughput, progress, table } from "../lib/stats.js";
+import { processCpuMs } from "../lib/cpu-time.js";
+import { fmtRate, fmtUs, measureThroughput, nowUs, progress, summarize, table } from "../lib/stats.js";
 
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);
-const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 2);
+const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 3);
+const PER_ROUND = 20;
+const WARMUP = 300;
+const MODES = ["on", "metrics", "off"] as const;
+type Mode = (typeof MODES)[number];
+const LABEL: Record<Mode, string> = {
+  off: "metrics and spans off",
+  metrics: "metrics on",
+  on: "metrics and span export on",
+};
 
 export async function observabilityBench(): Promise<void> {
-  const ns = `bench_obs_${randomBytes(3).toString("hex")}`;
-  const env = {
-    NATS_URL: process.env["NATS_URL"] ?? "nats://127.0.0.1:4222",
-    GEODE_NAMESPACE: ns,
-    LOG_LEVEL: "warn",
-  };
-  process.env["GEODE_NAMESPACE"] = ns;
+  const run = randomBytes(3).toString("hex");
+  const nsOf = (slot: number) => `bench_obs_${slot}_${run}`;
+  const natsUrl = process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
   const conn = await connectGeode({ name: "bench-observability" });
-  // The OTLP collector: takes every export and answers 200, counting the bytes.
-  let exported = 0;
-  const sink = createServer((req, res) => {
-    req.on("data", (c: Buffer) => {
-      exported += c.length;
-    });
-    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
-  });
-  await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
-  const otlp = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
   const procs: SpawnedProcess[] = [];
-  const spawn = async (entry: string, args: string[], ready: RegExp, extra: Record<string, string> = {}) => {
-    const p = spawnService(entry, { ...env, ...extra }, args);
+  const spawn = async (entry: string, args: string[], env: Record<string, string>, ready: RegExp) => {
+    const p = spawnService(entry, { NATS_URL: natsUrl, LOG_LEVEL: "warn", ...env }, args);
     procs.push(p);
     await p.waitForOutput(ready, 60_000);
     return p;
   };
-  const hooks = createHookClient(conn.nc, conn.names);
   const corr = correlation({ session_id: "bench", turn_id: "t" });
-  const invoke = () => hooks.invoke(HookName.UserPromptSubmit, { user_input: "hello" }, corr);
-  const results = { on: [] as number[][], metrics: [] as number[][], off: [] as number[][] };
+  const scrapes: NodeJS.Timeout[] = [];
+  let sink: SpawnedProcess | undefined;
   try {
-    await ensureBucket(conn.nc, conn.names, "hookHandlers");
+    const sinkPort = await freePort();
+    sink = await spawn("bench/hooks/otlp-sink.ts", [String(sinkPort)], {}, /ready/);
+    // One namespace per dispatcher slot; the 3 handler processes serve all three.
+    const slots = [0, 1, 2].map((k) => nsOf(k));
+    for (const ns of slots) await ensureBucket(conn.nc, names(ns), "hookHandlers");
     for (const i of [1, 2, 3])
-      await spawn("bench/hooks/handler.ts", ["handler", `h${i}`, String(i)], /ready/);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const mode of ["on", "metrics", "off"] as const) {
-        const port = await freePort();
-        const extra: Record<string, string> = {
-          GEODE_METRICS_PORT: mode === "off" ? "0" : String(port),
-          OTEL_EXPORTER_OTLP_ENDPOINT: mode === "on" ? otlp : "",
-          LOG_LEVEL: "info",
-        };
+      await spawn("bench/hooks/handler.ts", ["handler", `h${i}`, String(i), slots.join(",")], {}, /ready/);
+    const invokers = slots.map((ns) => {
+      const hooks = createHookClient(conn.nc, names(ns));
+      return () => hooks.invoke(HookName.UserPromptSubmit, { user_input: "hello" }, corr);
+    });
+
+    const perEpoch = Math.ceil(SEQUENTIAL / EPOCHS / PER_ROUND);
+    const samples = MODES.map((): number[] => []);
+    const cpu = MODES.map((): number[] => []);
+    const rates = MODES.map((): number[] => []);
+    for (let epoch = 0; epoch < EPOCHS; epoch++) {
+      // Fresh dispatcher processes each epoch, the modes moving to another slot each time, so
+      // neither a process's luck (its core, its neighbours) nor a namespace's stays with one mode.
+      const cases = [] as Array<{ mode: Mode; invoke: () => Promise<unknown>; dispatcher: SpawnedProcess }>;
+      for (const [m, mode] of MODES.entries()) {
+        const slot = (m + epoch) % slots.length;
+        const metricsPort = mode === "off" ? 0 : await freePort();
         const dispatcher = await spawn(
           "services/hook-dispatcher/src/main.ts",
           [],
+          {
+            GEODE_NAMESPACE: slots[slot]!,
+            GEODE_METRICS_PORT: String(metricsPort),
+            OTEL_EXPORTER_OTLP_ENDPOINT: mode === "on" ? `http://127.0.0.1:${sinkPort}` : "",
+            LOG_LEVEL: "info",
+          },
           /hook-dispatcher started/,
-          extra,
         );
+        const invoke = invokers[slot]!;
         await waitFor(async () => (await invoke().catch(() => null))?.decision_sources.length === 3, 30_000);
-        // A scraper once a second while the dispatcher is measured with metrics on.
-        const scrape =
-          mode !== "off"
-            ? setInterval(() => void fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()), 1_000)
-            : undefined;
-        progress(`hook, 3 handlers, observability ${mode} (round ${round + 1})`);
-        const seq = await measureSequential(SEQUENTIAL, invoke, 500);
-        const rate = await measureThroughput(THROUGHPUT_TOTAL, 64, invoke);
-        if (scrape) clearInterval(scrape);
-        results[mode].push([seq.medianUs, seq.p99Us, rate]);
-        await dispatcher.stop("SIGTERM", 10_000);
-        procs.splice(procs.indexOf(dispatcher), 1);
+        // A scraper once a second on every dispatcher with metrics on.
+        if (metricsPort)
+          scrapes.push(
+            setInterval(
+              () =>
+                void fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
+                  (r) => r.text(),
+                  () => "",
+                ),
+              1_000,
+            ),
+          );
+        cases.push({ mode, invoke, dispatcher });
+      }
+      progress(`epoch ${epoch + 1} of ${EPOCHS}: warm-up, ${WARMUP} calls each`);
+      for (const c of cases) for (let i = 0; i < WARMUP; i++) await c.invoke();
+      progress(
+        `epoch ${epoch + 1} of ${EPOCHS}: ${perEpoch} rounds of ${PER_ROUND} sequential calls per dispatcher`,
+      );
+      const cpuBefore = cases.map((c) => processCpuMs(c.dispatcher.child.pid ?? -1));
+      for (let round = 0; round < perEpoch; round++)
+        for (const [i, c] of cases.entries())
+          for (let k = 0; k < PER_ROUND; k++) {
+            const t0 = nowUs();
+            await c.invoke();
+            samples[i]!.push(nowUs() - t0);
+          }
+      // CPU per call of each dispatcher over the sequential part (its own calls; the others idle).
+      for (const [i, c] of cases.entries()) {
+        const after = processCpuMs(c.dispatcher.child.pid ?? -1);
+        const before = cpuBefore[i];
+        if (after !== undefined && before !== undefined)
+          cpu[i]!.push(((after - before) * 1000) / (perEpoch * PER_ROUND));
+      }
+      for (let j = 0; j < cases.length; j++) {
+        const i = (j + epoch) % cases.length; // each mode first, middle and last in turn
+        progress(`epoch ${epoch + 1} of ${EPOCHS}: 64 callers, ${LABEL[cases[i]!.mode]}`);
+        rates[i]!.push(await measureThroughput(THROUGHPUT_TOTAL, 64, cases[i]!.invoke));
+      }
+      for (const t of scrapes.splice(0)) clearInterval(t);
+      for (const c of cases) {
+        await c.dispatcher.stop("SIGTERM", 10_000);
+        procs.splice(procs.indexOf(c.dispatcher), 1);
       }
     }
-    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-    const col = (mode: keyof typeof results, i: number) => med(results[mode].map((r) => r[i] as number));
+    const seq = samples.map(summarize);
+    const rate = rates.map(median);
+    const cpuPerCall = cpu.map(median);
+
+    const at = (mode: Mode) => MODES.indexOf(mode);
     process.stdout.write(
       `${table(
-        ["dispatcher", "median", "p99", "64 callers"],
+        ["dispatcher", "median", "p99", "CPU per call", "64 callers"],
         (["off", "metrics", "on"] as const).map((m) => [
-          { off: "metrics and spans off", metrics: "metrics on", on: "metrics and span export on" }[m],
-          fmtUs(col(m, 0)),
-          fmtUs(col(m, 1)),
-          fmtRate(col(m, 2)),
+          LABEL[m],
+          fmtUs(seq[at(m)]!.medianUs),
+          fmtUs(seq[at(m)]!.p99Us),
+          fmtUs(cpuPerCall[at(m)]!),
+          fmtRate(rate[at(m)]!),
         ]),
       )}\n\n`,
     );
-    const overhead = col("on", 0) / col("off", 0) - 1;
-    const metricsOnly = col("metrics", 0) / col("off", 0) - 1;
+    const off = seq[at("off")]!.medianUs;
+    const overhead = seq[at("on")]!.medianUs / off - 1;
+    const metricsOnly = seq[at("metrics")]!.medianUs / off - 1;
+    for (const t of scrapes) clearInterval(t);
+    await sink.stop("SIGTERM", 5_000);
+    const exported = /exported (.*)/.exec(sink.output())?.[1] ?? "unknown";
     process.stdout.write(
       `target: median overhead of metrics + span export, 3 handlers: ${(overhead * 100).toFixed(1)} % (target ≤ 5 %): ${overhead <= 0.05 ? "met" : "not met"}\n` +
         `metrics alone: ${(metricsOnly * 100).toFixed(1)} % at the median\n` +
-        `throughput at 64 callers on/off: ${(col("on", 2) / col("off", 2)).toFixed(3)}; OTLP bytes exported: ${exported}; ` +
-        `${ROUNDS} rounds, n=${SEQUENTIAL} sequential, ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
+        `throughput at 64 callers on/off: ${(rate[at("on")]! / rate[at("off")]!).toFixed(3)}; OTLP collector took ${exported}\n` +
+        `${EPOCHS} epochs, each with fresh dispatchers: ${perEpoch * PER_ROUND} sequential calls per dispatcher, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each, ` +
+        `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call: median over the epochs; load average at the end: ${loadavg()
           .map((l) => l.toFixed(2))
           .join(" ")}\n`,
     );
   } finally {
+    for (const t of scrapes) clearInterval(t);
     for (const p of procs.reverse()) await p.stop("SIGTERM", 5_000);
-    sink.close();
-    await cleanupNamespace(await jetstreamManager(conn.nc, { checkAPI: false }), ns).catch(() => undefined);
+    const jsm = await jetstreamManager(conn.nc, { checkAPI: false });
+    for (const slot of [0, 1, 2]) await cleanupNamespace(jsm, nsOf(slot)).catch(() => undefined);
     await conn.close();
   }
+}
+
+function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 }
 
 function freePort(): Promise<number> {

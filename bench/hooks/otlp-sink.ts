@@ -1,0 +1,24 @@
+/**
+ * The OTLP collector of `BENCH_OBSERVABILITY_ONLY=1 pnpm bench hooks`, in a process of its own as a
+ * real collector would be: takes every export on 127.0.0.1:<port>, answers 200, and on SIGTERM
+ * prints the bytes and requests it took.
+ */
+import { createServer } from "node:http";
+
+const port = Number(process.argv[2] ?? 0);
+let bytes = 0;
+let requests = 0;
+const server = createServer((req, res) => {
+  req.on("data", (c: Buffer) => {
+    bytes += c.length;
+  });
+  req.on("end", () => {
+    requests++;
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+  });
+});
+server.listen(port, "127.0.0.1", () => process.stdout.write("ready\n"));
+process.on("SIGTERM", () => {
+  process.stdout.write(`exported ${bytes} bytes in ${requests} requests\n`);
+  process.exit(0);
+});

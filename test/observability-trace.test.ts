@@ -3,7 +3,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
 import { currentTrace, runInTrace, setTracer } from "@geode/bus";
-import { HookName, parseTraceparent, TRACEPARENT_HEADER, type TraceContext } from "@geode/contracts";
+import {
+  HookName,
+  newTraceContext,
+  parseTraceparent,
+  TRACEPARENT_HEADER,
+  type TraceContext,
+  traceSamplerFromEnv,
+} from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createHookClient } from "@geode/runtime";
@@ -139,6 +146,39 @@ describe("W3C trace context across the plane", () => {
       expect(invoke2?.spanContext().traceId).toBe(fresh[0]);
     } finally {
       await Promise.all(handlers.map((h) => h.close()));
+    }
+  });
+
+  it("a trace its starter did not sample travels to every message and row but records no span", async () => {
+    const { nc, names } = env();
+    const seen: Array<TraceContext | undefined> = [];
+    const handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "only" }, () => {
+      seen.push(currentTrace());
+      return null;
+    });
+    try {
+      const hooks = createHookClient(nc, names);
+      await waitFor(() => dispatcher.handlers().some((h) => h.name === "only"), 10_000);
+      // As a runtime with OTEL_TRACES_SAMPLER=always_off starts its traces.
+      const unsampled = newTraceContext(traceSamplerFromEnv({ OTEL_TRACES_SAMPLER: "always_off" }));
+      exporter.reset();
+      await runInTrace(unsampled, () =>
+        hooks.invoke(HookName.UserPromptSubmit, { user_input: "quiet" }, { session_id: "trace-4" }),
+      );
+      expect(exporter.getFinishedSpans()).toEqual([]);
+      expect(seen.map((t) => [t?.traceId, t?.flags])).toEqual([[unsampled.traceId, "00"]]);
+      await waitFor(async () => (await eventTraceIds("trace-4")).length === 1, 10_000);
+      expect(await eventTraceIds("trace-4")).toEqual([unsampled.traceId]);
+      await waitFor(async () => {
+        const rows = await db.db
+          .selectFrom("extension_invocations")
+          .select("trace_id")
+          .where("session_id", "=", "trace-4")
+          .execute();
+        return rows.length === 1 && rows[0]?.trace_id === unsampled.traceId;
+      }, 15_000);
+    } finally {
+      await handler.close();
     }
   });
 

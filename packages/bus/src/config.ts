@@ -81,6 +81,11 @@ export const COMMON_ENV = envSpec({
     meaning:
       "OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): spans of hook invocations, handler calls, tool stages and verify stages are exported there; the `traceparent` headers travel either way",
   }),
+  tracesSampler: envVar("OTEL_TRACES_SAMPLER", read.optional(), {
+    default: "unset: `parentbased_always_on`",
+    meaning:
+      "which traces are recorded, decided where a trace starts (a runtime's client, the gateway, a service called without `traceparent`) and kept downstream: `always_on`, `always_off` or `traceidratio` with `OTEL_TRACES_SAMPLER_ARG` the share (e.g. `0.1`), each also as `parentbased_…`; an unrecorded trace still travels to every message and row",
+  }),
   logLevel: envVar(
     "LOG_LEVEL",
     read.oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info"),

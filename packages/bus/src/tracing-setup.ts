@@ -27,7 +27,11 @@ export async function startTracing(
     }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
-  setTracer(provider.getTracer("geode", version));
+  // The SDK reads OTEL_TRACES_SAMPLER itself; unset or `parentbased_*` follows the parent's flag.
+  const sampler = (env["OTEL_TRACES_SAMPLER"] ?? "").trim().toLowerCase();
+  setTracer(provider.getTracer("geode", version), {
+    parentBased: sampler === "" || sampler.startsWith("parentbased_"),
+  });
   return async () => {
     setTracer(undefined);
     await provider.shutdown();

@@ -70,9 +70,24 @@ export function setTraceHeaders(ctx: TraceContext, h: MsgHdrs = natsHeaders()): 
   return h;
 }
 
-/** Spans go to `t` from now on (`startTracing` sets the exporting one; tests an in-memory one). */
-export function setTracer(t: Tracer | undefined): void {
+/**
+ * Whether the tracer's sampler follows the parent's sampled flag (`parentbased_*`, the SDK's
+ * default): then a span under an unsampled parent would never be recorded, and `withSpan` skips it.
+ */
+let followsParent = true;
+
+/**
+ * Spans go to `t` from now on (`startTracing` sets the exporting one; tests an in-memory one).
+ * `parentBased`: false when its sampler may record under an unsampled parent (`always_on`, …).
+ */
+export function setTracer(t: Tracer | undefined, options: { parentBased?: boolean } = {}): void {
   tracer = t;
+  followsParent = options.parentBased ?? true;
+}
+
+/** The W3C sampled bit of a context's trace flags. */
+function sampled(ctx: TraceContext): boolean {
+  return (Number.parseInt(ctx.flags, 16) & 1) === 1;
 }
 
 function parentContext(ctx: TraceContext | undefined): Context {
@@ -88,13 +103,16 @@ function parentContext(ctx: TraceContext | undefined): Context {
 
 /**
  * Runs `fn` in a span named `name`, a child of the current trace, and makes the span the parent
- * of what `fn` sends. Without a tracer (OTEL_EXPORTER_OTLP_ENDPOINT unset) it is `fn()` and
- * nothing else. A throw marks the span as an error and is rethrown.
+ * of what `fn` sends. Without a tracer (OTEL_EXPORTER_OTLP_ENDPOINT unset), or under a parent
+ * that is not sampled (with a parent-based sampler), it is `fn()` and nothing else. A throw marks
+ * the span as an error and is rethrown.
  */
 export async function withSpan<T>(name: string, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
   const t = tracer;
   if (!t) return fn();
   const parent = current.getStore();
+  // Not recorded anyway: what `fn` sends keeps the parent's context, as with no tracer at all.
+  if (followsParent && parent && !parent.root && !sampled(parent)) return fn();
   const span = t.startSpan(name, { attributes }, parentContext(parent));
   const sc = span.spanContext();
   const ctx: TraceContext = {

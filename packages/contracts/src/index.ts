@@ -167,6 +167,8 @@ export {
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
   type TraceContext,
+  type TraceSampler,
+  traceSamplerFromEnv,
 } from "./trace-context.js";
 export {
   applyRewrite,

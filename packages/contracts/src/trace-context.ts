@@ -55,8 +55,51 @@ export function formatTraceparent(ctx: TraceContext): string {
   return `00-${ctx.traceId}-${ctx.spanId}-${ctx.flags}`;
 }
 
-/** A new trace (sampled: whoever exports spans downstream keeps it). */
-export function newTraceContext(): TraceContext {
+/** Whether a trace started here is recorded (`traceparent` flags `01`), decided by its id. */
+export type TraceSampler = (traceId: string) => boolean;
+
+const ALWAYS: TraceSampler = () => true;
+const NEVER: TraceSampler = () => false;
+
+/**
+ * The head sampler of the traces a process starts, from the OpenTelemetry variables
+ * `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`, read as an OpenTelemetry SDK reads them. A
+ * new trace has no parent, so the `parentbased_*` samplers decide by their root sampler; unset or
+ * unknown is the SDK's default, `parentbased_always_on` (every trace). `traceidratio` takes the
+ * ratio (0-1, default 1) and decides by the trace id as the SDK's `TraceIdRatioBasedSampler` does,
+ * so a client and a service agree on the same trace.
+ */
+export function traceSamplerFromEnv(env: Readonly<Record<string, string | undefined>>): TraceSampler {
+  const name = (env["OTEL_TRACES_SAMPLER"] ?? "")
+    .trim()
+    .toLowerCase()
+    .replace(/^parentbased_/, "");
+  if (name === "always_off") return NEVER;
+  if (name !== "traceidratio") return ALWAYS;
+  const arg = Number((env["OTEL_TRACES_SAMPLER_ARG"] ?? "").trim() || "1");
+  const ratio = Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1;
+  if (ratio >= 1) return ALWAYS;
+  if (ratio <= 0) return NEVER;
+  const bound = Math.floor(ratio * 0xffffffff);
+  return (traceId) => {
+    let acc = 0;
+    for (let i = 0; i < traceId.length / 8; i++)
+      acc = (acc ^ Number.parseInt(traceId.slice(i * 8, i * 8 + 8), 16)) >>> 0;
+    return acc < bound;
+  };
+}
+
+let processSampler: TraceSampler | undefined;
+
+/**
+ * A new trace, recorded or not as `sampler` decides (default: this process's
+ * `OTEL_TRACES_SAMPLER`, read once; unset, every trace is recorded by whoever exports spans
+ * downstream). An unrecorded trace still travels: its id reaches every message and row.
+ */
+export function newTraceContext(sampler?: TraceSampler): TraceContext {
   const bytes = randomBytes(24).toString("hex");
-  return { traceId: bytes.slice(0, 32), spanId: bytes.slice(32, 48), flags: "01", root: true };
+  const traceId = bytes.slice(0, 32);
+  processSampler ??= traceSamplerFromEnv(process.env);
+  const sampled = (sampler ?? processSampler)(traceId);
+  return { traceId, spanId: bytes.slice(32, 48), flags: sampled ? "01" : "00", root: true };
 }

@@ -25,7 +25,7 @@ const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);
 const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 3);
 const PER_ROUND = 20;
-const WARMUP = 300;
+const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 300);
 const MODES = ["on", "sampled", "metrics", "off"] as const;
 type Mode = (typeof MODES)[number];
 /** `sampled`: the caller starts its traces as a runtime with these OpenTelemetry variables does. */

@@ -63,6 +63,16 @@ async function eventTraceIds(session: string): Promise<string[]> {
   return ids;
 }
 
+/** The `trace_id` of each `extension_invocations` row of one session. */
+async function invocationTraceIds(session: string): Promise<Array<string | null>> {
+  const rows = await db.db
+    .selectFrom("extension_invocations")
+    .select("trace_id")
+    .where("session_id", "=", session)
+    .execute();
+  return rows.map((r) => r.trace_id);
+}
+
 describe("W3C trace context across the plane", () => {
   it("one trace covers caller → dispatcher → two handlers → events → projection rows", async () => {
     const { nc, names } = env();
@@ -109,14 +119,7 @@ describe("W3C trace context across the plane", () => {
       // The audit events carry it as a header, and the recorder stores it with both rows.
       await waitFor(async () => (await eventTraceIds("trace-1")).length === 2, 10_000);
       expect(await eventTraceIds("trace-1")).toEqual([caller.traceId, caller.traceId]);
-      await waitFor(async () => {
-        const rows = await db.db
-          .selectFrom("extension_invocations")
-          .select("trace_id")
-          .where("session_id", "=", "trace-1")
-          .execute();
-        return rows.length === 2;
-      }, 15_000);
+      await waitFor(async () => (await invocationTraceIds("trace-1")).length === 2, 15_000);
       const audit = await db.db
         .selectFrom("extension_invocations")
         .select(["extension", "trace_id"])
@@ -169,14 +172,8 @@ describe("W3C trace context across the plane", () => {
       expect(seen.map((t) => [t?.traceId, t?.flags])).toEqual([[unsampled.traceId, "00"]]);
       await waitFor(async () => (await eventTraceIds("trace-4")).length === 1, 10_000);
       expect(await eventTraceIds("trace-4")).toEqual([unsampled.traceId]);
-      await waitFor(async () => {
-        const rows = await db.db
-          .selectFrom("extension_invocations")
-          .select("trace_id")
-          .where("session_id", "=", "trace-4")
-          .execute();
-        return rows.length === 1 && rows[0]?.trace_id === unsampled.traceId;
-      }, 15_000);
+      await waitFor(async () => (await invocationTraceIds("trace-4")).length === 1, 15_000);
+      expect(await invocationTraceIds("trace-4")).toEqual([unsampled.traceId]);
     } finally {
       await handler.close();
     }

@@ -1,14 +1,15 @@
 /**
  * `pnpm bench hooks`: the raw NATS request/reply round trip (the floor) and hook invocations
- * through a hook-dispatcher process with 0, 1 and 3 handler processes, in one run: sequential
- * latency (median, p99) and throughput at 1, 16 and 64 concurrent callers, with ratios against the
+ * through hook-dispatcher processes with 0, 1 and 3 handler processes (one dispatcher per case, in
+ * a namespace of its own), in one run: sequential latency (median, p99), the cases taking turns 20
+ * calls at a time, and throughput at 1, 16 and 64 concurrent callers, with ratios against the
  * floor (1 handler vs two raw round trips, 3 handlers vs four). `BENCH_OBSERVABILITY_ONLY=1`
  * measures metrics and span export on vs off instead (bench/hooks/observability.ts).
  */
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import { ensureBucket } from "@geode/bus";
-import { correlation } from "@geode/contracts";
+import { correlation, names } from "@geode/contracts";
 import { connectGeode, createHookClient, HookName } from "@geode/runtime";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -16,9 +17,10 @@ import {
   fmtRate,
   fmtUs,
   type LatencySummary,
-  measureSequential,
   measureThroughput,
+  nowUs,
   progress,
+  summarize,
   table,
 } from "../lib/stats.js";
 
@@ -33,20 +35,19 @@ if (process.env["BENCH_OBSERVABILITY_ONLY"]) {
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);
 const CONCURRENCY = [1, 16, 64];
+const PER_ROUND = 20;
+const WARMUP = 500;
 /** 1 handler at 64 callers on an idle machine when the 1.5× target was set (issue 17). */
 const RATE64_BEFORE = 6_354;
 
-const ns = `bench_hooks_${randomBytes(3).toString("hex")}`;
-const env = {
-  NATS_URL: process.env["NATS_URL"] ?? "nats://127.0.0.1:4222",
-  GEODE_NAMESPACE: ns,
-  LOG_LEVEL: "warn",
-};
-process.env["GEODE_NAMESPACE"] = ns;
+const run = randomBytes(3).toString("hex");
+// One namespace per hook case, each with its own dispatcher, so the cases can take turns.
+const nsOf = (handlers: number) => `bench_hooks_${handlers}_${run}`;
+const natsUrl = process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
 const conn = await connectGeode({ name: "bench-hooks" });
 const procs: SpawnedProcess[] = [];
-const spawn = async (entry: string, args: string[], ready: RegExp, extra: Record<string, string> = {}) => {
-  const p = spawnService(entry, { ...env, ...extra }, args);
+const spawn = async (entry: string, args: string[], ready: RegExp, extra: Record<string, string>) => {
+  const p = spawnService(entry, { NATS_URL: natsUrl, LOG_LEVEL: "warn", ...extra }, args);
   procs.push(p);
   await p.waitForOutput(ready, 60_000);
   return p;
@@ -57,52 +58,58 @@ interface Row {
   seq: LatencySummary;
   rates: number[];
 }
-const rows: Row[] = [];
-async function measure(label: string, fn: () => Promise<unknown>): Promise<Row> {
-  progress(label);
-  const seq = await measureSequential(SEQUENTIAL, fn, 500);
-  const rates: number[] = [];
-  for (const c of CONCURRENCY) rates.push(await measureThroughput(THROUGHPUT_TOTAL, c, fn));
-  const row = { label, seq, rates };
-  rows.push(row);
-  return row;
-}
 
 try {
-  await ensureBucket(conn.nc, conn.names, "hookHandlers");
-  await spawn("bench/hooks/handler.ts", ["echo"], /ready/);
-  const echoSubject = `${ns}.bench.echo`;
+  for (const n of [0, 1, 3]) await ensureBucket(conn.nc, names(nsOf(n)), "hookHandlers");
+  await spawn("bench/hooks/handler.ts", ["echo"], /ready/, { GEODE_NAMESPACE: nsOf(0) });
+  const echoSubject = `${nsOf(0)}.bench.echo`;
   const small = new TextEncoder().encode(JSON.stringify({ user_input: "hello" }));
-  const raw = await measure("raw NATS request/reply", () =>
-    conn.nc.request(echoSubject, small, { timeout: 5_000 }),
-  );
+  const rawCall = () => conn.nc.request(echoSubject, small, { timeout: 5_000 });
 
-  await spawn("services/hook-dispatcher/src/main.ts", [], /hook-dispatcher started/, { LOG_LEVEL: "info" });
-  const hooks = createHookClient(conn.nc, conn.names);
+  // h1 answers in the 1- and 3-handler namespaces, h2 and h3 in the 3-handler one.
+  await spawn("bench/hooks/handler.ts", ["handler", "h1", "1", `${nsOf(1)},${nsOf(3)}`], /ready/, {});
+  for (const h of ["h2", "h3"])
+    await spawn("bench/hooks/handler.ts", ["handler", h, h.slice(1), nsOf(3)], /ready/, {});
   const corr = correlation({ session_id: "bench", turn_id: "t" });
-  const invoke = () => hooks.invoke(HookName.UserPromptSubmit, { user_input: "hello" }, corr);
-  const handlersSeen = async (n: number) => {
-    await waitFor(async () => (await invoke()).decision_sources.length === n, 30_000);
-  };
-  // The dispatcher logs at warn, so wait for it to answer instead of a log line.
-  await waitFor(
-    () =>
-      invoke().then(
-        () => true,
-        () => false,
-      ),
-    30_000,
-  );
-  const zero = await measure("hook, 0 handlers", invoke);
+  const invokers = new Map<number, () => Promise<unknown>>();
+  for (const n of [0, 1, 3]) {
+    await spawn("services/hook-dispatcher/src/main.ts", [], /hook-dispatcher started/, {
+      GEODE_NAMESPACE: nsOf(n),
+      LOG_LEVEL: "info",
+    });
+    const hooks = createHookClient(conn.nc, names(nsOf(n)));
+    const invoke = () => hooks.invoke(HookName.UserPromptSubmit, { user_input: "hello" }, corr);
+    await waitFor(async () => (await invoke().catch(() => null))?.decision_sources.length === n, 30_000);
+    invokers.set(n, invoke);
+  }
+  const cases: Array<[string, () => Promise<unknown>]> = [
+    ["raw NATS request/reply", rawCall],
+    ["hook, 0 handlers", invokers.get(0)!],
+    ["hook, 1 handler", invokers.get(1)!],
+    ["hook, 3 handlers", invokers.get(3)!],
+  ];
 
-  await spawn("bench/hooks/handler.ts", ["handler", "h1", "1"], /ready/);
-  await handlersSeen(1);
-  const one = await measure("hook, 1 handler", invoke);
-
-  await spawn("bench/hooks/handler.ts", ["handler", "h2", "2"], /ready/);
-  await spawn("bench/hooks/handler.ts", ["handler", "h3", "3"], /ready/);
-  await handlersSeen(3);
-  const three = await measure("hook, 3 handlers", invoke);
+  // The cases take turns, 20 calls each, so the machine's drift (the raw round trip moved by a
+  // factor of two within minutes on this machine) hits the floor and the hooks alike.
+  progress(`warm-up, ${WARMUP} calls per case`);
+  for (const [, fn] of cases) for (let i = 0; i < WARMUP; i++) await fn();
+  const rounds = Math.ceil(SEQUENTIAL / PER_ROUND);
+  progress(`${rounds} rounds of ${PER_ROUND} sequential calls per case`);
+  const samples = cases.map((): number[] => []);
+  for (let round = 0; round < rounds; round++)
+    for (const [i, [, fn]] of cases.entries())
+      for (let k = 0; k < PER_ROUND; k++) {
+        const t0 = nowUs();
+        await fn();
+        samples[i]!.push(nowUs() - t0);
+      }
+  const rows: Row[] = cases.map(([label], i) => ({ label, seq: summarize(samples[i]!), rates: [] }));
+  for (const c of CONCURRENCY)
+    for (const [i, [label, fn]] of cases.entries()) {
+      progress(`${label}, ${c} caller${c > 1 ? "s" : ""}`);
+      rows[i]!.rates.push(await measureThroughput(THROUGHPUT_TOTAL, c, fn));
+    }
+  const [raw, zero, one, three] = rows as [Row, Row, Row, Row];
 
   const floor = raw.seq.medianUs;
   process.stdout.write(
@@ -134,13 +141,14 @@ try {
         rate64 >= 1.5 * RATE64_BEFORE,
       ),
       line("p99 / median, 1 and 3 handlers (worse of the two)", tail.toFixed(2), "≤ 4", tail <= 4),
-      `0 handlers median: ${fmtUs(zero.seq.medianUs)}; n=${SEQUENTIAL} sequential, ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
+      `0 handlers median: ${fmtUs(zero.seq.medianUs)}; ${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(" ")}`,
     ].join("\n") + "\n",
   );
 } finally {
   for (const p of procs.reverse()) await p.stop("SIGTERM", 5_000);
-  await cleanupNamespace(await jetstreamManager(conn.nc, { checkAPI: false }), ns).catch(() => undefined);
+  const jsm = await jetstreamManager(conn.nc, { checkAPI: false });
+  for (const n of [0, 1, 3]) await cleanupNamespace(jsm, nsOf(n)).catch(() => undefined);
   await conn.close();
 }

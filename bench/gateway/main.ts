@@ -17,8 +17,8 @@ import {
   fmtRate,
   fmtUs,
   type LatencySummary,
+  measureInterleaved,
   measureThroughput,
-  nowUs,
   progress,
   summarize,
   table,
@@ -150,14 +150,11 @@ try {
   progress("warm-up");
   for (const [, fn] of cases) for (let i = 0; i < WARMUP; i++) await fn();
   progress(`${ROUNDS} rounds of ${PER_ROUND} calls per case`);
-  const samples = cases.map((): number[] => []);
-  for (let round = 0; round < ROUNDS; round++)
-    for (const [i, [, fn]] of cases.entries())
-      for (let k = 0; k < PER_ROUND; k++) {
-        const t0 = nowUs();
-        await fn();
-        samples[i]!.push(nowUs() - t0);
-      }
+  const samples = await measureInterleaved(
+    cases.map(([, fn]) => fn),
+    ROUNDS,
+    PER_ROUND,
+  );
   const summaries = samples.map(summarize);
   progress(`throughput at ${CONCURRENCY} callers`);
   const floorRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[0]![1]);

@@ -17,8 +17,8 @@ import {
   fmtRate,
   fmtUs,
   type LatencySummary,
+  measureInterleaved,
   measureThroughput,
-  nowUs,
   progress,
   summarize,
   table,
@@ -95,14 +95,11 @@ try {
   for (const [, fn] of cases) for (let i = 0; i < WARMUP; i++) await fn();
   const rounds = Math.ceil(SEQUENTIAL / PER_ROUND);
   progress(`${rounds} rounds of ${PER_ROUND} sequential calls per case`);
-  const samples = cases.map((): number[] => []);
-  for (let round = 0; round < rounds; round++)
-    for (const [i, [, fn]] of cases.entries())
-      for (let k = 0; k < PER_ROUND; k++) {
-        const t0 = nowUs();
-        await fn();
-        samples[i]!.push(nowUs() - t0);
-      }
+  const samples = await measureInterleaved(
+    cases.map(([, fn]) => fn),
+    rounds,
+    PER_ROUND,
+  );
   const rows: Row[] = cases.map(([label], i) => ({ label, seq: summarize(samples[i]!), rates: [] }));
   for (const c of CONCURRENCY)
     for (const [i, [label, fn]] of cases.entries()) {

@@ -19,7 +19,15 @@ import { connectGeode, createHookClient, HookName, runInTrace } from "@geode/run
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { processCpuMs } from "../lib/cpu-time.js";
-import { fmtRate, fmtUs, measureThroughput, nowUs, progress, summarize, table } from "../lib/stats.js";
+import {
+  fmtRate,
+  fmtUs,
+  measureInterleaved,
+  measureThroughput,
+  progress,
+  summarize,
+  table,
+} from "../lib/stats.js";
 
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);
@@ -115,13 +123,12 @@ export async function observabilityBench(): Promise<void> {
         `epoch ${epoch + 1} of ${EPOCHS}: ${perEpoch} rounds of ${PER_ROUND} sequential calls per dispatcher`,
       );
       const cpuBefore = cases.map((c) => processCpuMs(c.dispatcher.child.pid ?? -1));
-      for (let round = 0; round < perEpoch; round++)
-        for (const [i, c] of cases.entries())
-          for (let k = 0; k < PER_ROUND; k++) {
-            const t0 = nowUs();
-            await c.invoke();
-            samples[i]!.push(nowUs() - t0);
-          }
+      await measureInterleaved(
+        cases.map((c) => c.invoke),
+        perEpoch,
+        PER_ROUND,
+        samples,
+      );
       // CPU per call of each dispatcher over the sequential part (its own calls; the others idle).
       for (const [i, c] of cases.entries()) {
         const after = processCpuMs(c.dispatcher.child.pid ?? -1);

@@ -43,6 +43,27 @@ export async function measureSequential(
   return summarize(samples);
 }
 
+/**
+ * Runs the cases in turn, `perRound` sequential calls of each, `rounds` times, and returns each
+ * case's per-call latencies in µs into `samples` (appended, so epochs can add to them). Taking
+ * turns makes a shared machine's drift hit every case alike, so their ratios stay meaningful.
+ */
+export async function measureInterleaved(
+  cases: ReadonlyArray<() => Promise<unknown>>,
+  rounds: number,
+  perRound: number,
+  samples: number[][] = cases.map(() => []),
+): Promise<number[][]> {
+  for (let round = 0; round < rounds; round++)
+    for (const [i, fn] of cases.entries())
+      for (let k = 0; k < perRound; k++) {
+        const t0 = nowUs();
+        await fn();
+        samples[i]!.push(nowUs() - t0);
+      }
+  return samples;
+}
+
 /** Runs `total` calls with `concurrency` callers; returns calls per second. */
 export async function measureThroughput(
   total: number,

@@ -1,6 +1,6 @@
 /** Small helpers shared by the benchmarks: timing, percentiles and a table for people. */
 
-export function nowUs(): number {
+function nowUs(): number {
   return Number(process.hrtime.bigint()) / 1_000;
 }
 

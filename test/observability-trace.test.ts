@@ -161,7 +161,15 @@ describe("W3C trace context across the plane", () => {
     });
     try {
       const hooks = createHookClient(nc, names);
-      await waitFor(() => dispatcher.handlers().some((h) => h.name === "only"), 10_000);
+      // Only this handler: the previous test's two must be gone from the dispatcher's registry too.
+      await waitFor(
+        () =>
+          dispatcher
+            .handlers()
+            .map((h) => h.name)
+            .join() === "only",
+        10_000,
+      );
       // As a runtime with OTEL_TRACES_SAMPLER=always_off starts its traces.
       const unsampled = newTraceContext(traceSamplerFromEnv({ OTEL_TRACES_SAMPLER: "always_off" }));
       exporter.reset();

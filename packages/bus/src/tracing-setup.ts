@@ -1,3 +1,4 @@
+import { traceSamplerFollowsParent } from "@geode/contracts";
 import { setTracer } from "./tracing.js";
 
 /** The OTLP variables that turn span export on (the exporter reads the rest itself). */
@@ -27,11 +28,8 @@ export async function startTracing(
     }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
-  // The SDK reads OTEL_TRACES_SAMPLER itself; unset or `parentbased_*` follows the parent's flag.
-  const sampler = (env["OTEL_TRACES_SAMPLER"] ?? "").trim().toLowerCase();
-  setTracer(provider.getTracer("geode", version), {
-    parentBased: sampler === "" || sampler.startsWith("parentbased_"),
-  });
+  // The SDK reads OTEL_TRACES_SAMPLER itself; withSpan needs to know only whether it follows the parent.
+  setTracer(provider.getTracer("geode", version), { parentBased: traceSamplerFollowsParent(env) });
   return async () => {
     setTracer(undefined);
     await provider.shutdown();

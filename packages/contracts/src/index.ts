@@ -168,6 +168,7 @@ export {
   TRACESTATE_HEADER,
   type TraceContext,
   type TraceSampler,
+  traceSamplerFollowsParent,
   traceSamplerFromEnv,
 } from "./trace-context.js";
 export {

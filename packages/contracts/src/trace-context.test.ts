@@ -3,6 +3,7 @@ import {
   formatTraceparent,
   newTraceContext,
   parseTraceparent,
+  traceSamplerFollowsParent,
   traceSamplerFromEnv,
 } from "./trace-context.js";
 
@@ -69,6 +70,14 @@ describe("head sampling of new traces (OTEL_TRACES_SAMPLER)", () => {
     expect(share({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" })).toBe(1);
     expect(share({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "half" })).toBe(1);
     expect(share({ OTEL_TRACES_SAMPLER: "traceidratio" })).toBe(1);
+  });
+
+  it("tells which samplers keep the parent's decision, as the SDK reads the name", () => {
+    for (const name of ["", "parentbased_always_on", " ParentBased_TraceIdRatio ", "no_such_sampler"])
+      expect(traceSamplerFollowsParent({ OTEL_TRACES_SAMPLER: name }), name).toBe(true);
+    expect(traceSamplerFollowsParent({})).toBe(true);
+    for (const name of ["always_on", "always_off", " TraceIdRatio"])
+      expect(traceSamplerFollowsParent({ OTEL_TRACES_SAMPLER: name }), name).toBe(false);
   });
 
   it("writes the decision into the new trace's flags", () => {

@@ -61,6 +61,22 @@ export type TraceSampler = (traceId: string) => boolean;
 const ALWAYS: TraceSampler = () => true;
 const NEVER: TraceSampler = () => false;
 
+/** `OTEL_TRACES_SAMPLER` as the OpenTelemetry SDK reads it: trimmed, lower case. */
+function samplerName(env: Readonly<Record<string, string | undefined>>): string {
+  return (env["OTEL_TRACES_SAMPLER"] ?? "").trim().toLowerCase();
+}
+
+/** The SDK's samplers that decide alone, whatever the parent's sampled flag says. */
+const PARENT_BLIND = new Set(["always_on", "always_off", "traceidratio"]);
+
+/**
+ * Whether the SDK's sampler of `env` keeps the parent's decision: unset, `parentbased_*`, or a
+ * name the SDK does not know (it falls back to its default, `parentbased_always_on`).
+ */
+export function traceSamplerFollowsParent(env: Readonly<Record<string, string | undefined>>): boolean {
+  return !PARENT_BLIND.has(samplerName(env));
+}
+
 /**
  * The head sampler of the traces a process starts, from the OpenTelemetry variables
  * `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`, read as an OpenTelemetry SDK reads them. A
@@ -70,10 +86,7 @@ const NEVER: TraceSampler = () => false;
  * so a client and a service agree on the same trace.
  */
 export function traceSamplerFromEnv(env: Readonly<Record<string, string | undefined>>): TraceSampler {
-  const name = (env["OTEL_TRACES_SAMPLER"] ?? "")
-    .trim()
-    .toLowerCase()
-    .replace(/^parentbased_/, "");
+  const name = samplerName(env).replace(/^parentbased_/, "");
   if (name === "always_off") return NEVER;
   if (name !== "traceidratio") return ALWAYS;
   const arg = Number((env["OTEL_TRACES_SAMPLER_ARG"] ?? "").trim() || "1");

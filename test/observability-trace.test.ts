@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { currentTrace, runInTrace, setTracer } from "@geode/bus";
+import { currentTrace, flushSpans, PresetSpanIds, runInTrace, setTracer } from "@geode/bus";
 import {
   HookName,
   newTraceContext,
@@ -26,7 +26,12 @@ import { startDispatcher } from "./hooks-support.js";
 
 const env = useTestEnv();
 const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+// As startTracing sets it up: spans under a request's trace are noted and made in a batch.
+const presetIds = new PresetSpanIds();
+const provider = new BasicTracerProvider({
+  idGenerator: presetIds,
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
 let dispatcher: HookDispatcher;
 let recorder: ActivityRecorder;
 let db: ProjectionDb;
@@ -34,7 +39,7 @@ let runsDir: string;
 
 beforeAll(async () => {
   const { nc, names, ns, databaseUrl } = env();
-  setTracer(provider.getTracer("test"));
+  setTracer(provider.getTracer("test"), { presetIds });
   runsDir = mkdtempSync(path.join(tmpdir(), "geode-trace-"));
   db = await openProjectionDb({ ns, databaseUrl });
   recorder = await startActivityRecorder({ nc, names, db, runsDir });
@@ -100,6 +105,7 @@ describe("W3C trace context across the plane", () => {
       expect(outcome.decision_sources).toEqual([]);
 
       // Spans: the invocation is a child of the caller's span, each handler call a child of it.
+      flushSpans();
       const spans = exporter.getFinishedSpans();
       const invoke = spans.find((s) => s.name === "geode.hook.invoke");
       const calls = spans.filter((s) => s.name === "geode.hook.handler");
@@ -145,6 +151,7 @@ describe("W3C trace context across the plane", () => {
       expect(fresh[0]).toMatch(/^[0-9a-f]{32}$/);
       expect(fresh[0]).not.toBe(caller.traceId);
       expect(fresh[1]).toBe(fresh[0]);
+      flushSpans();
       const invoke2 = exporter.getFinishedSpans().find((s) => s.name === "geode.hook.invoke");
       expect(invoke2?.spanContext().traceId).toBe(fresh[0]);
     } finally {
@@ -176,6 +183,7 @@ describe("W3C trace context across the plane", () => {
       await runInTrace(unsampled, () =>
         hooks.invoke(HookName.UserPromptSubmit, { user_input: "quiet" }, { session_id: "trace-4" }),
       );
+      flushSpans();
       expect(exporter.getFinishedSpans()).toEqual([]);
       expect(seen.map((t) => [t?.traceId, t?.flags])).toEqual([[unsampled.traceId, "00"]]);
       await waitFor(async () => (await eventTraceIds("trace-4")).length === 1, 10_000);
@@ -199,6 +207,7 @@ describe("W3C trace context across the plane", () => {
       { timeout: 5_000, headers: h },
     );
     expect(reply.json<{ name?: string }>().name).toBe("UserPromptSubmit");
+    flushSpans();
     const invoke = exporter.getFinishedSpans().find((s) => s.name === "geode.hook.invoke");
     expect(invoke?.spanContext().traceId).toMatch(/^(?!0{32})[0-9a-f]{32}$/);
     expect(invoke?.parentSpanContext).toBeUndefined();

@@ -83,7 +83,9 @@ export {
 } from "./service-runtime.js";
 export {
   currentTrace,
+  flushSpans,
   outgoingTrace,
+  PresetSpanIds,
   runInTrace,
   setTraceHeaders,
   setTracer,

@@ -1,5 +1,5 @@
 import { traceSamplerFollowsParent } from "@geode/contracts";
-import { setTracer } from "./tracing.js";
+import { PresetSpanIds, setTracer } from "./tracing.js";
 
 /** The OTLP variables that turn span export on (the exporter reads the rest itself). */
 const ENDPOINT_VARS = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] as const;
@@ -21,7 +21,10 @@ export async function startTracing(
       import("@opentelemetry/exporter-trace-otlp-http"),
       import("@opentelemetry/resources"),
     ]);
+  // withSpan picks the ids of the spans it notes on the hot path; the SDK makes them later with those.
+  const presetIds = new PresetSpanIds();
   const provider = new BasicTracerProvider({
+    idGenerator: presetIds,
     resource: resourceFromAttributes({
       "service.name": env["OTEL_SERVICE_NAME"] || service,
       "service.version": version,
@@ -29,9 +32,12 @@ export async function startTracing(
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
   // The SDK reads OTEL_TRACES_SAMPLER itself; withSpan needs to know only whether it follows the parent.
-  setTracer(provider.getTracer("geode", version), { parentBased: traceSamplerFollowsParent(env) });
+  setTracer(provider.getTracer("geode", version), {
+    parentBased: traceSamplerFollowsParent(env),
+    presetIds,
+  });
   return async () => {
-    setTracer(undefined);
+    setTracer(undefined); // makes the spans still noted first
     await provider.shutdown();
   };
 }

@@ -162,6 +162,7 @@ export {
 } from "./tool-glob.js";
 export {
   formatTraceparent,
+  newSpanId,
   newTraceContext,
   parseTraceparent,
   TRACEPARENT_HEADER,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   formatTraceparent,
+  newSpanId,
   newTraceContext,
   parseTraceparent,
   traceSamplerFollowsParent,
@@ -85,5 +86,22 @@ describe("head sampling of new traces (OTEL_TRACES_SAMPLER)", () => {
     expect(newTraceContext(() => false).flags).toBe("00");
     const off = newTraceContext(traceSamplerFromEnv({ OTEL_TRACES_SAMPLER: "always_off" }));
     expect(formatTraceparent(off)).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+  });
+});
+
+describe("random ids", () => {
+  it("gives distinct, well-formed span and trace ids, across refills of the random pool", () => {
+    const spans = Array.from({ length: 3_000 }, () => newSpanId());
+    const traces = Array.from({ length: 1_000 }, () => newTraceContext(() => true));
+    for (const id of spans) expect(id).toMatch(/^[0-9a-f]{16}$/);
+    for (const t of traces) {
+      expect(t.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(t.spanId).toMatch(/^[0-9a-f]{16}$/);
+    }
+    expect(new Set(spans).size).toBe(spans.length);
+    expect(new Set(traces.map((t) => t.traceId)).size).toBe(traces.length);
+    // Every byte value turns up: the ids are not stuck on part of the pool.
+    const bytes = new Set(spans.join("").match(/../g));
+    expect(bytes.size).toBe(256);
   });
 });

@@ -105,12 +105,36 @@ export function traceSamplerFromEnv(env: Readonly<Record<string, string | undefi
 let processSampler: TraceSampler | undefined;
 
 /**
+ * Random bytes for ids, taken 4 KiB at a time: one `randomBytes` call costs about as much as
+ * formatting 500 ids from a buffer, and every request and span needs one.
+ */
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let used = 0;
+
+/** `bytes` random bytes as lowercase hex, from the pool. */
+function randomHex(bytes: number): string {
+  if (used + bytes > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    used = 0;
+  }
+  const hex = pool.toString("hex", used, used + bytes);
+  used += bytes;
+  return hex;
+}
+
+/** A new random span id: 16 lowercase hex digits. */
+export function newSpanId(): string {
+  return randomHex(8);
+}
+
+/**
  * A new trace, recorded or not as `sampler` decides (default: this process's
  * `OTEL_TRACES_SAMPLER`, read once; unset, every trace is recorded by whoever exports spans
  * downstream). An unrecorded trace still travels: its id reaches every message and row.
  */
 export function newTraceContext(sampler?: TraceSampler): TraceContext {
-  const bytes = randomBytes(24).toString("hex");
+  const bytes = randomHex(24);
   const traceId = bytes.slice(0, 32);
   processSampler ??= traceSamplerFromEnv(process.env);
   const sampled = (sampler ?? processSampler)(traceId);

@@ -1,0 +1,126 @@
+import { newTraceContext, type TraceContext } from "@geode/contracts";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { afterEach, describe, expect, it } from "vitest";
+import { currentTrace, flushSpans, PresetSpanIds, runInTrace, setTracer, withSpan } from "./tracing.js";
+
+const exporter = new InMemorySpanExporter();
+/** The production set-up of startTracing: the SDK takes the span ids withSpan picked. */
+function deferredTracer(): void {
+  const presetIds = new PresetSpanIds();
+  const provider = new BasicTracerProvider({
+    idGenerator: presetIds,
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
+  setTracer(provider.getTracer("t"), { presetIds });
+}
+/** A sampled trace from another process, as a request's `traceparent` brings it. */
+const remote = (): TraceContext => ({ ...newTraceContext(() => true), root: false, state: "vendor=x" });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+afterEach(() => {
+  setTracer(undefined);
+  exporter.reset();
+});
+
+describe("spans noted on the hot path and made by the SDK in a batch", () => {
+  it("makes each span later with the ids, parent, times and attributes the request saw", async () => {
+    deferredTracer();
+    const parent = remote();
+    let inner: TraceContext | undefined;
+    let outer: TraceContext | undefined;
+    const before = Date.now();
+    await runInTrace(parent, () =>
+      withSpan("geode.hook.invoke", { "geode.hook": "PreToolUse" }, async () => {
+        outer = currentTrace();
+        await withSpan("geode.hook.handler", { "geode.handler": "h" }, async () => {
+          inner = currentTrace();
+          await sleep(30);
+        });
+      }),
+    );
+    const after = Date.now();
+    // Nothing reaches the SDK while the request runs.
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    flushSpans();
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.name)).toEqual(["geode.hook.handler", "geode.hook.invoke"]);
+    const [handler, invoke] = spans as [(typeof spans)[0], (typeof spans)[0]];
+    // The ids the messages carried are the ids of the spans.
+    expect(outer).toMatchObject({ traceId: parent.traceId, flags: "01", state: "vendor=x" });
+    expect(invoke.spanContext().spanId).toBe(outer?.spanId);
+    expect(invoke.spanContext().traceId).toBe(parent.traceId);
+    expect(invoke.parentSpanContext?.spanId).toBe(parent.spanId);
+    expect(invoke.spanContext().traceState?.serialize()).toBe("vendor=x");
+    expect(handler.spanContext().spanId).toBe(inner?.spanId);
+    expect(handler.parentSpanContext?.spanId).toBe(outer?.spanId);
+    expect(invoke.attributes).toEqual({ "geode.hook": "PreToolUse" });
+    expect(handler.attributes).toEqual({ "geode.handler": "h" });
+    // The times are the request's own, not the flush's.
+    const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
+    expect(ms(handler.endTime) - ms(handler.startTime)).toBeGreaterThanOrEqual(29);
+    expect(ms(invoke.startTime)).toBeLessThanOrEqual(ms(handler.startTime));
+    expect(ms(invoke.endTime)).toBeGreaterThanOrEqual(ms(handler.endTime));
+    expect(ms(invoke.startTime)).toBeGreaterThanOrEqual(before - 1);
+    expect(ms(invoke.endTime)).toBeLessThanOrEqual(after + 1);
+  });
+
+  it("marks a span whose work threw as an error, and rethrows", async () => {
+    deferredTracer();
+    const thrown = runInTrace(remote(), () =>
+      withSpan("s", {}, async () => {
+        throw new Error("handler went away");
+      }),
+    );
+    await expect(thrown).rejects.toThrow("handler went away");
+    flushSpans();
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.status).toEqual({ code: 2, message: "handler went away" });
+  });
+
+  it("makes them by itself soon after, and before the tracer changes", async () => {
+    deferredTracer();
+    await runInTrace(remote(), () => withSpan("by-timer", {}, async () => 1));
+    const deadline = Date.now() + 2_000;
+    while (exporter.getFinishedSpans().length === 0 && Date.now() < deadline) await sleep(10);
+    expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(["by-timer"]);
+
+    await runInTrace(remote(), () => withSpan("at-stop", {}, async () => 1));
+    setTracer(undefined); // what a service's stop does
+    expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(["by-timer", "at-stop"]);
+  });
+
+  it("makes a batch at once when many wait, each with its own id", async () => {
+    deferredTracer();
+    const seen = new Set<string>();
+    for (let i = 0; i < 600; i++)
+      await runInTrace(remote(), () =>
+        withSpan("many", {}, async () => {
+          seen.add(currentTrace()?.spanId ?? "");
+        }),
+      );
+    flushSpans();
+    const ids = exporter.getFinishedSpans().map((s) => s.spanContext().spanId);
+    expect(ids.length).toBe(600);
+    expect(new Set(ids)).toEqual(seen);
+  });
+
+  it("still makes a root span in place: its trace id and sampling are the SDK's to choose", async () => {
+    deferredTracer();
+    await runInTrace(
+      newTraceContext(() => true),
+      () => withSpan("root", {}, async () => 1),
+    );
+    expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(["root"]);
+  });
+
+  it("notes nothing under a parent that is not sampled", async () => {
+    deferredTracer();
+    await runInTrace({ ...remote(), flags: "00" }, () => withSpan("s", {}, async () => 1));
+    flushSpans();
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+});

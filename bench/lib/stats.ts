@@ -47,20 +47,26 @@ export async function measureSequential(
  * Runs the cases in turn, `perRound` sequential calls of each, `rounds` times, and returns each
  * case's per-call latencies in µs into `samples` (appended, so epochs can add to them). Taking
  * turns makes a shared machine's drift hit every case alike, so their ratios stay meaningful.
+ * `rotate`: each round starts one case later, so work a case leaves behind (a batch it sends a
+ * little later) falls on every other case alike, not always on the one after it.
  */
 export async function measureInterleaved(
   cases: ReadonlyArray<() => Promise<unknown>>,
   rounds: number,
   perRound: number,
   samples: number[][] = cases.map(() => []),
+  options: { rotate?: boolean } = {},
 ): Promise<number[][]> {
   for (let round = 0; round < rounds; round++)
-    for (const [i, fn] of cases.entries())
+    for (let j = 0; j < cases.length; j++) {
+      const i = options.rotate ? (j + round) % cases.length : j;
+      const fn = cases[i]!;
       for (let k = 0; k < perRound; k++) {
         const t0 = nowUs();
         await fn();
         samples[i]!.push(nowUs() - t0);
       }
+    }
   return samples;
 }
 

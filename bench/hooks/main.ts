@@ -3,7 +3,9 @@
  * through hook-dispatcher processes with 0, 1 and 3 handler processes (one dispatcher per case, in
  * a namespace of its own), in one run: sequential latency (median, p99), the cases taking turns 20
  * calls at a time, and throughput at 1, 16 and 64 concurrent callers, with ratios against the
- * floor (1 handler vs two raw round trips, 3 handlers vs four). `BENCH_OBSERVABILITY_ONLY=1`
+ * floor (1 handler vs two raw round trips, 3 handlers vs four). A forwarder process that only
+ * passes each request on to the echo responder once or three times shows the floor of any process
+ * in the middle on this machine. `BENCH_OBSERVABILITY_ONLY=1`
  * measures metrics and span export on vs off instead (bench/hooks/observability.ts).
  */
 import { randomBytes } from "node:crypto";
@@ -65,6 +67,9 @@ try {
   const echoSubject = `${nsOf(0)}.bench.echo`;
   const small = new TextEncoder().encode(JSON.stringify({ user_input: "hello" }));
   const rawCall = () => conn.nc.request(echoSubject, small, { timeout: 5_000 });
+  await spawn("bench/hooks/handler.ts", ["forward"], /ready/, { GEODE_NAMESPACE: nsOf(0) });
+  const forward = (times: number) => () =>
+    conn.nc.request(`${nsOf(0)}.bench.forward.${times}`, small, { timeout: 5_000 });
 
   // h1 answers in the 1- and 3-handler namespaces, h2 and h3 in the 3-handler one.
   await spawn("bench/hooks/handler.ts", ["handler", "h1", "1", `${nsOf(1)},${nsOf(3)}`], /ready/, {});
@@ -87,6 +92,8 @@ try {
     ["hook, 0 handlers", invokers.get(0)!],
     ["hook, 1 handler", invokers.get(1)!],
     ["hook, 3 handlers", invokers.get(3)!],
+    ["forwarder: 1 raw round trip through a process in the middle", forward(1)],
+    ["forwarder: 3 raw round trips through a process in the middle", forward(3)],
   ];
 
   // The cases take turns, 20 calls each, so the machine's drift (the raw round trip moved by a
@@ -106,7 +113,7 @@ try {
       progress(`${label}, ${c} caller${c > 1 ? "s" : ""}`);
       rows[i]!.rates.push(await measureThroughput(THROUGHPUT_TOTAL, c, fn));
     }
-  const [raw, zero, one, three] = rows as [Row, Row, Row, Row];
+  const [raw, zero, one, three, fwd1, fwd3] = rows as [Row, Row, Row, Row, Row, Row];
 
   const floor = raw.seq.medianUs;
   process.stdout.write(
@@ -138,6 +145,7 @@ try {
         rate64 >= 1.5 * RATE64_BEFORE,
       ),
       line("p99 / median, 1 and 3 handlers (worse of the two)", tail.toFixed(2), "≤ 4", tail <= 4),
+      `floor of any process in the middle (a forwarder that only passes the request on): ${(fwd1.seq.medianUs / (2 * floor)).toFixed(2)} × 2 raw round trips, ${(fwd3.seq.medianUs / (4 * floor)).toFixed(2)} × 4; p99 / median ${(fwd1.seq.p99Us / fwd1.seq.medianUs).toFixed(2)}, raw ${(raw.seq.p99Us / floor).toFixed(2)}`,
       `0 handlers median: ${fmtUs(zero.seq.medianUs)}; ${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(" ")}`,

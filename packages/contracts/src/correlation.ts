@@ -57,7 +57,8 @@ const STRING_FIELDS = [
   "llm_attempt_id",
 ] as const;
 
-function isCompleteCorrelation(input: CorrelationInput): input is Correlation {
+/** True for a correlation with exactly the v2 fields, each of its type: what the schema takes as is. */
+export function isCompleteCorrelation(input: CorrelationInput): input is Correlation {
   const o = input as Record<string, unknown>;
   if (Object.keys(o).length !== 9) return false;
   for (const f of STRING_FIELDS) if (typeof o[f] !== "string") return false;

@@ -34,10 +34,13 @@ function issueDetails(error: z.ZodError): Record<string, unknown> {
 export function requestCodec<T, In>(
   schema: z.ZodType<T, In>,
   code: ErrorCode = ErrorCode.InvalidRequest,
+  quick?: (body: unknown) => T | undefined,
 ): Codec<T, In> {
   return {
     schema,
     decode(body) {
+      const taken = quick?.(body);
+      if (taken !== undefined) return taken;
       const result = schema.safeParse(body);
       if (result.success) return result.data;
       throw new GeodeError(code, describeIssues(result.error), { details: issueDetails(result.error) });

@@ -5,6 +5,8 @@ import {
   HandlerReplySchema,
   HookEnvelopeSchema,
   HookInvokeRequestSchema,
+  quickHookEnvelope,
+  quickInvokeRequest,
 } from "./hook-envelope.js";
 import {
   ApprovalReplySchema,
@@ -41,7 +43,7 @@ export const HookInvokeLeg = {
   subject: "{ns}.hook.invoke.{HookName}",
   queue: "hook-dispatcher",
   summary: "a runtime or service invokes a public hook; the dispatcher replies with the composed outcome",
-  request: requestCodec(HookInvokeRequestSchema),
+  request: requestCodec(HookInvokeRequestSchema, ErrorCode.InvalidRequest, quickInvokeRequest),
   reply: replyCodec(DispatchOutcomeSchema, "malformed dispatch outcome from hook-dispatcher"),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
@@ -54,7 +56,7 @@ export const HookHandlerLeg = {
   subject: "{ns}.hook.handler.{HookName}.{handler}",
   queue: "{handler}",
   summary: "the dispatcher delivers an envelope to a registered handler; the handler replies with a decision",
-  request: requestCodec(HookEnvelopeSchema),
+  request: requestCodec(HookEnvelopeSchema, ErrorCode.InvalidRequest, quickHookEnvelope),
   reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision"),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 

@@ -4,12 +4,11 @@ import {
   ErrorCode,
   GeodeError,
   type HandlerRegistration,
-  HookInvokeRequestSchema,
+  HookInvokeLeg,
   INVOCATION_ID_HEADER,
   INVOCATION_ID_PATTERN,
   isHookName,
   type Names,
-  parseOrThrow,
   QueueGroup,
   validateHookPayload,
 } from "@geode/contracts";
@@ -125,7 +124,8 @@ async function dispatch(
   const receivedAt = Date.now();
   if (!isHookName(hook))
     throw new GeodeError(ErrorCode.UnknownHook, `unknown hook: ${hook}`, { details: { hook } });
-  const request = parseOrThrow(HookInvokeRequestSchema, body, ErrorCode.InvalidRequest);
+  // The leg's codec: the hook client's complete requests are taken without a schema pass.
+  const request = HookInvokeLeg.request.decode(body);
   const checked = validateHookPayload(hook, request.payload);
   if (!checked.ok) throw new GeodeError(ErrorCode.InvalidPayload, checked.error, { details: { hook } });
   const pending = new InvocationAudits(ctx.events, request.correlation);

@@ -4,24 +4,29 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { currentTrace, flushSpans, PresetSpanIds, runInTrace, setTracer, withSpan } from "./tracing.js";
 
 const exporter = new InMemorySpanExporter();
-/** The production set-up of startTracing: the SDK takes the span ids withSpan picked. */
-function deferredTracer(): void {
+/**
+ * The production set-up of startTracing: the SDK takes the span ids withSpan picked. The spans wait
+ * for `flushSpans` (a minute) unless a test asks for the timer, so a busy machine cannot make them
+ * early.
+ */
+function deferredTracer(flushAfterMs = 60_000): void {
   const presetIds = new PresetSpanIds();
   const provider = new BasicTracerProvider({
     idGenerator: presetIds,
     spanProcessors: [new SimpleSpanProcessor(exporter)],
   });
-  setTracer(provider.getTracer("t"), { presetIds });
+  setTracer(provider.getTracer("t"), { presetIds, flushAfterMs });
 }
 /** A sampled trace from another process, as a request's `traceparent` brings it. */
 const remote = (): TraceContext => ({ ...newTraceContext(() => true), root: false, state: "vendor=x" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 afterEach(() => {
+  vi.restoreAllMocks();
   setTracer(undefined);
   exporter.reset();
 });
@@ -82,7 +87,7 @@ describe("spans noted on the hot path and made by the SDK in a batch", () => {
   });
 
   it("makes them by itself soon after, and before the tracer changes", async () => {
-    deferredTracer();
+    deferredTracer(20);
     await runInTrace(remote(), () => withSpan("by-timer", {}, async () => 1));
     const deadline = Date.now() + 2_000;
     while (exporter.getFinishedSpans().length === 0 && Date.now() < deadline) await sleep(10);
@@ -91,6 +96,20 @@ describe("spans noted on the hot path and made by the SDK in a batch", () => {
     await runInTrace(remote(), () => withSpan("at-stop", {}, async () => 1));
     setTracer(undefined); // what a service's stop does
     expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(["by-timer", "at-stop"]);
+  });
+
+  it("times them by the wall clock of when they are made, as the SDK does (a clock adjusted meanwhile)", async () => {
+    deferredTracer();
+    const before = Date.now();
+    await runInTrace(remote(), () => withSpan("s", {}, async () => 1));
+    // The system clock jumps 10 s ahead (NTP) before the batch is made; the monotonic clock does not.
+    const now = Date.now;
+    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+    flushSpans();
+    const [span] = exporter.getFinishedSpans();
+    const start = (span?.startTime[0] ?? 0) * 1000 + (span?.startTime[1] ?? 0) / 1e6;
+    expect(start).toBeGreaterThanOrEqual(before + 10_000 - 1);
+    expect(start).toBeLessThanOrEqual(now() + 10_000 + 1);
   });
 
   it("makes a batch at once when many wait, each with its own id", async () => {

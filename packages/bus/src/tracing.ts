@@ -3,6 +3,7 @@ import {
   formatTraceparent,
   newSpanId,
   newTraceContext,
+  newTraceId,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
@@ -98,7 +99,7 @@ export class PresetSpanIds {
   }
 
   generateTraceId(): string {
-    return newTraceContext().traceId;
+    return newTraceId();
   }
 }
 
@@ -118,9 +119,10 @@ interface NotedSpan {
 let presetIds: PresetSpanIds | undefined;
 let noted: NotedSpan[] = [];
 let flushTimer: ReturnType<typeof setTimeout> | undefined;
-/** How long a noted span waits at most, and how many are made at once without waiting. */
-const FLUSH_AFTER_MS = 50;
+/** How many noted spans are made at once without waiting. */
 const FLUSH_AT = 256;
+/** How long a noted span waits at most (`setTracer`'s `flushAfterMs`). */
+let flushAfterMs = 50;
 
 /**
  * Spans go to `t` from now on (`startTracing` sets the exporting one; tests an in-memory one).
@@ -130,16 +132,17 @@ const FLUSH_AT = 256;
  * times and attributes; the SDK makes it with exactly those in a batch up to 50 ms later. Made in
  * place, between a request's socket reads and writes, the SDK's start and end of a span took
  * about 50 µs together on a busy two-core machine; made in a batch, a few. Spans noted under the
- * previous tracer are made first.
+ * previous tracer are made first. `flushAfterMs`: the longest a noted span waits (default 50).
  */
 export function setTracer(
   t: Tracer | undefined,
-  options: { parentBased?: boolean; presetIds?: PresetSpanIds } = {},
+  options: { parentBased?: boolean; presetIds?: PresetSpanIds; flushAfterMs?: number } = {},
 ): void {
   flushSpans();
   tracer = t;
   followsParent = options.parentBased ?? true;
   presetIds = t ? options.presetIds : undefined;
+  flushAfterMs = options.flushAfterMs ?? 50;
 }
 
 /** Makes the noted spans now; they then go the way of every span (the exporter's own batching). */
@@ -151,15 +154,18 @@ export function flushSpans(): void {
   const t = tracer;
   const ids = presetIds;
   if (!t || !ids) return;
+  // The wall clock's distance from the monotonic one now, as the SDK takes it for each span it
+  // times itself: a long-running service's clock is adjusted (NTP) while the monotonic one is not.
+  const offset = Date.now() - (performance.timeOrigin + performance.now());
   for (const n of spans) {
     ids.preset(n.spanId);
     const span = t.startSpan(
       n.name,
-      { attributes: n.attributes, startTime: wallClock(n.start) },
+      { attributes: n.attributes, startTime: wallClock(n.start, offset) },
       parentContext(n.parent),
     );
     if (n.error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: n.error });
-    span.end(wallClock(n.end));
+    span.end(wallClock(n.end, offset));
   }
 }
 
@@ -167,23 +173,21 @@ function note(span: NotedSpan): void {
   noted.push(span);
   if (noted.length === FLUSH_AT) setImmediate(flushSpans);
   else if (flushTimer === undefined) {
-    flushTimer = setTimeout(flushSpans, FLUSH_AFTER_MS);
+    flushTimer = setTimeout(flushSpans, flushAfterMs);
     flushTimer.unref?.();
   }
 }
 
-/** A `performance.now()` reading as wall-clock [seconds, nanoseconds]. */
-function wallClock(perfNow: number): HrTime {
-  const ms = performance.timeOrigin + perfNow;
+/** A `performance.now()` reading as wall-clock [seconds, nanoseconds], `offset` ms corrected. */
+function wallClock(perfNow: number, offset: number): HrTime {
+  const ms = performance.timeOrigin + perfNow + offset;
   const seconds = Math.floor(ms / 1000);
   return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
 }
 
 /** The W3C sampled bit of a context's trace flags. */
 function sampled(ctx: TraceContext): boolean {
-  // The low bit of the last hex digit: '1', '3', … are 0x31, 0x33, …; 'b', 'd', 'f' are 0x62, 0x64, 0x66.
-  const c = ctx.flags.charCodeAt(ctx.flags.length - 1);
-  return ((c <= 0x39 ? c : c + 1) & 1) === 1;
+  return (Number.parseInt(ctx.flags, 16) & 1) === 1;
 }
 
 function parentContext(ctx: TraceContext | undefined): Context {

@@ -64,34 +64,6 @@ const invokeBodies: Array<[string, unknown]> = [
   ["a string body", "{}"],
 ];
 
-describe("the quick invoke-request check", () => {
-  it("takes only what the schema accepts, and returns what the schema returns", () => {
-    for (const [label, body] of invokeBodies) {
-      const taken = quickInvokeRequest(body);
-      if (taken === undefined) continue;
-      const parsed = HookInvokeRequestSchema.safeParse(body);
-      expect(parsed.success, label).toBe(true);
-      expect(taken, label).toEqual(parsed.data);
-    }
-  });
-
-  it("takes the clients' complete requests without the schema, and the codec still refuses the rest", () => {
-    const taken = invokeBodies.filter(([, body]) => quickInvokeRequest(body) !== undefined).map(([l]) => l);
-    expect(taken).toEqual([
-      "the hook client's request",
-      "no timeout",
-      "from JSON text",
-      "empty payload",
-      "a payload without a prototype",
-    ]);
-    for (const [label, body] of invokeBodies) {
-      const parsed = HookInvokeRequestSchema.safeParse(body);
-      if (parsed.success) expect(HookInvokeLeg.request.decode(body), label).toEqual(parsed.data);
-      else expect(() => HookInvokeLeg.request.decode(body), label).toThrow(/./);
-    }
-  });
-});
-
 const envelope = hookEnvelope(HookName.PreToolUse, full, { tool_name: "shell", arguments: {} });
 const envelopeBodies: Array<[string, unknown]> = [
   ["the dispatcher's v2 envelope", envelope],
@@ -108,28 +80,49 @@ const envelopeBodies: Array<[string, unknown]> = [
   ["a null body", null],
 ];
 
-describe("the quick handler-envelope check", () => {
+/** Each quick check with its schema, its leg's codec, its bodies and the ones it takes. */
+const checks = [
+  {
+    what: "the invoke request",
+    quick: quickInvokeRequest,
+    schema: HookInvokeRequestSchema,
+    decode: HookInvokeLeg.request.decode,
+    bodies: invokeBodies,
+    taken: [
+      "the hook client's request",
+      "no timeout",
+      "from JSON text",
+      "empty payload",
+      "a payload without a prototype",
+    ],
+  },
+  {
+    what: "the handler envelope",
+    quick: quickHookEnvelope,
+    schema: HookEnvelopeSchema,
+    decode: HookHandlerLeg.request.decode,
+    bodies: envelopeBodies,
+    taken: ["the dispatcher's v2 envelope", "from JSON text", "v1 label with a v2 correlation"],
+  },
+];
+
+describe.each(checks)("the quick check of $what", ({ quick, schema, decode, bodies, taken }) => {
   it("takes only what the schema accepts, and returns what the schema returns", () => {
-    for (const [label, body] of envelopeBodies) {
-      const taken = quickHookEnvelope(body);
-      if (taken === undefined) continue;
-      const parsed = HookEnvelopeSchema.safeParse(body);
+    for (const [label, body] of bodies) {
+      const result = quick(body);
+      if (result === undefined) continue;
+      const parsed = schema.safeParse(body);
       expect(parsed.success, label).toBe(true);
-      expect(taken, label).toEqual(parsed.data);
+      expect(result, label).toEqual(parsed.data);
     }
   });
 
-  it("takes the dispatcher's v2 envelopes without the schema; the codec decides the rest as before", () => {
-    const taken = envelopeBodies.filter(([, body]) => quickHookEnvelope(body) !== undefined).map(([l]) => l);
-    expect(taken).toEqual([
-      "the dispatcher's v2 envelope",
-      "from JSON text",
-      "v1 label with a v2 correlation",
-    ]);
-    for (const [label, body] of envelopeBodies) {
-      const parsed = HookEnvelopeSchema.safeParse(body);
-      if (parsed.success) expect(HookHandlerLeg.request.decode(body), label).toEqual(parsed.data);
-      else expect(() => HookHandlerLeg.request.decode(body), label).toThrow(/./);
+  it("takes the clients' own bodies without the schema; the codec decides the rest as before", () => {
+    expect(bodies.filter(([, body]) => quick(body) !== undefined).map(([label]) => label)).toEqual(taken);
+    for (const [label, body] of bodies) {
+      const parsed = schema.safeParse(body);
+      if (parsed.success) expect(decode(body), label).toEqual(parsed.data);
+      else expect(() => decode(body), label).toThrow(/./);
     }
   });
 });

@@ -164,6 +164,7 @@ export {
   formatTraceparent,
   newSpanId,
   newTraceContext,
+  newTraceId,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,

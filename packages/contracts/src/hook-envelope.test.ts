@@ -1,9 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { correlation } from "./correlation.js";
 import {
+  DispatchOutcomeSchema,
+  HandlerReplySchema,
   HookEnvelopeSchema,
   HookInvokeRequestSchema,
   hookEnvelope,
+  quickDispatchOutcome,
+  quickHandlerReply,
   quickHookEnvelope,
   quickInvokeRequest,
 } from "./hook-envelope.js";
@@ -80,6 +84,66 @@ const envelopeBodies: Array<[string, unknown]> = [
   ["a null body", null],
 ];
 
+const outcome = {
+  schema_version: SchemaVersion.V2,
+  name: HookName.PreToolUse,
+  correlation: full,
+  payload: { tool_name: "shell", arguments: { cmd: "ls" } },
+  decisions: [
+    { handler: "guard", action: "continue" },
+    { handler: "policy", action: "block", reason: "no shell", instruction: "ask first" },
+  ],
+  decision_sources: ["guard", "policy"],
+  handler_errors: ["late: Timeout"],
+  blocked: true,
+};
+const withDecision = (d: Record<string, unknown>) => ({ ...outcome, decisions: [d] });
+const outcomeBodies: Array<[string, unknown]> = [
+  ["the dispatcher's outcome", outcome],
+  ["from JSON text", json(JSON.stringify(outcome))],
+  ["no decisions", { ...outcome, decisions: [], decision_sources: [], handler_errors: [], blocked: false }],
+  ["a v1 label", { ...outcome, schema_version: SchemaVersion.V1 }],
+  ["a rewrite with updates", withDecision({ handler: "r", action: "rewrite", updates: { a: 1 } })],
+  ["evidence refs", withDecision({ handler: "e", action: "continue", evidence_refs: [] })],
+  ["additional misses", withDecision({ handler: "e", action: "continue", additional_misses: ["x"] })],
+  ["an unknown action", withDecision({ handler: "h", action: "explode" })],
+  ["a decision without its handler", withDecision({ action: "continue" })],
+  ["a numeric handler", withDecision({ handler: 1, action: "continue" })],
+  ["a numeric reason", withDecision({ handler: "h", action: "block", reason: 1 })],
+  ["an unknown decision field", withDecision({ handler: "h", action: "continue", note: "x" })],
+  ["a null decision", { ...outcome, decisions: [null] }],
+  [
+    "a decision with a __proto__ key",
+    json(JSON.stringify(outcome).replace('"handler":"guard"', '"__proto__":{},"handler":"guard"')),
+  ],
+  ["decisions not an array", { ...outcome, decisions: {} }],
+  ["a numeric decision source", { ...outcome, decision_sources: [1] }],
+  ["handler errors not an array", { ...outcome, handler_errors: "x" }],
+  ["blocked as a string", { ...outcome, blocked: "true" }],
+  ["no blocked", without(outcome, "blocked")],
+  ["an unknown field", { ...outcome, extra: 1 }],
+  ["an unknown hook", { ...outcome, name: "PreToolUze" }],
+  ["an unknown version", { ...outcome, schema_version: "geode.public-hook.v3" }],
+  ["a partial correlation", { ...outcome, correlation: { session_id: "s" } }],
+  ["a v1 correlation", { ...outcome, correlation: without(full, "step_id") }],
+  ["an array payload", { ...outcome, payload: [] }],
+  ["an error reply", { error: { code: "internal", message: "x" } }],
+  ["a null body", null],
+];
+
+const replyBodies: Array<[string, unknown]> = [
+  ["no decision", { decision: null }],
+  ["a decision", { decision: { action: "block", reason: "no" } }],
+  ["from JSON text", json('{"decision":{"action":"continue"}}')],
+  ["a decision of any shape (checked by the hook's rules next)", { decision: [1, "x"] }],
+  ["an unknown field", { decision: null, extra: 1 }],
+  ["no decision field", {}],
+  ["a __proto__ key", json('{"decision":null,"__proto__":{}}')],
+  ["an array body", [{ decision: null }]],
+  ["a string body", "null"],
+  ["a null body", null],
+];
+
 /** Each quick check with its schema, its leg's codec, its bodies and the ones it takes. */
 const checks = [
   {
@@ -103,6 +167,27 @@ const checks = [
     decode: HookHandlerLeg.request.decode,
     bodies: envelopeBodies,
     taken: ["the dispatcher's v2 envelope", "from JSON text", "v1 label with a v2 correlation"],
+  },
+  {
+    what: "the dispatch outcome",
+    quick: quickDispatchOutcome,
+    schema: DispatchOutcomeSchema,
+    decode: HookInvokeLeg.reply.decode,
+    bodies: outcomeBodies,
+    taken: ["the dispatcher's outcome", "from JSON text", "no decisions", "a v1 label"],
+  },
+  {
+    what: "the handler reply",
+    quick: quickHandlerReply,
+    schema: HandlerReplySchema,
+    decode: HookHandlerLeg.reply.decode,
+    bodies: replyBodies,
+    taken: [
+      "no decision",
+      "a decision",
+      "from JSON text",
+      "a decision of any shape (checked by the hook's rules next)",
+    ],
   },
 ];
 

@@ -57,6 +57,7 @@ export type HookDecision = z.infer<typeof HookDecisionSchema>;
 export const HandlerReplySchema = z.object({
   decision: z.unknown().describe("the decision (see hooks.md for what each hook allows), or null for none"),
 });
+type HandlerReply = z.infer<typeof HandlerReplySchema>;
 
 /** What a handler receives. */
 export const HookEnvelopeSchema = z.strictObject({
@@ -144,6 +145,47 @@ export function quickHookEnvelope(body: unknown): HookEnvelope | undefined {
 /** A decision in the outcome, attributed to its handler. */
 const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });
 export type AttributedDecision = z.infer<typeof AttributedDecisionSchema>;
+
+/** A handler's reply `{"decision": …}` with nothing else, taken as is; else undefined (see above). */
+export function quickHandlerReply(body: unknown): HandlerReply | undefined {
+  if (!isPlainRecord(body) || !Object.hasOwn(body, "decision") || Object.keys(body).length !== 1)
+    return undefined;
+  return body as HandlerReply;
+}
+
+const ACTIONS: ReadonlySet<string> = new Set(HOOK_ACTIONS);
+
+/** Fields of an attributed decision that the quick check takes: the strings (the rest go to the schema). */
+const QUICK_DECISION_FIELDS: ReadonlySet<string> = new Set(["action", "handler", "reason", "instruction"]);
+
+function isQuickDecision(v: unknown): boolean {
+  if (!isPlainRecord(v) || !ACTIONS.has(v["action"] as string) || typeof v["handler"] !== "string")
+    return false;
+  for (const key of Object.keys(v))
+    if (!QUICK_DECISION_FIELDS.has(key) || typeof v[key] !== "string") return false;
+  return true;
+}
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === "string");
+}
+
+/**
+ * The dispatcher's outcome, with a complete v2 correlation and decisions of string fields only,
+ * taken as is; else undefined (see above).
+ */
+export function quickDispatchOutcome(body: unknown): DispatchOutcome | undefined {
+  if (!isPlainRecord(body) || Object.keys(body).length !== 8) return undefined;
+  const version = body["schema_version"];
+  if (version !== SchemaVersion.V2 && version !== SchemaVersion.V1) return undefined;
+  if (!isHookName(body["name"]) || !isPlainRecord(body["payload"]) || typeof body["blocked"] !== "boolean")
+    return undefined;
+  if (!isCompleteCorrelationObject(body["correlation"])) return undefined;
+  if (!isStringArray(body["decision_sources"]) || !isStringArray(body["handler_errors"])) return undefined;
+  const decisions = body["decisions"];
+  if (!Array.isArray(decisions) || !decisions.every(isQuickDecision)) return undefined;
+  return body as DispatchOutcome;
+}
 
 /** The reply to an invocation: the composed outcome of the handler chain. */
 export const DispatchOutcomeSchema = z.strictObject({

@@ -66,10 +66,16 @@ export function isMalformedReply(err: unknown): err is GeodeError {
  * The codec of a reply: a body of the wrong shape throws `malformedReply(message)`, so a caller
  * never acts on a reply it does not understand.
  */
-export function replyCodec<T, In>(schema: z.ZodType<T, In>, message: string): Codec<T, In> {
+export function replyCodec<T, In>(
+  schema: z.ZodType<T, In>,
+  message: string,
+  quick?: (body: unknown) => T | undefined,
+): Codec<T, In> {
   return {
     schema,
     decode(body) {
+      const taken = quick?.(body);
+      if (taken !== undefined) return taken;
       const result = schema.safeParse(body);
       if (result.success) return result.data;
       throw malformedReply(message, result.error);

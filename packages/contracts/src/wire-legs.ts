@@ -5,6 +5,8 @@ import {
   HandlerReplySchema,
   HookEnvelopeSchema,
   HookInvokeRequestSchema,
+  quickDispatchOutcome,
+  quickHandlerReply,
   quickHookEnvelope,
   quickInvokeRequest,
 } from "./hook-envelope.js";
@@ -44,7 +46,11 @@ export const HookInvokeLeg = {
   queue: "hook-dispatcher",
   summary: "a runtime or service invokes a public hook; the dispatcher replies with the composed outcome",
   request: requestCodec(HookInvokeRequestSchema, ErrorCode.InvalidRequest, quickInvokeRequest),
-  reply: replyCodec(DispatchOutcomeSchema, "malformed dispatch outcome from hook-dispatcher"),
+  reply: replyCodec(
+    DispatchOutcomeSchema,
+    "malformed dispatch outcome from hook-dispatcher",
+    quickDispatchOutcome,
+  ),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /**
@@ -57,7 +63,7 @@ export const HookHandlerLeg = {
   queue: "{handler}",
   summary: "the dispatcher delivers an envelope to a registered handler; the handler replies with a decision",
   request: requestCodec(HookEnvelopeSchema, ErrorCode.InvalidRequest, quickHookEnvelope),
-  reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision"),
+  reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision", quickHandlerReply),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /** The error reply of a handler SDK for a decision it refused (audited as `InvalidDecision`). */

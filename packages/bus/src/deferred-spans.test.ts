@@ -1,11 +1,14 @@
 import { newTraceContext, type TraceContext } from "@geode/contracts";
+import { SpanStatusCode } from "@opentelemetry/api";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { currentTrace, flushSpans, PresetSpanIds, runInTrace, setTracer, withSpan } from "./tracing.js";
+import { makeSpans, PresetSpanIds, type SpanRecord } from "./span-records.js";
+import { spanBatchConfig } from "./span-thread.js";
+import { currentTrace, flushSpans, runInTrace, setTracer, withSpan } from "./tracing.js";
 
 const exporter = new InMemorySpanExporter();
 /**
@@ -141,5 +144,57 @@ describe("spans noted on the hot path and made by the SDK in a batch", () => {
     await runInTrace({ ...remote(), flags: "00" }, () => withSpan("s", {}, async () => 1));
     flushSpans();
     expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+});
+
+describe("spans noted for another thread", () => {
+  it("hands a sink plain records (as a worker receives them) with wall-clock times and no SDK work", async () => {
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const batches: SpanRecord[][] = [];
+    setTracer(provider.getTracer("t"), {
+      sink: (records) => batches.push(structuredClone(records)),
+      flushAfterMs: 60_000,
+    });
+    const parent = remote();
+    let seen: TraceContext | undefined;
+    const before = Date.now();
+    await runInTrace(parent, () =>
+      withSpan("geode.hook.handler", { "geode.handler": "h" }, async () => {
+        seen = currentTrace();
+        throw new Error("boom");
+      }),
+    ).catch(() => undefined);
+    const after = Date.now();
+    flushSpans();
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    expect(batches).toHaveLength(1);
+    const [record] = batches[0] as [SpanRecord];
+    expect(record).toMatchObject({
+      name: "geode.hook.handler",
+      attributes: { "geode.handler": "h" },
+      parent: { traceId: parent.traceId, spanId: parent.spanId, state: "vendor=x" },
+      spanId: seen?.spanId,
+      error: "boom",
+    });
+    expect(record.startMs).toBeGreaterThanOrEqual(before - 1);
+    expect(record.endMs).toBeLessThanOrEqual(after + 1);
+    expect(record.endMs).toBeGreaterThanOrEqual(record.startMs);
+    // What the thread does with them: the same spans as in this thread.
+    const ids = new PresetSpanIds();
+    const made = new BasicTracerProvider({
+      idGenerator: ids,
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
+    makeSpans(made.getTracer("thread"), ids, batches[0]!);
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.spanContext()).toMatchObject({ traceId: parent.traceId, spanId: seen?.spanId });
+    expect(span?.parentSpanContext?.spanId).toBe(parent.spanId);
+    expect(span?.status).toMatchObject({ code: SpanStatusCode.ERROR, message: "boom" });
+  });
+
+  it("leaves the export delay to OTEL_BSP_SCHEDULE_DELAY when set, else 200 ms", () => {
+    expect(spanBatchConfig({})).toEqual({ scheduledDelayMillis: 200 });
+    expect(spanBatchConfig({ OTEL_BSP_SCHEDULE_DELAY: "" })).toEqual({ scheduledDelayMillis: 200 });
+    expect(spanBatchConfig({ OTEL_BSP_SCHEDULE_DELAY: "5000" })).toEqual({});
   });
 });

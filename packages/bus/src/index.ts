@@ -81,12 +81,13 @@ export {
   type ServiceHealth,
   serveHealth,
 } from "./service-runtime.js";
+export { PresetSpanIds } from "./span-records.js";
 export {
   currentTrace,
   flushSpans,
   outgoingTrace,
-  PresetSpanIds,
   runInTrace,
+  type SetTracerOptions,
   setTraceHeaders,
   setTracer,
   traceOfHeaders,

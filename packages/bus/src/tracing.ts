@@ -3,23 +3,14 @@ import {
   formatTraceparent,
   newSpanId,
   newTraceContext,
-  newTraceId,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
   type TraceContext,
 } from "@geode/contracts";
 import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
-import {
-  type Attributes,
-  type Context,
-  createTraceState,
-  type HrTime,
-  ROOT_CONTEXT,
-  SpanStatusCode,
-  type Tracer,
-  trace,
-} from "@opentelemetry/api";
+import { type Attributes, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
+import { makeSpans, type PresetSpanIds, parentContext, type SpanRecord } from "./span-records.js";
 
 /**
  * The trace a piece of work belongs to, carried across awaits: set when a request arrives (its
@@ -79,30 +70,6 @@ export function setTraceHeaders(ctx: TraceContext, h: MsgHdrs = natsHeaders()): 
  */
 let followsParent = true;
 
-/**
- * The span ids that `withSpan` chose itself, handed to the SDK when it makes the span later (see
- * `setTracer`'s `presetIds`): give it to the provider as its `idGenerator`. Ids not preset are
- * random, as the SDK's own generator makes them.
- */
-export class PresetSpanIds {
-  private next: string | undefined;
-
-  /** The id the SDK's next span gets. */
-  preset(spanId: string): void {
-    this.next = spanId;
-  }
-
-  generateSpanId(): string {
-    const id = this.next;
-    this.next = undefined;
-    return id ?? newSpanId();
-  }
-
-  generateTraceId(): string {
-    return newTraceId();
-  }
-}
-
 /** A span ended on the hot path, made with the SDK later (see `flushSpans`). */
 interface NotedSpan {
   name: string;
@@ -115,8 +82,8 @@ interface NotedSpan {
   error: string | undefined;
 }
 
-/** Set by `setTracer`: `withSpan` under a sampled remote parent notes its span instead. */
-let presetIds: PresetSpanIds | undefined;
+/** What makes the noted spans, a batch at a time; set by `setTracer`. */
+let maker: ((records: SpanRecord[]) => void) | undefined;
 let noted: NotedSpan[] = [];
 let flushTimer: ReturnType<typeof setTimeout> | undefined;
 /** How many noted spans are made at once without waiting. */
@@ -124,49 +91,61 @@ const FLUSH_AT = 256;
 /** How long a noted span waits at most (`setTracer`'s `flushAfterMs`). */
 let flushAfterMs = 50;
 
+export interface SetTracerOptions {
+  /** False when its sampler may record under an unsampled parent (`always_on`, …). Default true. */
+  parentBased?: boolean;
+  /**
+   * The provider's `idGenerator`. With it, a span under a sampled parent from another process (the
+   * usual case: every request carries one) costs the request only a note of its ids, times and
+   * attributes; the SDK makes it with exactly those in a batch up to `flushAfterMs` later. Made in
+   * place, between a request's socket reads and writes, the SDK's start and end of a span took
+   * about 50 µs together on a busy two-core machine; made in a batch, a few.
+   */
+  presetIds?: PresetSpanIds;
+  /**
+   * Where the noted spans go instead of being made in this thread: `startTracing` posts them to
+   * its span thread, which makes and exports them (`makeSpans`) off the requests' thread.
+   */
+  sink?: (records: SpanRecord[]) => void;
+  /** The longest a noted span waits, ms. Default 50. */
+  flushAfterMs?: number;
+}
+
 /**
  * Spans go to `t` from now on (`startTracing` sets the exporting one; tests an in-memory one).
- * `parentBased`: false when its sampler may record under an unsampled parent (`always_on`, …).
- * `presetIds`: the provider's `idGenerator`. With it, a span under a sampled parent from another
- * process (the usual case: every request carries one) costs the request only a note of its ids,
- * times and attributes; the SDK makes it with exactly those in a batch up to 50 ms later. Made in
- * place, between a request's socket reads and writes, the SDK's start and end of a span took
- * about 50 µs together on a busy two-core machine; made in a batch, a few. Spans noted under the
- * previous tracer are made first. `flushAfterMs`: the longest a noted span waits (default 50).
+ * With `presetIds` or `sink`, spans under a sampled remote parent are noted and made in batches
+ * (see `SetTracerOptions`). Spans noted under the previous tracer are made first.
  */
-export function setTracer(
-  t: Tracer | undefined,
-  options: { parentBased?: boolean; presetIds?: PresetSpanIds; flushAfterMs?: number } = {},
-): void {
+export function setTracer(t: Tracer | undefined, options: SetTracerOptions = {}): void {
   flushSpans();
   tracer = t;
   followsParent = options.parentBased ?? true;
-  presetIds = t ? options.presetIds : undefined;
+  const ids = options.presetIds;
+  maker = !t ? undefined : (options.sink ?? (ids ? (records) => makeSpans(t, ids, records) : undefined));
   flushAfterMs = options.flushAfterMs ?? 50;
 }
 
-/** Makes the noted spans now; they then go the way of every span (the exporter's own batching). */
+/** Makes the noted spans now (or hands them to the sink); then they go the way of every span. */
 export function flushSpans(): void {
   if (flushTimer !== undefined) clearTimeout(flushTimer);
   flushTimer = undefined;
   const spans = noted;
   noted = [];
-  const t = tracer;
-  const ids = presetIds;
-  if (!t || !ids) return;
-  // The wall clock's distance from the monotonic one now, as the SDK takes it for each span it
+  if (!maker || spans.length === 0) return;
+  // Wall-clock time now minus the monotonic clock's reading, as the SDK takes it for each span it
   // times itself: a long-running service's clock is adjusted (NTP) while the monotonic one is not.
-  const offset = Date.now() - (performance.timeOrigin + performance.now());
-  for (const n of spans) {
-    ids.preset(n.spanId);
-    const span = t.startSpan(
-      n.name,
-      { attributes: n.attributes, startTime: wallClock(n.start, offset) },
-      parentContext(n.parent),
-    );
-    if (n.error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: n.error });
-    span.end(wallClock(n.end, offset));
-  }
+  const origin = Date.now() - performance.now();
+  maker(
+    spans.map((n) => ({
+      name: n.name,
+      attributes: n.attributes,
+      parent: n.parent,
+      spanId: n.spanId,
+      startMs: origin + n.start,
+      endMs: origin + n.end,
+      error: n.error,
+    })),
+  );
 }
 
 function note(span: NotedSpan): void {
@@ -178,27 +157,9 @@ function note(span: NotedSpan): void {
   }
 }
 
-/** A `performance.now()` reading as wall-clock [seconds, nanoseconds], `offset` ms corrected. */
-function wallClock(perfNow: number, offset: number): HrTime {
-  const ms = performance.timeOrigin + perfNow + offset;
-  const seconds = Math.floor(ms / 1000);
-  return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
-}
-
 /** The W3C sampled bit of a context's trace flags. */
 function sampled(ctx: TraceContext): boolean {
   return (Number.parseInt(ctx.flags, 16) & 1) === 1;
-}
-
-function parentContext(ctx: TraceContext | undefined): Context {
-  if (!ctx || ctx.root) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: ctx.traceId,
-    spanId: ctx.spanId,
-    traceFlags: Number.parseInt(ctx.flags, 16),
-    isRemote: true,
-    ...(ctx.state ? { traceState: createTraceState(ctx.state) } : {}),
-  });
 }
 
 /**
@@ -214,7 +175,7 @@ export function withSpan<T>(name: string, attributes: Attributes, fn: () => Prom
   if (followsParent && parent && !parent.root) {
     // Not recorded anyway: what `fn` sends keeps the parent's context, as with no tracer at all.
     if (!sampled(parent)) return call(fn);
-    if (presetIds) return noteSpan(name, attributes, parent, fn);
+    if (maker) return noteSpan(name, attributes, parent, fn);
   }
   return spanInPlace(t, name, attributes, parent, fn);
 }

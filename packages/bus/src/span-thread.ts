@@ -1,0 +1,85 @@
+import { Worker } from "node:worker_threads";
+import type { SpanRecord } from "./span-records.js";
+
+/** What the span thread is started with. */
+export interface SpanThreadData {
+  service: string;
+  version: string;
+}
+
+/** What the service posts to its span thread. */
+export type SpanThreadMessage = { type: "spans"; records: SpanRecord[] } | { type: "stop" };
+
+/** How long a made span waits for its export at most, unless `OTEL_BSP_SCHEDULE_DELAY` says (ms). */
+const SPAN_EXPORT_DELAY_MS = 200;
+
+/**
+ * The batch processor's settings that the environment leaves open. The SDK's own wait of up to
+ * 5 s before an export keeps the spans of a quiet service long enough to outlive the young
+ * generation of the heap, and every old one costs the collector again; 200 ms keeps them young.
+ * The SDK reads every variable that is set itself.
+ */
+export function spanBatchConfig(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: number } {
+  return (env["OTEL_BSP_SCHEDULE_DELAY"] ?? "") === "" ? { scheduledDelayMillis: SPAN_EXPORT_DELAY_MS } : {};
+}
+
+/**
+ * Whether the span thread can start: from the compiled package (span-worker.js beside this file).
+ * A process running the TypeScript sources (tsx's loader, which worker threads do not get on
+ * Node 20) makes its spans in its own thread instead.
+ */
+export function spanThreadAvailable(): boolean {
+  return import.meta.url.endsWith(".js");
+}
+
+/** How long a stop waits for the span thread's last export. */
+const STOP_WAIT_MS = 10_000;
+
+/**
+ * A worker thread that makes and exports the spans this process notes (span-worker.ts). It never
+ * keeps the process alive; if it fails, the spans posted after that are dropped (the service
+ * keeps serving) and `onError` is told once.
+ */
+export class SpanThread {
+  private readonly worker: Worker;
+  private failed = false;
+
+  constructor(data: SpanThreadData, env: NodeJS.ProcessEnv, onError: (err: unknown) => void) {
+    this.worker = new Worker(new URL("./span-worker.js", import.meta.url), { workerData: data, env });
+    this.worker.unref();
+    this.worker.on("error", (err) => {
+      if (!this.failed) onError(err);
+      this.failed = true;
+    });
+  }
+
+  /** Hands a batch of noted spans to the thread (copied; nothing of it is shared). */
+  post(records: SpanRecord[]): void {
+    if (this.failed) return;
+    try {
+      this.worker.postMessage({ type: "spans", records } satisfies SpanThreadMessage);
+    } catch {
+      // an attribute that cannot be copied: that batch is lost, the thread keeps going
+    }
+  }
+
+  /** Exports what the thread still holds, then ends it. */
+  async stop(): Promise<void> {
+    if (!this.failed) {
+      const stopped = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, STOP_WAIT_MS);
+        this.worker.once("message", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        this.worker.once("exit", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      this.worker.postMessage({ type: "stop" } satisfies SpanThreadMessage);
+      await stopped;
+    }
+    await this.worker.terminate();
+  }
+}

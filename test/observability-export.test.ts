@@ -1,0 +1,169 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { currentTrace, runInTrace } from "@geode/bus";
+import { HookName, newTraceContext, type TraceContext } from "@geode/contracts";
+import { createHookClient } from "@geode/runtime";
+import { type ServedHook, serveHook } from "@geode/sdk";
+import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/** One span as OTLP/JSON carries it, with the `service.name` of its resource. */
+interface ExportedSpan {
+  service: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  startMs: number;
+  endMs: number;
+  attributes: Record<string, string>;
+}
+
+interface OtlpBody {
+  resourceSpans?: Array<{
+    resource?: { attributes?: Array<{ key: string; value: { stringValue?: string } }> };
+    scopeSpans?: Array<{
+      spans?: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        startTimeUnixNano: string;
+        endTimeUnixNano: string;
+        attributes?: Array<{ key: string; value: { stringValue?: string } }>;
+      }>;
+    }>;
+  }>;
+}
+
+const env = useTestEnv();
+const spans: ExportedSpan[] = [];
+let collector: Server;
+let endpoint: string;
+let handler: ServedHook;
+/** The trace context the handler ran in, per call (what its request's `traceparent` said). */
+const handlerSaw: TraceContext[] = [];
+
+/** An OTLP/HTTP collector on loopback that keeps every span it is sent. */
+function startCollector(): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as OtlpBody;
+      for (const rs of body.resourceSpans ?? []) {
+        const service =
+          rs.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue ?? "";
+        for (const ss of rs.scopeSpans ?? [])
+          for (const s of ss.spans ?? [])
+            spans.push({
+              service,
+              traceId: s.traceId,
+              spanId: s.spanId,
+              parentSpanId: s.parentSpanId ?? "",
+              name: s.name,
+              startMs: Number(BigInt(s.startTimeUnixNano) / 1000n) / 1000,
+              endMs: Number(BigInt(s.endTimeUnixNano) / 1000n) / 1000,
+              attributes: Object.fromEntries(
+                (s.attributes ?? []).map((a) => [a.key, a.value.stringValue ?? ""]),
+              ),
+            });
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+beforeAll(async () => {
+  collector = await startCollector();
+  endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+  const { nc, names } = env();
+  handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "traced" }, () => {
+    const seen = currentTrace();
+    if (seen) handlerSaw.push(seen);
+    return { action: "continue" };
+  });
+});
+
+afterAll(async () => {
+  await handler?.close();
+  await new Promise((resolve) => collector?.close(resolve));
+});
+
+/** Starts a dispatcher process exporting to the collector; `extra` adds to its environment. */
+async function startDispatcher(extra: Record<string, string> = {}): Promise<SpawnedProcess> {
+  const proc = spawnService("services/hook-dispatcher/src/main.ts", {
+    ...env().env,
+    LOG_LEVEL: "info",
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    ...extra,
+  });
+  await proc.waitForOutput(/hook-dispatcher started/);
+  return proc;
+}
+
+/** Invokes UserPromptSubmit in a new sampled trace until the dispatcher knows the handler. */
+async function tracedCall(): Promise<{ trace: TraceContext; before: number; after: number }> {
+  const hooks = createHookClient(env().nc, env().names);
+  let trace = newTraceContext(() => true);
+  let before = 0;
+  await waitFor(async () => {
+    trace = newTraceContext(() => true);
+    before = Date.now();
+    const out = await runInTrace(trace, () => hooks.invoke(HookName.UserPromptSubmit, { user_input: "hi" }));
+    return out.decision_sources.includes("traced");
+  });
+  return { trace, before, after: Date.now() };
+}
+
+const ofTrace = (traceId: string) => spans.filter((s) => s.traceId === traceId);
+
+describe("span export over OTLP/HTTP from a service process", () => {
+  it("exports the request's spans while the service runs, with the ids its messages carried", async () => {
+    const proc = await startDispatcher();
+    try {
+      const { trace, before, after } = await tracedCall();
+      await waitFor(async () => ofTrace(trace.traceId).length >= 2);
+      const invoke = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.invoke");
+      const call = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.handler");
+      expect(invoke).toMatchObject({
+        service: "hook-dispatcher",
+        parentSpanId: trace.spanId,
+        attributes: { "geode.hook": "UserPromptSubmit" },
+      });
+      expect(call).toMatchObject({
+        service: "hook-dispatcher",
+        parentSpanId: invoke?.spanId,
+        attributes: { "geode.hook": "UserPromptSubmit", "geode.handler": "traced" },
+      });
+      // The handler's request carried the id of the exported handler-call span as its parent.
+      expect(handlerSaw.map((t) => t.spanId)).toContain(call?.spanId);
+      expect(handlerSaw.find((t) => t.spanId === call?.spanId)?.traceId).toBe(trace.traceId);
+      // Timed by the wall clock of the call (the thread that exports is not the one that timed it).
+      for (const s of [invoke!, call!]) {
+        expect(s.startMs).toBeGreaterThanOrEqual(before - 5);
+        expect(s.endMs).toBeLessThanOrEqual(after + 5);
+        expect(s.endMs).toBeGreaterThanOrEqual(s.startMs);
+      }
+      expect(invoke!.startMs).toBeLessThanOrEqual(call!.startMs);
+      expect(invoke!.endMs).toBeGreaterThanOrEqual(call!.endMs);
+    } finally {
+      expect(await proc.stop("SIGTERM")).toBe(0);
+    }
+  });
+
+  it("exports what it still holds when it stops", async () => {
+    // Nothing leaves on its own within the test: only the stop's flush can send these spans.
+    const proc = await startDispatcher({ OTEL_BSP_SCHEDULE_DELAY: "600000" });
+    let trace: TraceContext;
+    try {
+      ({ trace } = await tracedCall());
+    } finally {
+      expect(await proc.stop("SIGTERM")).toBe(0);
+    }
+    const names = ofTrace(trace.traceId).map((s) => s.name);
+    expect(names).toContain("geode.hook.invoke");
+    expect(names).toContain("geode.hook.handler");
+  });
+});

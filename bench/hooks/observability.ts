@@ -1,11 +1,12 @@
 /**
  * `BENCH_OBSERVABILITY_ONLY=1 pnpm bench hooks`: the cost of metrics and span export on the hook
- * path, in one run. Four hook-dispatcher processes, each in a namespace of its own, behind the same
+ * path, in one run. Five hook-dispatcher processes, each in a namespace of its own, behind the same
  * 3 handler processes: metrics on (`/metrics` scraped once a second, as Prometheus would) and spans
  * exported over OTLP/HTTP (to a collector stand-in in a process of its own) for every trace; the
  * same with the caller recording one trace in ten (`BENCH_SAMPLE_RATIO`), as a runtime started with
- * `OTEL_TRACES_SAMPLER=parentbased_traceidratio` does; metrics alone; both off. The calls go to the
- * four in turn, 100 at a time (`BENCH_PER_ROUND`), each round starting with the next one, so the
+ * `OTEL_TRACES_SAMPLER=parentbased_traceidratio` does; metrics alone; both off; and a second
+ * dispatcher with both off, the control: how far two equal dispatchers differ in the same run is
+ * the run's resolution. The calls go to the five in turn, 100 at a time (`BENCH_PER_ROUND`), each round starting with the next one, so the
  * drift of a shared machine hits all alike; each epoch
  * (`BENCH_ROUNDS`) starts fresh dispatchers with the modes moved to other namespaces, and the
  * throughput runs take turns in a rotating order. The `traceparent` headers travel in every case.
@@ -39,7 +40,7 @@ const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 3);
  */
 const PER_ROUND = Number(process.env["BENCH_PER_ROUND"] ?? 100);
 const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 300);
-const MODES = ["on", "sampled", "metrics", "off"] as const;
+const MODES = ["on", "sampled", "metrics", "off", "control"] as const;
 type Mode = (typeof MODES)[number];
 /** `sampled`: the caller starts its traces as a runtime with these OpenTelemetry variables does. */
 const SAMPLE_RATIO = Number(process.env["BENCH_SAMPLE_RATIO"] ?? 0.1);
@@ -52,6 +53,7 @@ const LABEL: Record<Mode, string> = {
   metrics: "metrics on",
   sampled: `metrics and span export on, ${SAMPLE_RATIO * 100} % of traces recorded`,
   on: "metrics and span export on, every trace recorded",
+  control: "off too, a second dispatcher (the control)",
 };
 
 export async function observabilityBench(): Promise<void> {
@@ -92,7 +94,7 @@ export async function observabilityBench(): Promise<void> {
       const cases = [] as Array<{ mode: Mode; invoke: () => Promise<unknown>; dispatcher: SpawnedProcess }>;
       for (const [m, mode] of MODES.entries()) {
         const slot = (m + epoch) % slots.length;
-        const metricsPort = mode === "off" ? 0 : await freePort();
+        const metricsPort = mode === "off" || mode === "control" ? 0 : await freePort();
         const dispatcher = await spawn(
           "services/hook-dispatcher/src/main.ts",
           [],
@@ -161,7 +163,7 @@ export async function observabilityBench(): Promise<void> {
     process.stdout.write(
       `${table(
         ["dispatcher", "median", "p99", "CPU per call", "64 callers"],
-        (["off", "metrics", "sampled", "on"] as const).map((m) => [
+        (["off", "control", "metrics", "sampled", "on"] as const).map((m) => [
           LABEL[m],
           fmtUs(seq[at(m)]!.medianUs),
           fmtUs(seq[at(m)]!.p99Us),
@@ -174,6 +176,7 @@ export async function observabilityBench(): Promise<void> {
     const overhead = seq[at("on")]!.medianUs / off - 1;
     const metricsOnly = seq[at("metrics")]!.medianUs / off - 1;
     const sampled = seq[at("sampled")]!.medianUs / off - 1;
+    const control = seq[at("control")]!.medianUs / off - 1;
     for (const t of scrapes) clearInterval(t);
     await sink.stop("SIGTERM", 5_000);
     const exported = /exported (.*)/.exec(sink.output())?.[1] ?? "unknown";
@@ -181,6 +184,7 @@ export async function observabilityBench(): Promise<void> {
       `target: median overhead of metrics + span export, 3 handlers, every trace recorded: ${(overhead * 100).toFixed(1)} % (target ≤ 5 %): ${overhead <= 0.05 ? "met" : "not met"}\n` +
         `the same with ${SAMPLE_RATIO * 100} % of traces recorded (OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=${SAMPLE_RATIO} where traces start): ${(sampled * 100).toFixed(1)} % at the median\n` +
         `metrics alone: ${(metricsOnly * 100).toFixed(1)} % at the median\n` +
+        `control, a second dispatcher with both off: ${(control * 100).toFixed(1)} % at the median (two equal dispatchers differ this much in this run)\n` +
         `throughput at 64 callers on/off: ${(rate[at("on")]! / rate[at("off")]!).toFixed(3)}; OTLP collector took ${exported}\n` +
         `${EPOCHS} epochs, each with fresh dispatchers: ${perEpoch * PER_ROUND} sequential calls per dispatcher, interleaved in rotating rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each, ` +
         `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call: median over the epochs; load average at the end: ${loadavg()

@@ -10,6 +10,22 @@ export interface SpanThreadData {
 /** What the service posts to its span thread. */
 export type SpanThreadMessage = { type: "spans"; records: SpanRecord[] } | { type: "stop" };
 
+/** What the span thread answers: a batch made, or its last export done. */
+export type SpanThreadReply = { type: "made" } | { type: "stopped" };
+
+/**
+ * The span thread's nice value (Linux, per thread): on a busy machine the scheduler gives a nice-10
+ * thread about a tenth of what a nice-0 one gets, so the export's work fills the cores' idle time
+ * instead of delaying requests.
+ */
+export const SPAN_THREAD_NICE = 10;
+
+/**
+ * Batches posted and not yet made before new ones are dropped: 64 of up to 256 spans. A thread
+ * starved of CPU must not grow the service's memory without bound.
+ */
+const MAX_BATCHES_IN_FLIGHT = 64;
+
 /** How long a made span waits for its export at most, unless `OTEL_BSP_SCHEDULE_DELAY` says (ms). */
 const SPAN_EXPORT_DELAY_MS = 200;
 
@@ -43,10 +59,18 @@ const STOP_WAIT_MS = 10_000;
 export class SpanThread {
   private readonly worker: Worker;
   private failed = false;
+  private inFlight = 0;
+  private stopped: (() => void) | undefined;
+  /** Spans dropped because the thread fell behind or could not take them (told at stop). */
+  private dropped = 0;
 
   constructor(data: SpanThreadData, env: NodeJS.ProcessEnv, onError: (err: unknown) => void) {
     this.worker = new Worker(new URL("./span-worker.js", import.meta.url), { workerData: data, env });
     this.worker.unref();
+    this.worker.on("message", (reply: SpanThreadReply) => {
+      if (reply.type === "made") this.inFlight--;
+      else this.stopped?.();
+    });
     this.worker.on("error", (err) => {
       if (!this.failed) onError(err);
       this.failed = true;
@@ -55,11 +79,16 @@ export class SpanThread {
 
   /** Hands a batch of noted spans to the thread (copied; nothing of it is shared). */
   post(records: SpanRecord[]): void {
-    if (this.failed) return;
+    if (this.failed || this.inFlight >= MAX_BATCHES_IN_FLIGHT) {
+      this.dropped += records.length;
+      return;
+    }
     try {
       this.worker.postMessage({ type: "spans", records } satisfies SpanThreadMessage);
+      this.inFlight++;
     } catch {
       // an attribute that cannot be copied: that batch is lost, the thread keeps going
+      this.dropped += records.length;
     }
   }
 
@@ -68,18 +97,17 @@ export class SpanThread {
     if (!this.failed) {
       const stopped = new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, STOP_WAIT_MS);
-        this.worker.once("message", () => {
+        const done = () => {
           clearTimeout(timer);
           resolve();
-        });
-        this.worker.once("exit", () => {
-          clearTimeout(timer);
-          resolve();
-        });
+        };
+        this.stopped = done;
+        this.worker.once("exit", done);
       });
       this.worker.postMessage({ type: "stop" } satisfies SpanThreadMessage);
       await stopped;
     }
     await this.worker.terminate();
+    if (this.dropped > 0) process.emitWarning(`span thread fell behind: ${this.dropped} spans dropped`);
   }
 }

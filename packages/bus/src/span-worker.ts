@@ -4,15 +4,39 @@
  * OTLP/HTTP, so that neither the SDK's span objects, nor the export's serialization and HTTP
  * writes, run on the thread that answers requests. The exporter reads the OTLP variables itself.
  */
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { makeSpans, PresetSpanIds } from "./span-records.js";
-import { type SpanThreadData, type SpanThreadMessage, spanBatchConfig } from "./span-thread.js";
+import {
+  SPAN_THREAD_NICE,
+  type SpanThreadData,
+  type SpanThreadMessage,
+  type SpanThreadReply,
+  spanBatchConfig,
+} from "./span-thread.js";
+
+/**
+ * Lowers this thread's scheduling priority (Linux keeps one per thread; `/proc/thread-self` names
+ * it), so that on busy cores the requests' work, and the processes it waits for, go first.
+ * Elsewhere, or where it is refused, the thread keeps the process's priority.
+ */
+function yieldTheCores(): void {
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isSafeInteger(tid) && tid > 0) setPriority(tid, SPAN_THREAD_NICE);
+  } catch {
+    // not Linux, or not allowed
+  }
+}
 
 const port = parentPort;
 if (!port) throw new Error("span-worker runs as a worker thread of startTracing");
+yieldTheCores();
+const reply = (message: SpanThreadReply) => port.postMessage(message);
 const { service, version } = workerData as SpanThreadData;
 const ids = new PresetSpanIds();
 const provider = new BasicTracerProvider({
@@ -25,11 +49,12 @@ const tracer = provider.getTracer("geode", version);
 port.on("message", (message: SpanThreadMessage) => {
   if (message.type === "spans") {
     makeSpans(tracer, ids, message.records);
+    reply({ type: "made" });
     return;
   }
   // "stop": export what is left, then say so (the service's stop waits for it).
   void provider.shutdown().then(
-    () => port.postMessage({ type: "stopped" }),
-    () => port.postMessage({ type: "stopped" }),
+    () => reply({ type: "stopped" }),
+    () => reply({ type: "stopped" }),
   );
 });

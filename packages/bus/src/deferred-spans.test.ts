@@ -6,8 +6,8 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { spanBatchConfig } from "./span-export.js";
 import { makeSpans, PresetSpanIds, type SpanRecord } from "./span-records.js";
-import { spanBatchConfig } from "./span-thread.js";
 import { currentTrace, flushSpans, runInTrace, setTracer, withSpan } from "./tracing.js";
 
 const exporter = new InMemorySpanExporter();

@@ -19,7 +19,7 @@ export interface SpanRecord {
   attributes: Attributes;
   parent: TraceContext;
   spanId: string;
-  /** Wall-clock epoch milliseconds (fractional) of its start and end. */
+  /** Wall-clock epoch milliseconds (fractional) of its start and end, as a maker gets them. */
   startMs: number;
   endMs: number;
   /** The error message when the work threw. */

@@ -26,19 +26,6 @@ export const SPAN_THREAD_NICE = 10;
  */
 const MAX_BATCHES_IN_FLIGHT = 64;
 
-/** How long a made span waits for its export at most, unless `OTEL_BSP_SCHEDULE_DELAY` says (ms). */
-const SPAN_EXPORT_DELAY_MS = 200;
-
-/**
- * The batch processor's settings that the environment leaves open. The SDK's own wait of up to
- * 5 s before an export keeps the spans of a quiet service long enough to outlive the young
- * generation of the heap, and every old one costs the collector again; 200 ms keeps them young.
- * The SDK reads every variable that is set itself.
- */
-export function spanBatchConfig(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: number } {
-  return (env["OTEL_BSP_SCHEDULE_DELAY"] ?? "") === "" ? { scheduledDelayMillis: SPAN_EXPORT_DELAY_MS } : {};
-}
-
 /**
  * Whether the span thread can start: from the compiled package (span-worker.js beside this file).
  * A process running the TypeScript sources (tsx's loader, which worker threads do not get on

@@ -7,16 +7,13 @@
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { makeSpans, PresetSpanIds } from "./span-records.js";
+import { exportingProvider } from "./span-export.js";
+import { makeSpans } from "./span-records.js";
 import {
   SPAN_THREAD_NICE,
   type SpanThreadData,
   type SpanThreadMessage,
   type SpanThreadReply,
-  spanBatchConfig,
 } from "./span-thread.js";
 
 /**
@@ -38,12 +35,7 @@ if (!port) throw new Error("span-worker runs as a worker thread of startTracing"
 yieldTheCores();
 const reply = (message: SpanThreadReply) => port.postMessage(message);
 const { service, version } = workerData as SpanThreadData;
-const ids = new PresetSpanIds();
-const provider = new BasicTracerProvider({
-  idGenerator: ids,
-  resource: resourceFromAttributes({ "service.name": service, "service.version": version }),
-  spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), spanBatchConfig(process.env))],
-});
+const { provider, ids } = exportingProvider(service, version, process.env);
 const tracer = provider.getTracer("geode", version);
 
 port.on("message", (message: SpanThreadMessage) => {

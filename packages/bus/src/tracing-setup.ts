@@ -1,6 +1,6 @@
 import { traceSamplerFollowsParent } from "@geode/contracts";
-import { PresetSpanIds, type SpanRecord } from "./span-records.js";
-import { SpanThread, spanBatchConfig, spanThreadAvailable } from "./span-thread.js";
+import type { SpanRecord } from "./span-records.js";
+import { SpanThread, spanThreadAvailable } from "./span-thread.js";
 import { setTracer } from "./tracing.js";
 
 /** The OTLP variables that turn span export on (the exporter reads the rest itself). */
@@ -24,19 +24,9 @@ export async function startTracing(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<(() => Promise<void>) | undefined> {
   if (!ENDPOINT_VARS.some((v) => (env[v] ?? "") !== "")) return undefined;
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] =
-    await Promise.all([
-      import("@opentelemetry/sdk-trace-base"),
-      import("@opentelemetry/exporter-trace-otlp-http"),
-      import("@opentelemetry/resources"),
-    ]);
+  const { exportingProvider } = await import("./span-export.js");
   const serviceName = env["OTEL_SERVICE_NAME"] || service;
-  const presetIds = new PresetSpanIds();
-  const provider = new BasicTracerProvider({
-    idGenerator: presetIds,
-    resource: resourceFromAttributes({ "service.name": serviceName, "service.version": version }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), spanBatchConfig(env))],
-  });
+  const { provider, ids } = exportingProvider(serviceName, version, env);
   const thread = spanThreadAvailable()
     ? new SpanThread({ service: serviceName, version }, env, (err) =>
         process.emitWarning(`span export thread failed, request spans are dropped: ${String(err)}`),
@@ -45,7 +35,7 @@ export async function startTracing(
   // The SDK reads OTEL_TRACES_SAMPLER itself; withSpan needs to know only whether it follows the parent.
   setTracer(provider.getTracer("geode", version), {
     parentBased: traceSamplerFollowsParent(env),
-    presetIds,
+    presetIds: ids,
     ...(thread ? { sink: (records: SpanRecord[]) => thread.post(records) } : {}),
   });
   return async () => {

@@ -70,21 +70,13 @@ export function setTraceHeaders(ctx: TraceContext, h: MsgHdrs = natsHeaders()): 
  */
 let followsParent = true;
 
-/** A span ended on the hot path, made with the SDK later (see `flushSpans`). */
-interface NotedSpan {
-  name: string;
-  attributes: Attributes;
-  parent: TraceContext;
-  spanId: string;
-  /** `performance.now()` at its start and end. */
-  start: number;
-  end: number;
-  error: string | undefined;
-}
-
 /** What makes the noted spans, a batch at a time; set by `setTracer`. */
 let maker: ((records: SpanRecord[]) => void) | undefined;
-let noted: NotedSpan[] = [];
+/**
+ * Spans ended on the hot path, to be made with the SDK later (see `flushSpans`). Until then their
+ * `startMs` and `endMs` are `performance.now()` readings; the flush turns them into wall-clock time.
+ */
+let noted: SpanRecord[] = [];
 let flushTimer: ReturnType<typeof setTimeout> | undefined;
 /** How many noted spans are made at once without waiting. */
 const FLUSH_AT = 256;
@@ -135,20 +127,14 @@ export function flushSpans(): void {
   // Wall-clock time now minus the monotonic clock's reading, as the SDK takes it for each span it
   // times itself: a long-running service's clock is adjusted (NTP) while the monotonic one is not.
   const origin = Date.now() - performance.now();
-  maker(
-    spans.map((n) => ({
-      name: n.name,
-      attributes: n.attributes,
-      parent: n.parent,
-      spanId: n.spanId,
-      startMs: origin + n.start,
-      endMs: origin + n.end,
-      error: n.error,
-    })),
-  );
+  for (const r of spans) {
+    r.startMs += origin;
+    r.endMs += origin;
+  }
+  maker(spans);
 }
 
-function note(span: NotedSpan): void {
+function note(span: SpanRecord): void {
   noted.push(span);
   if (noted.length === FLUSH_AT) setImmediate(flushSpans);
   else if (flushTimer === undefined) {
@@ -230,17 +216,17 @@ function noteSpan<T>(
     parent.state === undefined
       ? { traceId: parent.traceId, spanId, flags: parent.flags }
       : { traceId: parent.traceId, spanId, flags: parent.flags, state: parent.state };
-  const start = performance.now();
+  const startMs = performance.now();
   return current
     .run(ctx, () => call(fn))
     .then(
       (value) => {
-        note({ name, attributes, parent, spanId, start, end: performance.now(), error: undefined });
+        note({ name, attributes, parent, spanId, startMs, endMs: performance.now(), error: undefined });
         return value;
       },
       (err: unknown) => {
         const error = err instanceof Error ? err.message : String(err);
-        note({ name, attributes, parent, spanId, start, end: performance.now(), error });
+        note({ name, attributes, parent, spanId, startMs, endMs: performance.now(), error });
         throw err;
       },
     );

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { currentTrace, runInTrace } from "@geode/bus";
@@ -119,6 +120,12 @@ async function tracedCall(): Promise<{ trace: TraceContext; before: number; afte
 
 const ofTrace = (traceId: string) => spans.filter((s) => s.traceId === traceId);
 
+/** The nice value of thread `tid` of process `pid` (Linux `/proc`). */
+function niceOf(pid: number, tid: number | string): number {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+}
+
 describe("span export over OTLP/HTTP from a service process", () => {
   it("exports the request's spans while the service runs, with the ids its messages carried", async () => {
     const proc = await startDispatcher();
@@ -148,6 +155,11 @@ describe("span export over OTLP/HTTP from a service process", () => {
       }
       expect(invoke!.startMs).toBeLessThanOrEqual(call!.startMs);
       expect(invoke!.endMs).toBeGreaterThanOrEqual(call!.endMs);
+      // The span thread yields the cores: one thread at nice 10, the process's own at 0.
+      const pid = proc.child.pid!;
+      const nices = readdirSync(`/proc/${pid}/task`).map((tid) => niceOf(pid, tid));
+      expect(nices.filter((n) => n === 10)).toHaveLength(1);
+      expect(niceOf(pid, pid)).toBe(0);
     } finally {
       expect(await proc.stop("SIGTERM")).toBe(0);
     }

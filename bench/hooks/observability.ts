@@ -6,8 +6,8 @@
  * same with the caller recording one trace in ten (`BENCH_SAMPLE_RATIO`), as a runtime started with
  * `OTEL_TRACES_SAMPLER=parentbased_traceidratio` does; metrics alone; both off; and a second
  * dispatcher with both off, the control: how far two equal dispatchers differ in the same run is
- * the run's resolution. The calls go to the five in turn, 100 at a time (`BENCH_PER_ROUND`), each round starting with the next one, so the
- * drift of a shared machine hits all alike; each epoch
+ * the run's resolution. The calls go to the five in turn, 100 at a time (`BENCH_PER_ROUND`), each
+ * round starting with the next one, so the drift of a shared machine hits all alike; each epoch
  * (`BENCH_ROUNDS`) starts fresh dispatchers with the modes moved to other namespaces, and the
  * throughput runs take turns in a rotating order. The `traceparent` headers travel in every case.
  */

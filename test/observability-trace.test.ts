@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { currentTrace, flushSpans, PresetSpanIds, runInTrace, setTracer } from "@geode/bus";
+import { currentTrace, flushSpans, runInTrace, setTracer } from "@geode/bus";
 import {
   HookName,
   newTraceContext,
@@ -16,6 +16,7 @@ import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createHookClient } from "@geode/runtime";
 import { serveHook } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
+import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -26,12 +27,12 @@ import { startDispatcher } from "./hooks-support.js";
 
 const env = useTestEnv();
 const exporter = new InMemorySpanExporter();
-// As startTracing sets it up: spans under a request's trace are noted and made in a batch.
-const presetIds = new PresetSpanIds();
-const provider = new BasicTracerProvider({
-  idGenerator: presetIds,
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
+// As startTracing sets it up: spans under a request's trace are noted and made in a batch, handed
+// to the provider's processor with its resource and its tracer's scope.
+const resource = resourceFromAttributes({ "service.name": "observability-trace-test" });
+const processor = new SimpleSpanProcessor(exporter);
+const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
+const scope = { name: "test" };
 let dispatcher: HookDispatcher;
 let recorder: ActivityRecorder;
 let db: ProjectionDb;
@@ -39,7 +40,7 @@ let runsDir: string;
 
 beforeAll(async () => {
   const { nc, names, ns, databaseUrl } = env();
-  setTracer(provider.getTracer("test"), { presetIds });
+  setTracer(provider.getTracer(scope.name), { target: { processor, resource, scope } });
   runsDir = mkdtempSync(path.join(tmpdir(), "geode-trace-"));
   db = await openProjectionDb({ ns, databaseUrl });
   recorder = await startActivityRecorder({ nc, names, db, runsDir });

@@ -1,28 +1,41 @@
 import { newTraceContext, type TraceContext } from "@geode/contracts";
-import { SpanStatusCode } from "@opentelemetry/api";
+import { SpanStatusCode, TraceFlags } from "@opentelemetry/api";
+import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
+  type ReadableSpan,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { spanBatchConfig } from "./span-export.js";
-import { makeSpans, PresetSpanIds, type SpanRecord } from "./span-records.js";
+import {
+  parentContext,
+  readableSpan,
+  recordSpans,
+  type SpanRecord,
+  type SpanTarget,
+} from "./span-records.js";
 import { currentTrace, flushSpans, runInTrace, setTracer, withSpan } from "./tracing.js";
 
 const exporter = new InMemorySpanExporter();
+const resource = resourceFromAttributes({ "service.name": "deferred-spans-test", "service.version": "1" });
+const target: SpanTarget = {
+  processor: new SimpleSpanProcessor(exporter),
+  resource,
+  scope: { name: "t", version: "1" },
+};
 /**
- * The production set-up of startTracing: the SDK takes the span ids withSpan picked. The spans wait
- * for `flushSpans` (a minute) unless a test asks for the timer, so a busy machine cannot make them
- * early.
+ * The production set-up of startTracing: noted spans go to the provider's processor, with its
+ * resource and its tracer's scope. The spans wait for `flushSpans` (a minute) unless a test asks
+ * for the timer, so a busy machine cannot make them early.
  */
 function deferredTracer(flushAfterMs = 60_000): void {
-  const presetIds = new PresetSpanIds();
   const provider = new BasicTracerProvider({
-    idGenerator: presetIds,
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
+    resource,
+    spanProcessors: [target.processor as SimpleSpanProcessor],
   });
-  setTracer(provider.getTracer("t"), { presetIds, flushAfterMs });
+  setTracer(provider.getTracer("t", "1"), { target, flushAfterMs });
 }
 /** A sampled trace from another process, as a request's `traceparent` brings it. */
 const remote = (): TraceContext => ({ ...newTraceContext(() => true), root: false, state: "vendor=x" });
@@ -180,16 +193,65 @@ describe("spans noted for another thread", () => {
     expect(record.endMs).toBeLessThanOrEqual(after + 1);
     expect(record.endMs).toBeGreaterThanOrEqual(record.startMs);
     // What the thread does with them: the same spans as in this thread.
-    const ids = new PresetSpanIds();
-    const made = new BasicTracerProvider({
-      idGenerator: ids,
-      spanProcessors: [new SimpleSpanProcessor(exporter)],
-    });
-    makeSpans(made.getTracer("thread"), ids, batches[0]!);
+    recordSpans(target, batches[0]!);
     const [span] = exporter.getFinishedSpans();
     expect(span?.spanContext()).toMatchObject({ traceId: parent.traceId, spanId: seen?.spanId });
     expect(span?.parentSpanContext?.spanId).toBe(parent.spanId);
     expect(span?.status).toMatchObject({ code: SpanStatusCode.ERROR, message: "boom" });
+  });
+
+  it.each([
+    ["a span that ended", undefined, undefined],
+    ["a span that threw, under a parent with a trace state", "boom", "vendor=x,other=y"],
+  ])("makes %s exactly as the SDK's tracer makes the same span", (_, error, state) => {
+    const parent: TraceContext = { ...newTraceContext(() => true), root: false, ...(state ? { state } : {}) };
+    const record: SpanRecord = {
+      name: "geode.hook.handler",
+      attributes: { "geode.hook": "PreToolUse", "geode.handler": "guard" },
+      parent,
+      spanId: "00f067aa0ba902b7",
+      startMs: 1_764_590_400_123.25,
+      endMs: 1_764_590_400_125.5,
+      error,
+    };
+    // The SDK, as a request's span made in place: the same parent, ids, times and attributes.
+    const provider = new BasicTracerProvider({
+      resource,
+      spanProcessors: [target.processor as SimpleSpanProcessor],
+      idGenerator: { generateSpanId: () => record.spanId, generateTraceId: () => "unused" },
+    });
+    const hr = (ms: number): [number, number] => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
+    const sdkSpan = provider
+      .getTracer("t", "1")
+      .startSpan(
+        record.name,
+        { attributes: record.attributes, startTime: hr(record.startMs) },
+        parentContext(parent),
+      );
+    if (error !== undefined) sdkSpan.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    sdkSpan.end(hr(record.endMs));
+    const [sdk] = exporter.getFinishedSpans() as [ReadableSpan];
+    const ours = readableSpan(record, target);
+    const fields = (s: ReadableSpan) => ({
+      name: s.name,
+      kind: s.kind,
+      spanContext: { ...s.spanContext(), traceState: s.spanContext().traceState?.serialize() },
+      parentSpanContext: { ...s.parentSpanContext, traceState: s.parentSpanContext?.traceState?.serialize() },
+      startTime: s.startTime,
+      endTime: s.endTime,
+      duration: s.duration,
+      status: s.status,
+      attributes: s.attributes,
+      links: s.links,
+      events: s.events,
+      ended: s.ended,
+      resource: s.resource.attributes,
+      instrumentationScope: { ...s.instrumentationScope },
+      dropped: [s.droppedAttributesCount, s.droppedEventsCount, s.droppedLinksCount],
+    });
+    expect(fields(ours)).toEqual(fields(sdk));
+    expect(ours.spanContext().traceFlags).toBe(TraceFlags.SAMPLED);
+    expect(ours.status.code).toBe(error === undefined ? SpanStatusCode.UNSET : SpanStatusCode.ERROR);
   });
 
   it("leaves the export delay to OTEL_BSP_SCHEDULE_DELAY when set, else 200 ms", () => {

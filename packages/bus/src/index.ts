@@ -81,7 +81,7 @@ export {
   type ServiceHealth,
   serveHealth,
 } from "./service-runtime.js";
-export { PresetSpanIds } from "./span-records.js";
+export type { SpanTarget } from "./span-records.js";
 export {
   currentTrace,
   flushSpans,

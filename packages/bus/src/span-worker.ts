@@ -1,14 +1,14 @@
 /**
  * The span thread of `startTracing`: makes the spans a service noted (`SpanRecord`s posted in
- * batches) with the OpenTelemetry SDK, exactly with the noted ids and times, and exports them over
- * OTLP/HTTP, so that neither the SDK's span objects, nor the export's serialization and HTTP
- * writes, run on the thread that answers requests. The exporter reads the OTLP variables itself.
+ * batches) into the OpenTelemetry SDK's finished spans, exactly with the noted ids and times, and
+ * exports them with the SDK's batch processor over OTLP/HTTP, so that neither the span objects, nor
+ * the export's serialization and HTTP writes, run on the thread that answers requests. The exporter reads the OTLP variables itself.
  */
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { exportingProvider } from "./span-export.js";
-import { makeSpans } from "./span-records.js";
+import { recordSpans } from "./span-records.js";
 import {
   SPAN_THREAD_NICE,
   type SpanThreadData,
@@ -35,12 +35,11 @@ if (!port) throw new Error("span-worker runs as a worker thread of startTracing"
 yieldTheCores();
 const reply = (message: SpanThreadReply) => port.postMessage(message);
 const { service, version } = workerData as SpanThreadData;
-const { provider, ids } = exportingProvider(service, version, process.env);
-const tracer = provider.getTracer("geode", version);
+const { provider, target } = exportingProvider(service, version, process.env);
 
 port.on("message", (message: SpanThreadMessage) => {
   if (message.type === "spans") {
-    makeSpans(tracer, ids, message.records);
+    recordSpans(target, message.records);
     reply({ type: "made" });
     return;
   }

@@ -26,16 +26,16 @@ export async function startTracing(
   if (!ENDPOINT_VARS.some((v) => (env[v] ?? "") !== "")) return undefined;
   const { exportingProvider } = await import("./span-export.js");
   const serviceName = env["OTEL_SERVICE_NAME"] || service;
-  const { provider, ids } = exportingProvider(serviceName, version, env);
+  const { provider, tracer, target } = exportingProvider(serviceName, version, env);
   const thread = spanThreadAvailable()
     ? new SpanThread({ service: serviceName, version }, env, (err) =>
         process.emitWarning(`span export thread failed, request spans are dropped: ${String(err)}`),
       )
     : undefined;
   // The SDK reads OTEL_TRACES_SAMPLER itself; withSpan needs to know only whether it follows the parent.
-  setTracer(provider.getTracer("geode", version), {
+  setTracer(tracer, {
     parentBased: traceSamplerFollowsParent(env),
-    presetIds: ids,
+    target,
     ...(thread ? { sink: (records: SpanRecord[]) => thread.post(records) } : {}),
   });
   return async () => {

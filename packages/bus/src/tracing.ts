@@ -10,7 +10,7 @@ import {
 } from "@geode/contracts";
 import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 import { type Attributes, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
-import { makeSpans, type PresetSpanIds, parentContext, type SpanRecord } from "./span-records.js";
+import { parentContext, recordSpans, type SpanRecord, type SpanTarget } from "./span-records.js";
 
 /**
  * The trace a piece of work belongs to, carried across awaits: set when a request arrives (its
@@ -73,7 +73,7 @@ let followsParent = true;
 /** What makes the noted spans, a batch at a time; set by `setTracer`. */
 let maker: ((records: SpanRecord[]) => void) | undefined;
 /**
- * Spans ended on the hot path, to be made with the SDK later (see `flushSpans`). Until then their
+ * Spans ended on the hot path, to be made later (see `flushSpans`). Until then their
  * `startMs` and `endMs` are `performance.now()` readings; the flush turns them into wall-clock time.
  */
 let noted: SpanRecord[] = [];
@@ -87,16 +87,16 @@ export interface SetTracerOptions {
   /** False when its sampler may record under an unsampled parent (`always_on`, …). Default true. */
   parentBased?: boolean;
   /**
-   * The provider's `idGenerator`. With it, a span under a sampled parent from another process (the
-   * usual case: every request carries one) costs the request only a note of its ids, times and
-   * attributes; the SDK makes it with exactly those in a batch up to `flushAfterMs` later. Made in
-   * place, between a request's socket reads and writes, the SDK's start and end of a span took
-   * about 50 µs together on a busy two-core machine; made in a batch, a few.
+   * Where spans under a sampled parent from another process (the usual case: every request
+   * carries one) are made: the request only notes its span (ids, times, attributes), and a batch
+   * of them up to `flushAfterMs` later goes to this processor as the spans the tracer would have
+   * made (`recordSpans`). Made in place, between a request's socket reads and writes, the SDK's
+   * start and end of a span took about 50 µs together on a busy two-core machine.
    */
-  presetIds?: PresetSpanIds;
+  target?: SpanTarget;
   /**
    * Where the noted spans go instead of being made in this thread: `startTracing` posts them to
-   * its span thread, which makes and exports them (`makeSpans`) off the requests' thread.
+   * its span thread, which makes and exports them (`recordSpans`) off the requests' thread.
    */
   sink?: (records: SpanRecord[]) => void;
   /** The longest a noted span waits, ms. Default 50. */
@@ -105,15 +105,15 @@ export interface SetTracerOptions {
 
 /**
  * Spans go to `t` from now on (`startTracing` sets the exporting one; tests an in-memory one).
- * With `presetIds` or `sink`, spans under a sampled remote parent are noted and made in batches
+ * With `target` or `sink`, spans under a sampled remote parent are noted and made in batches
  * (see `SetTracerOptions`). Spans noted under the previous tracer are made first.
  */
 export function setTracer(t: Tracer | undefined, options: SetTracerOptions = {}): void {
   flushSpans();
   tracer = t;
   followsParent = options.parentBased ?? true;
-  const ids = options.presetIds;
-  maker = !t ? undefined : (options.sink ?? (ids ? (records) => makeSpans(t, ids, records) : undefined));
+  const { target } = options;
+  maker = !t ? undefined : (options.sink ?? (target ? (records) => recordSpans(target, records) : undefined));
   flushAfterMs = options.flushAfterMs ?? 50;
 }
 

@@ -8,8 +8,9 @@
  * dispatcher with both off, the control: how far two equal dispatchers differ in the same run is
  * the run's resolution. The calls go to the five in turn, 100 at a time (`BENCH_PER_ROUND`), each
  * round starting with the next one, so the drift of a shared machine hits all alike; each epoch
- * (`BENCH_ROUNDS`) starts fresh dispatchers with the modes moved to other namespaces, and the
- * throughput runs take turns in a rotating order. The `traceparent` headers travel in every case.
+ * (`BENCH_ROUNDS`, default 8) starts fresh dispatchers with the modes moved to other namespaces,
+ * and the throughput runs take turns in a rotating order. The `traceparent` headers travel in
+ * every case.
  */
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
@@ -32,8 +33,13 @@ import {
 } from "../lib/stats.js";
 
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
-const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 6_000);
-const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 3);
+const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 3_000);
+/**
+ * Epochs, each with fresh dispatcher processes. Two equal dispatchers differ by a few per cent at
+ * the median in one epoch (each process's own luck: its core, its neighbours, its heap); with 3
+ * epochs the control still moved by −4.3 to +2.4 %, with 8 by −3.4 to +1.4 % (2026-12-01).
+ */
+const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 8);
 /**
  * Calls per turn: a turn (0.2-0.5 s here) outlasts the 50 ms after which a dispatcher makes the
  * spans it noted, so that work, and the exports it triggers, fall mostly in its own turn.
@@ -88,6 +94,8 @@ export async function observabilityBench(): Promise<void> {
     const samples = MODES.map((): number[] => []);
     const cpu = MODES.map((): number[] => []);
     const rates = MODES.map((): number[] => []);
+    /** Each mode's median per epoch, for the per-epoch line. */
+    const epochMedians = MODES.map((): number[] => []);
     for (let epoch = 0; epoch < EPOCHS; epoch++) {
       // Fresh dispatcher processes each epoch, the modes moving to another slot each time, so
       // neither a process's luck (its core, its neighbours) nor a namespace's stays with one mode.
@@ -130,6 +138,7 @@ export async function observabilityBench(): Promise<void> {
         `epoch ${epoch + 1} of ${EPOCHS}: ${perEpoch} rounds of ${PER_ROUND} sequential calls per dispatcher`,
       );
       const cpuBefore = cases.map((c) => processCpuMs(c.dispatcher.child.pid ?? -1));
+      const from = samples.map((s) => s.length);
       await measureInterleaved(
         cases.map((c) => c.invoke),
         perEpoch,
@@ -137,6 +146,7 @@ export async function observabilityBench(): Promise<void> {
         samples,
         { rotate: true },
       );
+      for (const [i, s] of samples.entries()) epochMedians[i]!.push(summarize(s.slice(from[i])).medianUs);
       // CPU per call of each dispatcher over the sequential part (its own calls; the others idle).
       for (const [i, c] of cases.entries()) {
         const after = processCpuMs(c.dispatcher.child.pid ?? -1);
@@ -177,6 +187,11 @@ export async function observabilityBench(): Promise<void> {
     const metricsOnly = seq[at("metrics")]!.medianUs / off - 1;
     const sampled = seq[at("sampled")]!.medianUs / off - 1;
     const control = seq[at("control")]!.medianUs / off - 1;
+    const perEpochVsOff = (mode: Mode) =>
+      epochMedians[at(mode)]!.map((m, e) => {
+        const pct = (m / epochMedians[at("off")]![e]! - 1) * 100;
+        return `${pct >= 0 ? "+" : ""}${pct.toFixed(1)}`;
+      }).join(", ");
     for (const t of scrapes) clearInterval(t);
     await sink.stop("SIGTERM", 5_000);
     const exported = /exported (.*)/.exec(sink.output())?.[1] ?? "unknown";
@@ -185,6 +200,7 @@ export async function observabilityBench(): Promise<void> {
         `the same with ${SAMPLE_RATIO * 100} % of traces recorded (OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=${SAMPLE_RATIO} where traces start): ${(sampled * 100).toFixed(1)} % at the median\n` +
         `metrics alone: ${(metricsOnly * 100).toFixed(1)} % at the median\n` +
         `control, a second dispatcher with both off: ${(control * 100).toFixed(1)} % at the median (two equal dispatchers differ this much in this run)\n` +
+        `per epoch, every trace recorded vs off: ${perEpochVsOff("on")} %; the control vs off: ${perEpochVsOff("control")} %\n` +
         `throughput at 64 callers on/off: ${(rate[at("on")]! / rate[at("off")]!).toFixed(3)}; OTLP collector took ${exported}\n` +
         `${EPOCHS} epochs, each with fresh dispatchers: ${perEpoch * PER_ROUND} sequential calls per dispatcher, interleaved in rotating rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each, ` +
         `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call: median over the epochs; load average at the end: ${loadavg()

@@ -3,7 +3,7 @@
  * machine's busy time (all processes: Postgres, nats-server, the benchmark, anyone else) and one
  * process's own. Undefined where /proc is not there.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
@@ -30,6 +30,33 @@ export function processCpuMs(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU milliseconds so far of every process named `name` (`/proc/<pid>/comm`: `postgres`,
+ * `nats-server`), summed: each one's user + system time and that of its children that ended (a
+ * Postgres backend that exits is counted in its postmaster's), so a sum taken before and after a
+ * phase covers processes that came and went within it. Undefined where /proc is not there.
+ */
+export function processesCpuMs(name: string): number | undefined {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return undefined;
+  }
+  let ms = 0;
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== name) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ms += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ms;
 }
 
 /** Starts a span; `end()` gives how busy the machine's cores were over it (1 = every core). */

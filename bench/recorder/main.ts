@@ -23,7 +23,7 @@ import {
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
-import { machineBusy, processCpuMs } from "../lib/cpu-time.js";
+import { machineBusy, processCpuMs, processesCpuMs } from "../lib/cpu-time.js";
 import { fmtRate, progress, table } from "../lib/stats.js";
 
 const N = Number(process.env["BENCH_EVENTS"] ?? 100_000);
@@ -94,6 +94,25 @@ const busyNote = (span: ReturnType<typeof machineBusy>, rate: number, phase: str
   if (!b) return "";
   cpuPerEvent.set(phase, (b.busyCores / rate) * 1e6);
   return `; cores busy ${b.busyCores.toFixed(2)} of ${b.cores}`;
+};
+/** CPU per event or row of a phase (µs), by process: Postgres, nats-server, and the phase's own. */
+const byProcess = new Map<string, { postgres: number; nats: number; own: number }>();
+/** Starts a phase's count of Postgres's and nats-server's CPU; its end takes the phase's own. */
+const processSpan = () => {
+  const pg0 = processesCpuMs("postgres");
+  const nats0 = processesCpuMs("nats-server");
+  return (phase: string, events: number, ownMs: number | undefined) => {
+    const pg1 = processesCpuMs("postgres");
+    const nats1 = processesCpuMs("nats-server");
+    if (pg0 === undefined || pg1 === undefined || nats0 === undefined || nats1 === undefined) return;
+    if (ownMs === undefined) return;
+    const us = (ms: number) => (ms * 1000) / events;
+    byProcess.set(phase, { postgres: us(pg1 - pg0), nats: us(nats1 - nats0), own: us(ownMs) });
+  };
+};
+const cpuMs = (since: NodeJS.CpuUsage) => {
+  const u = process.cpuUsage(since);
+  return (u.user + u.system) / 1000;
 };
 const targets: string[] = [];
 const target = (what: string, measured: number, min: number) =>
@@ -193,6 +212,8 @@ try {
       await clients[0]!.query(`create table ${floorTable} (like "${ns}".activity_events including all)`);
       let next = 0;
       const busy = machineBusy();
+      const processes = processSpan();
+      const benchCpu = process.cpuUsage();
       const t0 = performance.now();
       await Promise.all(
         clients.slice(0, conns).map(async (c) => {
@@ -206,6 +227,7 @@ try {
         }),
       );
       const rate = N / ((performance.now() - t0) / 1000);
+      processes(`floor ${floors.length}`, N, cpuMs(benchCpu));
       await clients[0]!.query(`drop table ${floorTable}`);
       floors.push(rate);
       rows.push([
@@ -302,10 +324,12 @@ try {
     recorder = spawnService("services/activity-recorder/src/main.ts", recorderEnv);
     await untilConsuming();
     const backlogBusy = machineBusy();
+    const backlogProcesses = processSpan();
     const cpu0 = processCpuMs(recorder.child.pid ?? 0);
     const t3 = performance.now();
     const drained = await untilRows(N);
     const cpu1 = processCpuMs(recorder.child.pid ?? 0);
+    backlogProcesses("backlog", N, cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0);
     rows.push([
       "recorder alone: backlog → committed rows",
       fmtRate(N / ((drained - t3) / 1000)),
@@ -322,6 +346,7 @@ try {
   progress("replay: geode replay --rebuild");
   let out = "";
   const replayBusy = machineBusy();
+  const replayProcesses = processSpan();
   const replayCpu = process.cpuUsage();
   const t2 = performance.now();
   const code = await runCli(["replay", "--rebuild"], {
@@ -334,6 +359,7 @@ try {
   });
   const replaySeconds = (performance.now() - t2) / 1000;
   const replayCpuUs = process.cpuUsage(replayCpu);
+  replayProcesses("replay", N, (replayCpuUs.user + replayCpuUs.system) / 1000);
   const replayNote = busyNote(replayBusy, N / replaySeconds, "replay");
   if (code !== 0) throw new Error(`replay failed: ${out}`);
   const replayed = await countActivity();
@@ -367,6 +393,29 @@ const cpuLine =
           `with the cores saturated, at most ${(best / backlogCpu).toFixed(2)} (backlog) and ${(best / replayCpu).toFixed(2)} (replay) of the best floor`,
       ]
     : [];
+// The same by process: what the recorder's and replay's own work may cost for 0.60 of the floor,
+// when everything else an event costs (Postgres, nats-server, the rest) stays as measured.
+const [floorBy, backlogBy, replayBy] = [
+  byProcess.get(`floor ${floorBest}`),
+  byProcess.get("backlog"),
+  byProcess.get("replay"),
+];
+const share = (by: { postgres: number; nats: number; own: number }, machine: number) =>
+  `Postgres ${by.postgres.toFixed(1)}, nats-server ${by.nats.toFixed(1)}, its own ${by.own.toFixed(1)}, the rest ${Math.max(0, machine - by.postgres - by.nats - by.own).toFixed(1)}`;
+const allowed = (by: { own: number }, machine: number) =>
+  best === undefined ? Number.NaN : best / 0.6 - (machine - by.own);
+if (
+  floorBy &&
+  backlogBy &&
+  replayBy &&
+  best !== undefined &&
+  backlogCpu !== undefined &&
+  replayCpu !== undefined
+)
+  cpuLine.push(
+    `CPU per event by process (µs): best floor: ${share(floorBy, best)}; backlog: ${share(backlogBy, backlogCpu)}; replay: ${share(replayBy, replayCpu)}`,
+    `for 0.60 of the best floor with the cores saturated, the rest as measured, the recorder's own CPU could be at most ${allowed(backlogBy, backlogCpu).toFixed(1)} µs per event (it took ${backlogBy.own.toFixed(1)}) and replay's ${allowed(replayBy, replayCpu).toFixed(1)} µs (it took ${replayBy.own.toFixed(1)})`,
+  );
 process.stdout.write(
   `${[
     ...targets,

@@ -1,8 +1,9 @@
 /**
  * The span thread of `startTracing`: makes the spans a service noted (`SpanRecord`s posted in
  * batches) into the OpenTelemetry SDK's finished spans, exactly with the noted ids and times, and
- * exports them with the SDK's batch processor over OTLP/HTTP, so that neither the span objects, nor
- * the export's serialization and HTTP writes, run on the thread that answers requests. The exporter reads the OTLP variables itself.
+ * exports them with the SDK's batch processor over OTLP/HTTP, so that neither the span objects,
+ * nor the export's serialization and HTTP writes, run on the thread that answers requests. The
+ * exporter reads the OTLP variables itself.
  */
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";

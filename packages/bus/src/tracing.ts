@@ -73,8 +73,8 @@ let followsParent = true;
 /** What makes the noted spans, a batch at a time; set by `setTracer`. */
 let maker: ((records: SpanRecord[]) => void) | undefined;
 /**
- * Spans ended on the hot path, to be made later (see `flushSpans`). Until then their
- * `startMs` and `endMs` are `performance.now()` readings; the flush turns them into wall-clock time.
+ * Spans ended on the hot path, to be made later (see `flushSpans`). Until then their `startMs`
+ * and `endMs` are `performance.now()` readings; the flush turns them into wall-clock time.
  */
 let noted: SpanRecord[] = [];
 let flushTimer: ReturnType<typeof setTimeout> | undefined;

@@ -164,7 +164,6 @@ export {
   formatTraceparent,
   newSpanId,
   newTraceContext,
-  newTraceId,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,

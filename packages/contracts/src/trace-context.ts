@@ -128,11 +128,6 @@ export function newSpanId(): string {
   return randomHex(8);
 }
 
-/** A new random trace id: 32 lowercase hex digits. */
-export function newTraceId(): string {
-  return randomHex(16);
-}
-
 /**
  * A new trace, recorded or not as `sampler` decides (default: this process's
  * `OTEL_TRACES_SAMPLER`, read once; unset, every trace is recorded by whoever exports spans

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getPriority } from "node:os";
 import { currentTrace, runInTrace } from "@geode/bus";
@@ -8,35 +8,7 @@ import { createHookClient } from "@geode/runtime";
 import { type ServedHook, serveHook } from "@geode/sdk";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-/** One span as OTLP/JSON carries it, with the `service.name` of its resource. */
-interface ExportedSpan {
-  service: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  startMs: number;
-  endMs: number;
-  attributes: Record<string, string>;
-}
-
-interface OtlpBody {
-  resourceSpans?: Array<{
-    resource?: { attributes?: Array<{ key: string; value: { stringValue?: string } }> };
-    scopeSpans?: Array<{
-      spans?: Array<{
-        traceId: string;
-        spanId: string;
-        parentSpanId?: string;
-        name: string;
-        startTimeUnixNano: string;
-        endTimeUnixNano: string;
-        attributes?: Array<{ key: string; value: { stringValue?: string } }>;
-      }>;
-    }>;
-  }>;
-}
+import { type ExportedSpan, startOtlpCollector } from "./otlp-support.js";
 
 const env = useTestEnv();
 const spans: ExportedSpan[] = [];
@@ -46,39 +18,8 @@ let handler: ServedHook;
 /** The trace context the handler ran in, per call (what its request's `traceparent` said). */
 const handlerSaw: TraceContext[] = [];
 
-/** An OTLP/HTTP collector on loopback that keeps every span it is sent. */
-function startCollector(): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as OtlpBody;
-      for (const rs of body.resourceSpans ?? []) {
-        const service =
-          rs.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue ?? "";
-        for (const ss of rs.scopeSpans ?? [])
-          for (const s of ss.spans ?? [])
-            spans.push({
-              service,
-              traceId: s.traceId,
-              spanId: s.spanId,
-              parentSpanId: s.parentSpanId ?? "",
-              name: s.name,
-              startMs: Number(BigInt(s.startTimeUnixNano) / 1000n) / 1000,
-              endMs: Number(BigInt(s.endTimeUnixNano) / 1000n) / 1000,
-              attributes: Object.fromEntries(
-                (s.attributes ?? []).map((a) => [a.key, a.value.stringValue ?? ""]),
-              ),
-            });
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
-
 beforeAll(async () => {
-  collector = await startCollector();
+  collector = await startOtlpCollector(spans);
   endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   const { nc, names } = env();
   handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "traced" }, () => {
@@ -136,6 +77,8 @@ describe("span export over OTLP/HTTP from a service process", () => {
       const invoke = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.invoke");
       const call = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.handler");
       expect(invoke).toMatchObject({
+        // protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL says otherwise, as OpenTelemetry's default
+        contentType: "application/x-protobuf",
         service: "hook-dispatcher",
         parentSpanId: trace.spanId,
         attributes: { "geode.hook": "UserPromptSubmit" },
@@ -165,6 +108,38 @@ describe("span export over OTLP/HTTP from a service process", () => {
     } finally {
       expect(await proc.stop("SIGTERM")).toBe(0);
     }
+  });
+
+  it("exports as OTLP/JSON when OTEL_EXPORTER_OTLP_PROTOCOL says http/json", async () => {
+    const proc = await startDispatcher({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" });
+    try {
+      const { trace } = await tracedCall();
+      await waitFor(async () => ofTrace(trace.traceId).length >= 2);
+      const invoke = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.invoke");
+      expect(invoke).toMatchObject({
+        contentType: "application/json",
+        service: "hook-dispatcher",
+        parentSpanId: trace.spanId,
+        attributes: { "geode.hook": "UserPromptSubmit" },
+      });
+      const call = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.handler");
+      expect(call).toMatchObject({ contentType: "application/json", parentSpanId: invoke?.spanId });
+    } finally {
+      expect(await proc.stop("SIGTERM")).toBe(0);
+    }
+  });
+
+  it("refuses to start with an OTLP protocol it cannot send, naming the variable", async () => {
+    const proc = spawnService("services/hook-dispatcher/src/main.ts", {
+      ...env().env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc",
+    });
+    expect(await proc.exited).toBe(2);
+    const refusal =
+      /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be one of http\/protobuf, http\/json, got "grpc"/;
+    await waitFor(async () => refusal.test(proc.output()), 5_000).catch(() => undefined);
+    expect(proc.output()).toMatch(refusal);
   });
 
   it("exports what it still holds when it stops", async () => {

@@ -14,7 +14,9 @@ const server = createServer((req, res) => {
   });
   req.on("end", () => {
     requests++;
-    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    // A full success: an empty message, in the request's encoding (protobuf or JSON).
+    const type = req.headers["content-type"] ?? "application/x-protobuf";
+    res.writeHead(200, { "content-type": type }).end(type.endsWith("json") ? "{}" : "");
   });
 });
 server.listen(port, "127.0.0.1", () => process.stdout.write("ready\n"));

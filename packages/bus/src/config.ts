@@ -8,6 +8,10 @@ export const DEFAULT_METRICS_PORT = 9464;
 /** The replica counts `GEODE_STREAM_REPLICAS` accepts (a JetStream stream is R1, R3 or R5). */
 export const STREAM_REPLICA_COUNTS = [1, 3, 5] as const;
 
+/** The OTLP protocols spans can be exported with (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
+const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const;
+type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
 /**
  * The environment every component reads (docs/operations.md, "Configuration"). A service's own
  * settings are in its own spec (`services/<name>/src/*-config.ts`), read by `runService` with these.
@@ -81,6 +85,20 @@ export const COMMON_ENV = envSpec({
     meaning:
       "OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): spans of hook invocations, handler calls, tool stages and verify stages are exported there; the `traceparent` headers travel either way",
   }),
+  otlpProtocol: envVar("OTEL_EXPORTER_OTLP_PROTOCOL", read.oneOf(OTLP_PROTOCOLS, "http/protobuf"), {
+    default: "`http/protobuf`",
+    meaning:
+      "how spans are sent: `http/protobuf` (OpenTelemetry's default) or `http/json`; `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` overrides it, as in the OpenTelemetry SDKs; `grpc` is not supported",
+  }),
+  otlpTracesProtocol: envVar(
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    read.custom<OtlpProtocol | undefined>(undefined, (v, name) =>
+      (OTLP_PROTOCOLS as readonly string[]).includes(v)
+        ? { value: v as OtlpProtocol }
+        : { error: `${name} must be one of ${OTLP_PROTOCOLS.join(", ")}, got ${JSON.stringify(v)}` },
+    ),
+    { default: "unset: `OTEL_EXPORTER_OTLP_PROTOCOL`", meaning: "the protocol of spans alone" },
+  ),
   tracesSampler: envVar("OTEL_TRACES_SAMPLER", read.optional(), {
     default: "unset: `parentbased_always_on`",
     meaning:
@@ -105,4 +123,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GeodeConfig {
   if ((config.natsUser === undefined) !== (config.natsPass === undefined))
     throw new ConfigError("invalid configuration: NATS_USER and NATS_PASS must be set together");
   return config;
+}
+
+/**
+ * The protocol spans are exported with: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
+ * `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. A bad value throws ConfigError naming it.
+ */
+export function otlpTracesProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
+  const { otlpProtocol, otlpTracesProtocol } = COMMON_ENV.parse({
+    OTEL_EXPORTER_OTLP_PROTOCOL: env["OTEL_EXPORTER_OTLP_PROTOCOL"],
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"],
+  });
+  return otlpTracesProtocol ?? otlpProtocol;
 }

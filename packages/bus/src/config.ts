@@ -10,7 +10,7 @@ export const STREAM_REPLICA_COUNTS = [1, 3, 5] as const;
 
 /** The OTLP protocols spans can be exported with (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const;
-type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 /**
  * The environment every component reads (docs/operations.md, "Configuration"). A service's own

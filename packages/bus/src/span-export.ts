@@ -8,7 +8,7 @@ import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { otlpTracesProtocol } from "./config.js";
+import type { OtlpProtocol } from "./config.js";
 import type { SpanTarget } from "./span-records.js";
 
 /** How long a made span waits for its export at most, unless `OTEL_BSP_SCHEDULE_DELAY` says (ms). */
@@ -25,21 +25,21 @@ export function spanBatchConfig(env: NodeJS.ProcessEnv): { scheduledDelayMillis?
 }
 
 /**
- * A provider whose spans carry `service.name` and `service.version` and leave over OTLP/HTTP, as
- * protobuf unless `OTEL_EXPORTER_OTLP_PROTOCOL` (or the traces one) says `http/json` (the exporter
- * reads the other `OTEL_EXPORTER_OTLP_*` variables itself). Protobuf is OpenTelemetry's default, and
- * here it took a fifth of JSON's CPU to serialize a batch (1.3 against 6.2 µs per span) and a third
- * of its bytes (144 against 453 per hook span). Its tracer (scope `geode`), and the
+ * A provider whose spans carry `service.name` and `service.version` and leave over OTLP/HTTP in
+ * `protocol` (`otlpTracesProtocol`; the exporter reads the other `OTEL_EXPORTER_OTLP_*` variables
+ * itself). Protobuf, OpenTelemetry's default, took a fifth of JSON's CPU here to serialize a batch
+ * (1.3 against 6.2 µs per span) and a third of its bytes (144 against 453 per hook span). Its tracer (scope `geode`), and the
  * target that makes the spans noted on the requests' path the same way (`recordSpans`): the same
  * batch processor, resource and scope.
  */
 export function exportingProvider(
   service: string,
   version: string,
+  protocol: OtlpProtocol,
   env: NodeJS.ProcessEnv,
 ): { provider: BasicTracerProvider; tracer: Tracer; target: SpanTarget } {
   const resource = resourceFromAttributes({ "service.name": service, "service.version": version });
-  const exporter = otlpTracesProtocol(env) === "http/json" ? new JsonExporter() : new ProtobufExporter();
+  const exporter = protocol === "http/json" ? new JsonExporter() : new ProtobufExporter();
   const processor = new BatchSpanProcessor(exporter, spanBatchConfig(env));
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
   const scope = { name: "geode", version };

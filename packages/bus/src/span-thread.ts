@@ -1,10 +1,13 @@
 import { Worker } from "node:worker_threads";
+import type { OtlpProtocol } from "./config.js";
 import type { SpanRecord } from "./span-records.js";
 
 /** What the span thread is started with. */
 export interface SpanThreadData {
   service: string;
   version: string;
+  /** Read by the service (`otlpTracesProtocol`): the thread loads neither the config nor zod. */
+  protocol: OtlpProtocol;
 }
 
 /** What the service posts to its span thread. */

@@ -35,8 +35,8 @@ const port = parentPort;
 if (!port) throw new Error("span-worker runs as a worker thread of startTracing");
 yieldTheCores();
 const reply = (message: SpanThreadReply) => port.postMessage(message);
-const { service, version } = workerData as SpanThreadData;
-const { provider, target } = exportingProvider(service, version, process.env);
+const { service, version, protocol } = workerData as SpanThreadData;
+const { provider, target } = exportingProvider(service, version, protocol, process.env);
 
 port.on("message", (message: SpanThreadMessage) => {
   if (message.type === "spans") {

@@ -1,4 +1,5 @@
 import { traceSamplerFollowsParent } from "@geode/contracts";
+import { otlpTracesProtocol } from "./config.js";
 import type { SpanRecord } from "./span-records.js";
 import { SpanThread, spanThreadAvailable } from "./span-thread.js";
 import { setTracer } from "./tracing.js";
@@ -26,9 +27,10 @@ export async function startTracing(
   if (!ENDPOINT_VARS.some((v) => (env[v] ?? "") !== "")) return undefined;
   const { exportingProvider } = await import("./span-export.js");
   const serviceName = env["OTEL_SERVICE_NAME"] || service;
-  const { provider, tracer, target } = exportingProvider(serviceName, version, env);
+  const protocol = otlpTracesProtocol(env);
+  const { provider, tracer, target } = exportingProvider(serviceName, version, protocol, env);
   const thread = spanThreadAvailable()
-    ? new SpanThread({ service: serviceName, version }, env, (err) =>
+    ? new SpanThread({ service: serviceName, version, protocol }, env, (err) =>
         process.emitWarning(`span export thread failed, request spans are dropped: ${String(err)}`),
       )
     : undefined;

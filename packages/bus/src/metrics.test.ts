@@ -56,6 +56,31 @@ describe("service metrics", () => {
     }
   });
 
+  it("reads exact totals at every scrape while updates are held between scrapes", async () => {
+    const m = new ServiceMetrics({ defaults: false });
+    const series = async (name: string) =>
+      (await m.registry.metrics()).split("\n").find((l) => l.startsWith(name)) ?? "";
+    // More observations than a label set holds before they go to prom-client on their own.
+    for (let i = 0; i < 600; i++) m.hookInvocation("Stop", "ok", 0.002);
+    for (let i = 0; i < 5; i++) m.handlerCall("Stop", "a", "ok");
+    m.handlerCall("Stop", "b", "error");
+    m.recorderRows("activity_events", 4);
+    expect(await series('geode_hook_invocations_total{hook="Stop",status="ok"}')).toMatch(/ 600$/);
+    expect(await series('geode_hook_invocation_duration_seconds_count{hook="Stop"}')).toMatch(/ 600$/);
+    expect(await series('geode_hook_invocation_duration_seconds_sum{hook="Stop"}')).toMatch(/ 1\.2\d*$/);
+    expect(await series('geode_handler_calls_total{hook="Stop",handler="a",status="ok"}')).toMatch(/ 5$/);
+    expect(await series('geode_handler_calls_total{hook="Stop",handler="b",status="error"}')).toMatch(/ 1$/);
+    // A second scrape adds only what came after the first: nothing is counted twice.
+    m.hookInvocation("Stop", "ok", 0.002);
+    m.recorderRows("activity_events", 3);
+    m.eventPublished();
+    expect(await series('geode_hook_invocations_total{hook="Stop",status="ok"}')).toMatch(/ 601$/);
+    expect(await series('geode_hook_invocation_duration_seconds_count{hook="Stop"}')).toMatch(/ 601$/);
+    expect(await series('geode_recorder_rows_written_total{table="activity_events"}')).toMatch(/ 7$/);
+    expect(await series("geode_events_published_total")).toMatch(/ 1$/);
+    expect(await series('geode_handler_calls_total{hook="Stop",handler="a",status="ok"}')).toMatch(/ 5$/);
+  });
+
   it("refuses a port that is taken, so the caller can run on without metrics", async () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));

@@ -58,22 +58,109 @@ const NOOP: Metrics = {
 const HOOK_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** Observations a histogram's label set holds at most before they go to prom-client. */
+const MAX_PENDING_OBSERVATIONS = 256;
+
+/** One label set's updates, held as plain numbers until its metric is collected. */
+class Pending {
+  count = 0;
+  readonly values: number[] = [];
+
+  constructor(
+    readonly labels: Record<string, string>,
+    private readonly histogram: PromClient.Histogram<string> | undefined,
+  ) {}
+
+  inc(by = 1): void {
+    this.count += by;
+  }
+
+  observe(value: number): void {
+    this.values.push(value);
+    if (this.values.length >= MAX_PENDING_OBSERVATIONS) this.drain();
+  }
+
+  /** Moves what is held into `counter` (a counter's collect) or the histogram. */
+  drain(counter?: PromClient.Counter<string>): void {
+    if (counter && this.count !== 0) counter.inc(this.labels, this.count);
+    this.count = 0;
+    if (this.histogram) for (const v of this.values) this.histogram.observe(this.labels, v);
+    this.values.length = 0;
+  }
+}
+
 /**
- * Label children looked up once per label set: prom-client hashes and validates the labels on
- * every `labels()` call, which the hot path (one hook invocation, several handler calls) should
- * not pay again and again.
+ * The label sets of one counter or histogram, found in nested maps by their values. prom-client
+ * hashes and validates the labels on every update, which cost a 1-handler hook invocation about
+ * 25 µs of its thread's CPU here (its four updates, cold between calls); a label set looked up
+ * here and a number added to is a fraction of that (an invocation's seven updates with 3
+ * handlers: 1.1 against 14.9 µs called every 2 ms, 0.46 against 3.2 µs back to back). The metric's collect (each scrape, each
+ * `registry.metrics()`) moves what is pending into it first, so every read sees exact totals.
  */
-function children<C>(make: (...labels: string[]) => C): (...labels: string[]) => C {
-  const cache = new Map<string, C>();
-  return (...labels) => {
-    const key = labels.length === 1 ? (labels[0] as string) : labels.join("\u0000");
-    let child = cache.get(key);
-    if (child === undefined) {
-      child = make(...labels);
-      cache.set(key, child);
+class LabelSets {
+  private readonly root = new Map<string, unknown>();
+  private readonly all: Pending[] = [];
+
+  constructor(
+    private readonly names: readonly string[],
+    private readonly histogram?: PromClient.Histogram<string>,
+  ) {}
+
+  get(...values: string[]): Pending {
+    let node = this.root;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      const key = values[i] as string;
+      let next = node.get(key) as Map<string, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        node.set(key, next);
+      }
+      node = next;
     }
-    return child;
-  };
+    const key = last < 0 ? "" : (values[last] as string);
+    let pending = node.get(key) as Pending | undefined;
+    if (pending === undefined) {
+      const labels = Object.fromEntries(this.names.map((name, i) => [name, values[i] as string]));
+      pending = new Pending(labels, this.histogram);
+      node.set(key, pending);
+      this.all.push(pending);
+    }
+    return pending;
+  }
+
+  /** Moves every label set's pending updates into the metric. */
+  drain(counter?: PromClient.Counter<string>): void {
+    for (const pending of this.all) pending.drain(counter);
+  }
+}
+
+/** A counter whose updates go through `LabelSets` (see there). */
+function pendingCounter(
+  config: Omit<PromClient.CounterConfiguration<string>, "collect">,
+): (...labels: string[]) => Pending {
+  const sets = new LabelSets(config.labelNames ?? []);
+  new (prom().Counter)({
+    ...config,
+    collect() {
+      sets.drain(this);
+    },
+  });
+  return (...labels) => sets.get(...labels);
+}
+
+/** A histogram whose observations go through `LabelSets` (see there). */
+function pendingHistogram(
+  config: Omit<PromClient.HistogramConfiguration<string>, "collect">,
+): (...labels: string[]) => Pending {
+  const histogram = new (prom().Histogram)({
+    ...config,
+    collect() {
+      sets.drain();
+    },
+  });
+  const sets = new LabelSets(config.labelNames ?? [], histogram);
+  return (...labels) => sets.get(...labels);
 }
 
 /**
@@ -97,88 +184,78 @@ export class ServiceMetrics implements Metrics {
   private readonly nats;
 
   constructor(options: { defaults?: boolean } = {}) {
-    const { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } = prom();
+    const { collectDefaultMetrics, Gauge, Registry } = prom();
     this.registry = new Registry();
     const registers = [this.registry];
     // The event-loop lag histogram samples every 100 ms instead of prom-client's 10: a timer a
     // hundred times a second woke each idle service for about 7 ms of CPU per second here.
     if (options.defaults !== false)
       collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
-    const hooks = new Counter({
+    this.hookCount = pendingCounter({
       name: "geode_hook_invocations_total",
       help: "Hook invocations answered by the hook-dispatcher, by hook and status (ok, blocked, error).",
       labelNames: ["hook", "status"] as const,
       registers,
     });
-    this.hookCount = children((hook, status) => hooks.labels(hook as string, status as string));
-    const hookSeconds = new Histogram({
+    this.hookSeconds = pendingHistogram({
       name: "geode_hook_invocation_duration_seconds",
       help: "Time from receiving a hook invocation to its reply, by hook.",
       labelNames: ["hook"] as const,
       buckets: HOOK_BUCKETS,
       registers,
     });
-    this.hookSeconds = children((hook) => hookSeconds.labels(hook as string));
-    const handlers = new Counter({
+    this.handlerCount = pendingCounter({
       name: "geode_handler_calls_total",
       help: "Hook handler calls, by hook, handler and audited status (ok, block, deny, error).",
       labelNames: ["hook", "handler", "status"] as const,
       registers,
     });
-    this.handlerCount = children((hook, handler, status) =>
-      handlers.labels(hook as string, handler as string, status as string),
-    );
-    const tools = new Counter({
+    this.toolCount = pendingCounter({
       name: "geode_tool_calls_total",
       help: "Tool calls answered by the tool-executor, by tool and reply status.",
       labelNames: ["tool", "status"] as const,
       registers,
     });
-    this.toolCount = children((tool, status) => tools.labels(tool as string, status as string));
-    const receipts = new Counter({
+    this.receiptCount = pendingCounter({
       name: "geode_receipt_outcomes_total",
       help: "Effectful tool calls with a receipt, by outcome (completed, failed, blocked, replayed, in_progress, indeterminate).",
       labelNames: ["outcome"] as const,
       registers,
     });
-    this.receiptCount = children((outcome) => receipts.labels(outcome as string));
-    const verify = new Counter({
+    this.verifyCount = pendingCounter({
       name: "geode_verify_decisions_total",
       help: "Verifier decisions, by policy action.",
       labelNames: ["decision"] as const,
       registers,
     });
-    this.verifyCount = children((decision) => verify.labels(decision as string));
     this.approvals = new Gauge({
       name: "geode_approvals_pending",
       help: "Human approval requests waiting for an answer in this process.",
       registers,
     });
-    this.published = new Counter({
+    this.published = pendingCounter({
       name: "geode_events_published_total",
       help: "Runtime events and timeline records stored by JetStream.",
       registers,
     });
-    this.publishFailed = new Counter({
+    this.publishFailed = pendingCounter({
       name: "geode_event_publish_failures_total",
       help: "Runtime events and timeline records given up on after every publish attempt.",
       registers,
     });
-    const rows = new Counter({
+    this.rowsWritten = pendingCounter({
       name: "geode_recorder_rows_written_total",
       help: "Projection rows the activity-recorder inserted, by table.",
       labelNames: ["table"] as const,
       registers,
     });
-    this.rowsWritten = children((table) => rows.labels(table as string));
-    const batch = new Histogram({
+    this.batchSeconds = pendingHistogram({
       name: "geode_recorder_batch_duration_seconds",
       help: "Time to write one projection batch (its transaction, retries included), by stream.",
       labelNames: ["stream"] as const,
       buckets: BATCH_BUCKETS,
       registers,
     });
-    this.batchSeconds = children((stream) => batch.labels(stream as string));
     const lag = this.lagGauge();
     this.registry.registerMetric(lag);
     this.nats = new Gauge({
@@ -236,11 +313,11 @@ export class ServiceMetrics implements Metrics {
   }
 
   eventPublished(): void {
-    this.published.inc();
+    this.published().inc();
   }
 
   eventPublishFailed(): void {
-    this.publishFailed.inc();
+    this.publishFailed().inc();
   }
 
   recorderRows(table: string, rows: number): void {

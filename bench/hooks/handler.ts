@@ -1,13 +1,16 @@
 /**
  * A benchmark peer process. `echo`: a raw NATS responder (the floor). `forward`: a process in the
  * middle that does nothing but pass a request on to the echo responder once or three times in a
- * row (the floor of any dispatcher). `handler <name> <priority>
+ * row (the floor of any dispatcher); on `bench.forward-audited.{1,3}` it also publishes one
+ * `extension_invoked` event per echo call to the namespace's JetStream events stream, as the
+ * dispatcher audits every handler call (the floor of any dispatcher that keeps that guarantee).
+ * `handler <name> <priority>
  * [ns,ns,…]`: an SDK hook handler for UserPromptSubmit that answers `continue`, in its namespace or
  * in each one listed (one process, one connection).
  */
 
-import { requestMsg } from "@geode/bus";
-import { names } from "@geode/contracts";
+import { RuntimeEventBus, requestMsg } from "@geode/bus";
+import { correlation, names } from "@geode/contracts";
 import { connectGeode, HookName, serveHook } from "@geode/sdk";
 
 const [mode, name = "h", priority = "0", namespaces] = process.argv.slice(2);
@@ -24,17 +27,38 @@ if (mode === "echo") {
   // The least a process in the middle does: take the request, ask the echo responder 1 or 3
   // times in a row (on the connection's one reply inbox, as the dispatcher asks its handlers), answer.
   const echo = `${conn.names.ns}.bench.echo`;
-  const subs = [1, 3].map((times) =>
-    conn.nc.subscribe(`${conn.names.ns}.bench.forward.${times}`, {
-      callback: (_err, msg) => {
-        void (async () => {
-          let data = msg.data;
-          for (let i = 0; i < times; i++)
-            data = (await requestMsg(conn.nc, echo, data, { timeoutMs: 5_000 })).data;
-          msg.respond(data);
-        })();
+  const events = await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "bench-forward" });
+  const corr = correlation({ session_id: "bench", turn_id: "t" });
+  // As the dispatcher does: each audit goes out, unawaited, right ahead of the next message.
+  const audit = (started: number) =>
+    void events.emit(
+      "extension_invoked",
+      {
+        surface: "hook",
+        name: "UserPromptSubmit",
+        extension: "echo",
+        status: "ok",
+        reason: "",
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
       },
-    }),
+      corr,
+    );
+  const subs = [1, 3].flatMap((times) =>
+    [false, true].map((audited) =>
+      conn.nc.subscribe(`${conn.names.ns}.bench.${audited ? "forward-audited" : "forward"}.${times}`, {
+        callback: (_err, msg) => {
+          void (async () => {
+            let data = msg.data;
+            for (let i = 0; i < times; i++) {
+              const started = performance.now();
+              data = (await requestMsg(conn.nc, echo, data, { timeoutMs: 5_000 })).data;
+              if (audited) audit(started);
+            }
+            msg.respond(data);
+          })();
+        },
+      }),
+    ),
   );
   close = async () => {
     for (const sub of subs) sub.unsubscribe();

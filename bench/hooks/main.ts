@@ -5,7 +5,9 @@
  * calls at a time, and throughput at 1, 16 and 64 concurrent callers, with ratios against the
  * floor (1 handler vs two raw round trips, 3 handlers vs four). A forwarder process that only
  * passes each request on to the echo responder once or three times shows the floor of any process
- * in the middle on this machine. `BENCH_OBSERVABILITY_ONLY=1`
+ * in the middle on this machine; the same forwarder publishing an audit event per echo call to
+ * JetStream, as the dispatcher audits every handler call, the floor of any dispatcher that keeps
+ * that guarantee. `BENCH_OBSERVABILITY_ONLY=1`
  * measures metrics and span export on vs off instead (bench/hooks/observability.ts).
  */
 import { randomBytes } from "node:crypto";
@@ -68,8 +70,12 @@ try {
   const small = new TextEncoder().encode(JSON.stringify({ user_input: "hello" }));
   const rawCall = () => conn.nc.request(echoSubject, small, { timeout: 5_000 });
   await spawn("bench/hooks/handler.ts", ["forward"], /ready/, { GEODE_NAMESPACE: nsOf(0) });
-  const forward = (times: number) => () =>
-    conn.nc.request(`${nsOf(0)}.bench.forward.${times}`, small, { timeout: 5_000 });
+  const forward =
+    (times: number, audited = false) =>
+    () =>
+      conn.nc.request(`${nsOf(0)}.bench.${audited ? "forward-audited" : "forward"}.${times}`, small, {
+        timeout: 5_000,
+      });
 
   // h1 answers in the 1- and 3-handler namespaces, h2 and h3 in the 3-handler one.
   await spawn("bench/hooks/handler.ts", ["handler", "h1", "1", `${nsOf(1)},${nsOf(3)}`], /ready/, {});
@@ -94,6 +100,8 @@ try {
     ["hook, 3 handlers", invokers.get(3)!],
     ["forwarder: 1 raw round trip through a process in the middle", forward(1)],
     ["forwarder: 3 raw round trips through a process in the middle", forward(3)],
+    ["forwarder, 1 round trip, and its audit event to JetStream", forward(1, true)],
+    ["forwarder, 3 round trips, and an audit event to JetStream for each", forward(3, true)],
   ];
 
   // The cases take turns, 20 calls each, so the machine's drift (the raw round trip moved by a
@@ -113,7 +121,16 @@ try {
       progress(`${label}, ${c} caller${c > 1 ? "s" : ""}`);
       rows[i]!.rates.push(await measureThroughput(THROUGHPUT_TOTAL, c, fn));
     }
-  const [raw, zero, one, three, fwd1, fwd3] = rows as [Row, Row, Row, Row, Row, Row];
+  const [raw, zero, one, three, fwd1, fwd3, audited1, audited3] = rows as [
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+  ];
 
   const floor = raw.seq.medianUs;
   process.stdout.write(
@@ -146,6 +163,7 @@ try {
       ),
       line("p99 / median, 1 and 3 handlers (worse of the two)", tail.toFixed(2), "≤ 4", tail <= 4),
       `floor of any process in the middle (a forwarder that only passes the request on): ${(fwd1.seq.medianUs / (2 * floor)).toFixed(2)} × 2 raw round trips, ${(fwd3.seq.medianUs / (4 * floor)).toFixed(2)} × 4; p99 / median ${(fwd1.seq.p99Us / fwd1.seq.medianUs).toFixed(2)}, raw ${(raw.seq.p99Us / floor).toFixed(2)}`,
+      `floor with every handler call audited (the forwarder, and one extension_invoked event per echo call published to the events stream as the dispatcher does): ${(audited1.seq.medianUs / (2 * floor)).toFixed(2)} × 2 raw round trips, ${(audited3.seq.medianUs / (4 * floor)).toFixed(2)} × 4; p99 / median ${(audited1.seq.p99Us / audited1.seq.medianUs).toFixed(2)}`,
       `0 handlers median: ${fmtUs(zero.seq.medianUs)}; ${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(" ")}`,

@@ -21,7 +21,7 @@ import { correlation, names, newTraceContext, traceSamplerFromEnv } from "@geode
 import { connectGeode, createHookClient, HookName, runInTrace } from "@geode/runtime";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { processCpuMs } from "../lib/cpu-time.js";
+import { processCpuMs, threadCpuMs } from "../lib/cpu-time.js";
 import {
   fmtRate,
   fmtUs,
@@ -93,6 +93,7 @@ export async function observabilityBench(): Promise<void> {
     const perEpoch = Math.ceil(SEQUENTIAL / EPOCHS / PER_ROUND);
     const samples = MODES.map((): number[] => []);
     const cpu = MODES.map((): number[] => []);
+    const mainCpu = MODES.map((): number[] => []);
     const rates = MODES.map((): number[] => []);
     /** Each mode's median per epoch, for the per-epoch line. */
     const epochMedians = MODES.map((): number[] => []);
@@ -138,6 +139,7 @@ export async function observabilityBench(): Promise<void> {
         `epoch ${epoch + 1} of ${EPOCHS}: ${perEpoch} rounds of ${PER_ROUND} sequential calls per dispatcher`,
       );
       const cpuBefore = cases.map((c) => processCpuMs(c.dispatcher.child.pid ?? -1));
+      const mainBefore = cases.map((c) => threadCpuMs(c.dispatcher.child.pid ?? -1));
       const from = samples.map((s) => s.length);
       await measureInterleaved(
         cases.map((c) => c.invoke),
@@ -153,6 +155,10 @@ export async function observabilityBench(): Promise<void> {
         const before = cpuBefore[i];
         if (after !== undefined && before !== undefined)
           cpu[i]!.push(((after - before) * 1000) / (perEpoch * PER_ROUND));
+        const mainAfter = threadCpuMs(c.dispatcher.child.pid ?? -1);
+        const mainStart = mainBefore[i];
+        if (mainAfter !== undefined && mainStart !== undefined)
+          mainCpu[i]!.push(((mainAfter - mainStart) * 1000) / (perEpoch * PER_ROUND));
       }
       for (let j = 0; j < cases.length; j++) {
         const i = (j + epoch) % cases.length; // each mode first, middle and last in turn
@@ -168,16 +174,18 @@ export async function observabilityBench(): Promise<void> {
     const seq = samples.map(summarize);
     const rate = rates.map(median);
     const cpuPerCall = cpu.map(median);
+    const mainCpuPerCall = mainCpu.map(median);
 
     const at = (mode: Mode) => MODES.indexOf(mode);
     process.stdout.write(
       `${table(
-        ["dispatcher", "median", "p99", "CPU per call", "64 callers"],
+        ["dispatcher", "median", "p99", "CPU per call", "its main thread", "64 callers"],
         (["off", "control", "metrics", "sampled", "on"] as const).map((m) => [
           LABEL[m],
           fmtUs(seq[at(m)]!.medianUs),
           fmtUs(seq[at(m)]!.p99Us),
           fmtUs(cpuPerCall[at(m)]!),
+          fmtUs(mainCpuPerCall[at(m)]!),
           fmtRate(rate[at(m)]!),
         ]),
       )}\n\n`,
@@ -203,7 +211,7 @@ export async function observabilityBench(): Promise<void> {
         `per epoch, every trace recorded vs off: ${perEpochVsOff("on")} %; the control vs off: ${perEpochVsOff("control")} %\n` +
         `throughput at 64 callers on/off: ${(rate[at("on")]! / rate[at("off")]!).toFixed(3)}; OTLP collector took ${exported}\n` +
         `${EPOCHS} epochs, each with fresh dispatchers: ${perEpoch * PER_ROUND} sequential calls per dispatcher, interleaved in rotating rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each, ` +
-        `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call: median over the epochs; load average at the end: ${loadavg()
+        `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call (the process, and its main thread alone): median over the epochs; load average at the end: ${loadavg()
           .map((l) => l.toFixed(2))
           .join(" ")}\n`,
     );

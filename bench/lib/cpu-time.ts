@@ -32,6 +32,17 @@ export function processCpuMs(pid: number): number | undefined {
   }
 }
 
+/** User + system CPU milliseconds so far of thread `tid` of process `pid` (its main thread: `pid`). */
+export function threadCpuMs(pid: number, tid: number = pid): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * CPU milliseconds so far of every process named `name` (`/proc/<pid>/comm`: `postgres`,
  * `nats-server`), summed: each one's user + system time and that of its children that ended (a

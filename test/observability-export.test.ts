@@ -62,6 +62,25 @@ async function tracedCall(): Promise<{ trace: TraceContext; before: number; afte
 
 const ofTrace = (traceId: string) => spans.filter((s) => s.traceId === traceId);
 
+/**
+ * The invocation's span and its handler call's span as exported for `trace`, once both arrived;
+ * checks the invocation's span (a child of the caller's, in `contentType`).
+ */
+async function exportedInvocation(
+  trace: TraceContext,
+  contentType: string,
+): Promise<{ invoke: ExportedSpan | undefined; call: ExportedSpan | undefined }> {
+  await waitFor(async () => ofTrace(trace.traceId).length >= 2);
+  const invoke = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.invoke");
+  expect(invoke).toMatchObject({
+    contentType,
+    service: "hook-dispatcher",
+    parentSpanId: trace.spanId,
+    attributes: { "geode.hook": "UserPromptSubmit" },
+  });
+  return { invoke, call: ofTrace(trace.traceId).find((s) => s.name === "geode.hook.handler") };
+}
+
 /** The nice value of thread `tid` of process `pid` (Linux `/proc`). */
 function niceOf(pid: number, tid: number | string): number {
   const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
@@ -73,16 +92,8 @@ describe("span export over OTLP/HTTP from a service process", () => {
     const proc = await startDispatcher();
     try {
       const { trace, before, after } = await tracedCall();
-      await waitFor(async () => ofTrace(trace.traceId).length >= 2);
-      const invoke = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.invoke");
-      const call = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.handler");
-      expect(invoke).toMatchObject({
-        // protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL says otherwise, as OpenTelemetry's default
-        contentType: "application/x-protobuf",
-        service: "hook-dispatcher",
-        parentSpanId: trace.spanId,
-        attributes: { "geode.hook": "UserPromptSubmit" },
-      });
+      // protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL says otherwise, as OpenTelemetry's default
+      const { invoke, call } = await exportedInvocation(trace, "application/x-protobuf");
       expect(call).toMatchObject({
         service: "hook-dispatcher",
         parentSpanId: invoke?.spanId,
@@ -114,15 +125,7 @@ describe("span export over OTLP/HTTP from a service process", () => {
     const proc = await startDispatcher({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" });
     try {
       const { trace } = await tracedCall();
-      await waitFor(async () => ofTrace(trace.traceId).length >= 2);
-      const invoke = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.invoke");
-      expect(invoke).toMatchObject({
-        contentType: "application/json",
-        service: "hook-dispatcher",
-        parentSpanId: trace.spanId,
-        attributes: { "geode.hook": "UserPromptSubmit" },
-      });
-      const call = ofTrace(trace.traceId).find((s) => s.name === "geode.hook.handler");
+      const { invoke, call } = await exportedInvocation(trace, "application/json");
       expect(call).toMatchObject({ contentType: "application/json", parentSpanId: invoke?.spanId });
     } finally {
       expect(await proc.stop("SIGTERM")).toBe(0);

@@ -40,6 +40,9 @@ async function startDispatcher(extra: Record<string, string> = {}): Promise<Spaw
     ...env().env,
     LOG_LEVEL: "info",
     OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    // empty reads as unset: the default protocol, whatever the environment running the tests says
+    OTEL_EXPORTER_OTLP_PROTOCOL: "",
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "",
     ...extra,
   });
   await proc.waitForOutput(/hook-dispatcher started/);

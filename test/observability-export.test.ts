@@ -124,6 +124,31 @@ describe("span export over OTLP/HTTP from a service process", () => {
     }
   });
 
+  it("starts the trace of a request without traceparent and exports its root span from the span thread", async () => {
+    const proc = await startDispatcher();
+    try {
+      await tracedCall(); // the dispatcher knows the handler
+      const seen = handlerSaw.length;
+      const reply = await env().nc.request(
+        env().names.hookInvoke(HookName.UserPromptSubmit),
+        JSON.stringify({ payload: { user_input: "x" }, correlation: { session_id: "no-traceparent" } }),
+        { timeout: 5_000 },
+      );
+      expect(reply.json<{ decision_sources?: string[] }>().decision_sources).toContain("traced");
+      // The handler's request carried the trace the dispatcher started, under its invoke span.
+      const started = handlerSaw[seen];
+      expect(started?.flags).toBe("01");
+      await waitFor(async () => ofTrace(started!.traceId).length >= 2);
+      const invoke = ofTrace(started!.traceId).find((s) => s.name === "geode.hook.invoke");
+      const call = ofTrace(started!.traceId).find((s) => s.name === "geode.hook.handler");
+      expect(invoke).toMatchObject({ service: "hook-dispatcher", parentSpanId: "" });
+      expect(call).toMatchObject({ parentSpanId: invoke?.spanId, attributes: { "geode.handler": "traced" } });
+      expect(started?.spanId).toBe(call?.spanId);
+    } finally {
+      expect(await proc.stop("SIGTERM")).toBe(0);
+    }
+  });
+
   it("exports as OTLP/JSON when OTEL_EXPORTER_OTLP_PROTOCOL says http/json", async () => {
     const proc = await startDispatcher({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" });
     try {

@@ -202,10 +202,11 @@ describe("spans noted for another thread", () => {
   });
 
   it.each([
-    ["a span that ended", undefined, undefined],
-    ["a span that threw, under a parent with a trace state", "boom", "vendor=x,other=y"],
-  ])("makes %s exactly as the SDK's tracer makes the same span", (_, error, state) => {
-    const parent: TraceContext = { ...newTraceContext(() => true), root: false, ...(state ? { state } : {}) };
+    ["a span that ended", undefined, undefined, false],
+    ["a span that threw, under a parent with a trace state", "boom", "vendor=x,other=y", false],
+    ["the root span of a trace started here", undefined, undefined, true],
+  ])("makes %s exactly as the SDK's tracer makes the same span", (_, error, state, root) => {
+    const parent: TraceContext = { ...newTraceContext(() => true), root, ...(state ? { state } : {}) };
     const record: SpanRecord = {
       name: "geode.hook.handler",
       attributes: { "geode.hook": "PreToolUse", "geode.handler": "guard" },
@@ -219,7 +220,7 @@ describe("spans noted for another thread", () => {
     const provider = new BasicTracerProvider({
       resource,
       spanProcessors: [target.processor as SimpleSpanProcessor],
-      idGenerator: { generateSpanId: () => record.spanId, generateTraceId: () => "unused" },
+      idGenerator: { generateSpanId: () => record.spanId, generateTraceId: () => parent.traceId },
     });
     const hr = (ms: number): [number, number] => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)];
     const sdkSpan = provider
@@ -251,6 +252,7 @@ describe("spans noted for another thread", () => {
       dropped: [s.droppedAttributesCount, s.droppedEventsCount, s.droppedLinksCount],
     });
     expect(fields(ours)).toEqual(fields(sdk));
+    expect(ours.parentSpanContext === undefined).toBe(root);
     expect(ours.spanContext().traceFlags).toBe(TraceFlags.SAMPLED);
     expect(ours.status.code).toBe(error === undefined ? SpanStatusCode.UNSET : SpanStatusCode.ERROR);
   });
@@ -259,5 +261,72 @@ describe("spans noted for another thread", () => {
     expect(spanBatchConfig({})).toEqual({ scheduledDelayMillis: 200 });
     expect(spanBatchConfig({ OTEL_BSP_SCHEDULE_DELAY: "" })).toEqual({ scheduledDelayMillis: 200 });
     expect(spanBatchConfig({ OTEL_BSP_SCHEDULE_DELAY: "5000" })).toEqual({});
+  });
+});
+
+describe("spans only noted, no tracer in this thread (a service with its span thread)", () => {
+  const batches: SpanRecord[][] = [];
+  const notingOnly = (sampler: (traceId: string) => boolean, parentBased = true) => {
+    batches.length = 0;
+    setTracer(undefined, {
+      sink: (records) => batches.push(structuredClone(records)),
+      sampler,
+      parentBased,
+      flushAfterMs: 60_000,
+    });
+  };
+  /** What was noted since the last look. */
+  const noted = () => {
+    flushSpans();
+    return batches.splice(0).flat();
+  };
+  const inSpan = () => withSpan("geode.gateway.hook", { "geode.hook": "Stop" }, async () => currentTrace());
+
+  it("notes a trace that starts here as its root span, with the trace's id, never made in this thread", async () => {
+    notingOnly(() => true);
+    const started = newTraceContext(() => true); // as a request without traceparent gets one
+    const inside = await runInTrace(started, inSpan);
+    const outside = await inSpan(); // no trace at all: one starts
+    const [first, second] = noted();
+    expect(first).toMatchObject({ parent: { traceId: started.traceId, root: true }, spanId: inside?.spanId });
+    expect(inside).toMatchObject({ traceId: started.traceId, flags: "01" });
+    expect(second).toMatchObject({
+      parent: { traceId: outside?.traceId, root: true },
+      spanId: outside?.spanId,
+    });
+    recordSpans(target, [first!, second!]);
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((sp) => [sp.spanContext().traceId, sp.parentSpanContext])).toEqual([
+      [started.traceId, undefined],
+      [outside?.traceId, undefined],
+    ]);
+  });
+
+  it("notes nothing for a trace its sampler did not record; the work runs under flags 00", async () => {
+    notingOnly(() => false);
+    const started = newTraceContext(() => false);
+    const inside = await runInTrace(started, inSpan);
+    expect(noted()).toEqual([]);
+    expect(inside).toMatchObject({ traceId: started.traceId, flags: "00" });
+    expect(inside?.spanId).not.toBe(started.spanId);
+  });
+
+  it("follows a remote parent with a parent-based sampler, and the sampler alone without one", async () => {
+    notingOnly(() => false); // parent-based: the parent decides, not this
+    const sampledParent = remote();
+    await runInTrace(sampledParent, inSpan);
+    expect(noted()).toMatchObject([{ parent: { spanId: sampledParent.spanId } }]);
+    const unsampledParent: TraceContext = { ...sampledParent, flags: "00" };
+    expect(await runInTrace(unsampledParent, inSpan)).toEqual(unsampledParent);
+    expect(noted()).toEqual([]);
+    // always_on, which ignores the parent: recorded under an unrecorded parent, and sampled below it
+    notingOnly(() => true, false);
+    const inside = await runInTrace(unsampledParent, inSpan);
+    expect(noted()).toMatchObject([{ parent: { spanId: unsampledParent.spanId, flags: "00" } }]);
+    expect(inside).toMatchObject({ traceId: unsampledParent.traceId, flags: "01" });
+    // always_off: not recorded under a recorded parent, and unsampled below it
+    notingOnly(() => false, false);
+    expect(await runInTrace(sampledParent, inSpan)).toMatchObject({ flags: "00" });
+    expect(noted()).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * The OpenTelemetry SDK set up to export over OTLP/HTTP: used by `startTracing` (the spans made in
- * place) and by its span thread (the spans noted on the requests' path). Imported only when an
- * endpoint is set, so a process without one never loads the SDK.
+ * The OpenTelemetry SDK set up to export over OTLP/HTTP: used by the span thread of `startTracing`
+ * (the spans noted on the requests' path), and by `startTracing` itself in a process run from the
+ * sources, which has no span thread. Imported only when an endpoint is set, so a process without
+ * one never loads the SDK.
  */
 import type { Tracer } from "@opentelemetry/api";
 import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";

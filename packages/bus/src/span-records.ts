@@ -20,6 +20,7 @@ import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 export interface SpanRecord {
   name: string;
   attributes: Attributes;
+  /** Its parent's context; one with `root` (a trace started here) makes it a root span. */
   parent: TraceContext;
   spanId: string;
   /** Wall-clock epoch milliseconds (fractional) of its start and end, as a maker gets them. */
@@ -62,13 +63,16 @@ export function readableSpan(r: SpanRecord, target: Omit<SpanTarget, "processor"
     traceFlags: TraceFlags.SAMPLED,
     ...(traceState ? { traceState } : {}),
   };
-  const parentSpanContext: SpanContext = {
-    traceId: parent.traceId,
-    spanId: parent.spanId,
-    traceFlags: Number.parseInt(parent.flags, 16),
-    isRemote: true,
-    ...(traceState ? { traceState } : {}),
-  };
+  // A trace started here (`root`): its first span has no parent; its id names no recorded span.
+  const parentSpanContext: SpanContext | undefined = parent.root
+    ? undefined
+    : {
+        traceId: parent.traceId,
+        spanId: parent.spanId,
+        traceFlags: Number.parseInt(parent.flags, 16),
+        isRemote: true,
+        ...(traceState ? { traceState } : {}),
+      };
   const startTime = hrTime(r.startMs);
   const endTime = hrTime(r.endMs);
   return {

@@ -7,6 +7,7 @@ import {
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
   type TraceContext,
+  type TraceSampler,
 } from "@geode/contracts";
 import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 import { type Attributes, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
@@ -73,6 +74,12 @@ let followsParent = true;
 /** What makes the noted spans, a batch at a time; set by `setTracer`. */
 let maker: ((records: SpanRecord[]) => void) | undefined;
 /**
+ * Set when spans are only noted, with no tracer in this thread (`startTracing` with its span
+ * thread): decides the spans whose parent does not (a trace that starts here, or any span with a
+ * sampler that does not follow the parent), as the SDK's sampler of the same variables would.
+ */
+let decide: TraceSampler | undefined;
+/**
  * Spans ended on the hot path, to be made later (see `flushSpans`). Until then their `startMs`
  * and `endMs` are `performance.now()` readings; the flush turns them into wall-clock time.
  */
@@ -101,19 +108,28 @@ export interface SetTracerOptions {
   sink?: (records: SpanRecord[]) => void;
   /** The longest a noted span waits, ms. Default 50. */
   flushAfterMs?: number;
+  /**
+   * With a `sink` and no tracer: every span is noted, none made in this thread, and this decides
+   * the spans the parent does not (`traceSamplerFromEnv` of the SDK's variables). A service then
+   * never loads the SDK on the thread that answers requests.
+   */
+  sampler?: TraceSampler;
 }
 
 /**
  * Spans go to `t` from now on (`startTracing` sets the exporting one; tests an in-memory one).
  * With `target` or `sink`, spans under a sampled remote parent are noted and made in batches
- * (see `SetTracerOptions`). Spans noted under the previous tracer are made first.
+ * (see `SetTracerOptions`); with a `sink` and a `sampler` instead of a tracer, all of them.
+ * Spans noted under the previous tracer are made first; `setTracer(undefined)` turns spans off.
  */
 export function setTracer(t: Tracer | undefined, options: SetTracerOptions = {}): void {
   flushSpans();
   tracer = t;
   followsParent = options.parentBased ?? true;
-  const { target } = options;
-  maker = !t ? undefined : (options.sink ?? (target ? (records) => recordSpans(target, records) : undefined));
+  const { target, sink, sampler } = options;
+  decide = !t && sink && sampler ? sampler : undefined;
+  maker =
+    !t && !decide ? undefined : (sink ?? (target ? (records) => recordSpans(target, records) : undefined));
   flushAfterMs = options.flushAfterMs ?? 50;
 }
 
@@ -156,14 +172,40 @@ function sampled(ctx: TraceContext): boolean {
  */
 export function withSpan<T>(name: string, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
   const t = tracer;
-  if (!t) return call(fn);
+  if (!t && !decide) return call(fn);
   const parent = current.getStore();
   if (followsParent && parent && !parent.root) {
     // Not recorded anyway: what `fn` sends keeps the parent's context, as with no tracer at all.
     if (!sampled(parent)) return call(fn);
     if (maker) return noteSpan(name, attributes, parent, fn);
   }
-  return spanInPlace(t, name, attributes, parent, fn);
+  if (decide) return noteDecided(decide, name, attributes, parent, fn);
+  return spanInPlace(t as Tracer, name, attributes, parent, fn);
+}
+
+/**
+ * A span whose recording the parent does not decide, with spans only noted (no tracer here): a
+ * trace that starts here (no parent, or one this process started: its sampled flag is the
+ * process sampler's decision) or a sampler that ignores the parent's flag decides by the trace id,
+ * as the SDK's. Recorded, it is noted as a root span (a trace started here) or as the parent's
+ * child; not recorded, `fn` runs under a new span id with flags `00`, as under the SDK's
+ * non-recording span, and nothing is noted.
+ */
+function noteDecided<T>(
+  sampler: TraceSampler,
+  name: string,
+  attributes: Attributes,
+  parent: TraceContext | undefined,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const from = parent ?? newTraceContext(sampler);
+  const recorded = from.root ? sampled(from) : sampler(from.traceId);
+  if (recorded) return noteSpan(name, attributes, from, fn);
+  const ctx: TraceContext =
+    from.state === undefined
+      ? { traceId: from.traceId, spanId: newSpanId(), flags: "00" }
+      : { traceId: from.traceId, spanId: newSpanId(), flags: "00", state: from.state };
+  return current.run(ctx, () => call(fn));
 }
 
 /** `fn()`, a synchronous throw included as a rejection. */
@@ -212,10 +254,15 @@ function noteSpan<T>(
   fn: () => Promise<T>,
 ): Promise<T> {
   const spanId = newSpanId();
+  // Recorded: sampled, whatever the parent's flag (a sampler that ignores the parent may record
+  // under an unrecorded one); the flags' other bits are the parent's.
+  const flags = sampled(parent)
+    ? parent.flags
+    : (Number.parseInt(parent.flags, 16) | 1).toString(16).padStart(2, "0");
   const ctx: TraceContext =
     parent.state === undefined
-      ? { traceId: parent.traceId, spanId, flags: parent.flags }
-      : { traceId: parent.traceId, spanId, flags: parent.flags, state: parent.state };
+      ? { traceId: parent.traceId, spanId, flags }
+      : { traceId: parent.traceId, spanId, flags, state: parent.state };
   const startMs = performance.now();
   return current
     .run(ctx, () => call(fn))

@@ -21,26 +21,29 @@ function machineTicks(): { busy: number; total: number } | undefined {
   }
 }
 
-/** User + system CPU milliseconds of process `pid` so far. */
-export function processCpuMs(pid: number): number | undefined {
+/**
+ * User + system CPU milliseconds in a `/proc/…/stat` file (a process's or a thread's), with
+ * those of its children that ended when `children`. Undefined when it cannot be read.
+ */
+function statCpuMs(file: string, children = false): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(file, "utf8");
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+    const own = Number(f[11]) + Number(f[12]);
+    return (children ? own + Number(f[13]) + Number(f[14]) : own) * TICK_MS;
   } catch {
     return undefined;
   }
 }
 
+/** User + system CPU milliseconds of process `pid` so far. */
+export function processCpuMs(pid: number): number | undefined {
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
 /** User + system CPU milliseconds so far of thread `tid` of process `pid` (its main thread: `pid`). */
 export function threadCpuMs(pid: number, tid: number = pid): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return undefined;
-  }
+  return statCpuMs(`/proc/${pid}/task/${tid}/stat`);
 }
 
 /**
@@ -60,12 +63,10 @@ export function processesCpuMs(name: string): number | undefined {
   for (const pid of pids) {
     try {
       if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== name) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ms += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
     } catch {
-      // gone meanwhile
+      continue; // gone meanwhile
     }
+    ms += statCpuMs(`/proc/${pid}/stat`, true) ?? 0;
   }
   return ms;
 }

@@ -90,15 +90,10 @@ export const COMMON_ENV = envSpec({
     meaning:
       "how spans are sent: `http/protobuf` (OpenTelemetry's default) or `http/json`; `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` overrides it, as in the OpenTelemetry SDKs; `grpc` is not supported",
   }),
-  otlpTracesProtocol: envVar(
-    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-    read.custom<OtlpProtocol | undefined>(undefined, (v, name) =>
-      (OTLP_PROTOCOLS as readonly string[]).includes(v)
-        ? { value: v as OtlpProtocol }
-        : { error: `${name} must be one of ${OTLP_PROTOCOLS.join(", ")}, got ${JSON.stringify(v)}` },
-    ),
-    { default: "unset: `OTEL_EXPORTER_OTLP_PROTOCOL`", meaning: "the protocol of spans alone" },
-  ),
+  otlpTracesProtocol: envVar("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", read.oneOf(OTLP_PROTOCOLS, undefined), {
+    default: "unset: `OTEL_EXPORTER_OTLP_PROTOCOL`",
+    meaning: "the protocol of spans alone",
+  }),
   tracesSampler: envVar("OTEL_TRACES_SAMPLER", read.optional(), {
     default: "unset: `parentbased_always_on`",
     meaning:

@@ -67,15 +67,18 @@ export const read = {
         .optional()
         .transform((v) => (v === "" ? undefined : v));
   },
-  /** One of `values`; unset or empty is `def`. */
-  oneOf<const V extends string>(values: readonly V[], def: V): Reader<V> {
+  /** One of `values`; unset or empty is `def` (undefined: the variable is optional). */
+  oneOf<const V extends string, const D extends V | undefined = V>(
+    values: readonly V[],
+    def: D,
+  ): Reader<V | D> {
     return (name) =>
       z
         .string()
         .optional()
         .transform((v, ctx) => {
           if (v === undefined || v === "") return def;
-          if ((values as readonly string[]).includes(v)) return v as V;
+          if ((values as readonly string[]).includes(v)) return v as V | D;
           ctx.addIssue({
             code: "custom",
             message: `${name} must be one of ${values.join(", ")}, got ${JSON.stringify(v)}`,

@@ -43,9 +43,9 @@ export interface SpanTarget {
 
 /**
  * Hands `records` to `target`'s processor as the finished spans the SDK's tracer makes of the same
- * work: with a parent-based sampler under a sampled parent (the only spans `withSpan` notes) it
- * records them, with the noted ids, parent, times, attributes and status, kind internal, no events
- * or links. Built directly instead of through the tracer's span start and end, which in a batch
+ * work: `withSpan` notes only spans the sampler records, so they are recorded, with the noted ids,
+ * parent (none for the first span of a trace started here), times, attributes and status, kind
+ * internal, no events or links. Built directly instead of through the tracer's span start and end, which in a batch
  * cost several times more than the span itself (its sampler call, context, clock and limits
  * bookkeeping), for a result that is known in advance.
  */

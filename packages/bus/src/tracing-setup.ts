@@ -28,7 +28,8 @@ export async function startTracing(
   if (!ENDPOINT_VARS.some((v) => (env[v] ?? "") !== "")) return undefined;
   const serviceName = env["OTEL_SERVICE_NAME"] || service;
   const protocol = otlpTracesProtocol(env);
-  // The SDK reads OTEL_TRACES_SAMPLER itself; withSpan needs to know whether it follows the parent.
+  // Whether the sampler of OTEL_TRACES_SAMPLER follows the parent; where the SDK makes the spans
+  // (no span thread) it reads the sampler itself, else `traceSamplerFromEnv` decides as it would.
   const parentBased = traceSamplerFollowsParent(env);
   if (spanThreadAvailable()) {
     const thread = new SpanThread({ service: serviceName, version, protocol }, env, (err) =>

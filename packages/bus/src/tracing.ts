@@ -201,11 +201,14 @@ function noteDecided<T>(
   const from = parent ?? newTraceContext(sampler);
   const recorded = from.root ? sampled(from) : sampler(from.traceId);
   if (recorded) return noteSpan(name, attributes, from, fn);
-  const ctx: TraceContext =
-    from.state === undefined
-      ? { traceId: from.traceId, spanId: newSpanId(), flags: "00" }
-      : { traceId: from.traceId, spanId: newSpanId(), flags: "00", state: from.state };
-  return current.run(ctx, () => call(fn));
+  return current.run(childContext(from, newSpanId(), "00"), () => call(fn));
+}
+
+/** The context of a span `spanId` under `parent`: its trace, its trace state, `flags`. */
+function childContext(parent: TraceContext, spanId: string, flags: string): TraceContext {
+  return parent.state === undefined
+    ? { traceId: parent.traceId, spanId, flags }
+    : { traceId: parent.traceId, spanId, flags, state: parent.state };
 }
 
 /** `fn()`, a synchronous throw included as a rejection. */
@@ -259,10 +262,7 @@ function noteSpan<T>(
   const flags = sampled(parent)
     ? parent.flags
     : (Number.parseInt(parent.flags, 16) | 1).toString(16).padStart(2, "0");
-  const ctx: TraceContext =
-    parent.state === undefined
-      ? { traceId: parent.traceId, spanId, flags }
-      : { traceId: parent.traceId, spanId, flags, state: parent.state };
+  const ctx = childContext(parent, spanId, flags);
   const startMs = performance.now();
   return current
     .run(ctx, () => call(fn))

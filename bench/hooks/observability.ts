@@ -45,7 +45,14 @@ const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 8);
  * spans it noted, so that work, and the exports it triggers, fall mostly in its own turn.
  */
 const PER_ROUND = Number(process.env["BENCH_PER_ROUND"] ?? 100);
-const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 300);
+/**
+ * Warm-up calls per fresh dispatcher. A service answers for hours; after 300 calls a dispatcher is
+ * still young (its main thread took 675-700 µs of CPU per call off, 600 after 1,500), and the
+ * young phase lasts longer with the span paths to compile: every trace recorded cost +4.7 % after
+ * 300 (+6.5 % on average over four runs the sitting before), +3.7, +4.8 and +2.4 % after 1,500
+ * (2026-12-01, docs/benchmarks.md).
+ */
+const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 1_500);
 const MODES = ["on", "sampled", "metrics", "off", "control"] as const;
 type Mode = (typeof MODES)[number];
 /** `sampled`: the caller starts its traces as a runtime with these OpenTelemetry variables does. */

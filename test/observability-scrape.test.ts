@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -81,6 +82,9 @@ async function until(q: string, ok: (v: number) => boolean = (v) => v > 0, min =
 }
 
 beforeAll(async () => {
+  // Debian's prometheus (.ci/run installs it); without it the readiness wait below would only time out.
+  if (spawnSync("prometheus", ["--version"]).error)
+    throw new Error("prometheus is missing: apt-get install prometheus (.ci/run does)");
   dir = mkdtempSync(path.join(tmpdir(), "geode-scrape-"));
   firstPort = await freePortRun(SERVICES.length);
   up = spawnService(

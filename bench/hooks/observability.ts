@@ -47,7 +47,7 @@ const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 8);
 const PER_ROUND = Number(process.env["BENCH_PER_ROUND"] ?? 100);
 /**
  * Warm-up calls per fresh dispatcher. A service answers for hours; after 300 calls a dispatcher is
- * still young (its main thread took 675-700 µs of CPU per call off, 600 after 1,500), and the
+ * still young (its main thread took 675-700 µs of CPU per call off, 600-625 after 1,500), and the
  * young phase lasts longer with the span paths to compile: every trace recorded cost +4.7 % after
  * 300 (+6.5 % on average over four runs the sitting before), +3.7, +4.8 and +2.4 % after 1,500
  * (2026-12-01, docs/benchmarks.md).

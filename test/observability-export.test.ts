@@ -17,14 +17,19 @@ let endpoint: string;
 let handler: ServedHook;
 /** The trace context the handler ran in, per call (what its request's `traceparent` said). */
 const handlerSaw: TraceContext[] = [];
+/** The same, by the session id of the call's correlation (the last call of each session). */
+const handlerSawBySession = new Map<string, TraceContext>();
 
 beforeAll(async () => {
   collector = await startOtlpCollector(spans);
   endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   const { nc, names } = env();
-  handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "traced" }, () => {
+  handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "traced" }, (envelope) => {
     const seen = currentTrace();
-    if (seen) handlerSaw.push(seen);
+    if (seen) {
+      handlerSaw.push(seen);
+      handlerSawBySession.set(envelope.correlation.session_id, seen);
+    }
     return { action: "continue" };
   });
 });
@@ -128,7 +133,6 @@ describe("span export over OTLP/HTTP from a service process", () => {
     const proc = await startDispatcher();
     try {
       await tracedCall(); // the dispatcher knows the handler
-      const seen = handlerSaw.length;
       const reply = await env().nc.request(
         env().names.hookInvoke(HookName.UserPromptSubmit),
         JSON.stringify({ payload: { user_input: "x" }, correlation: { session_id: "no-traceparent" } }),
@@ -136,7 +140,8 @@ describe("span export over OTLP/HTTP from a service process", () => {
       );
       expect(reply.json<{ decision_sources?: string[] }>().decision_sources).toContain("traced");
       // The handler's request carried the trace the dispatcher started, under its invoke span.
-      const started = handlerSaw[seen];
+      // Found by the request's session, not by position: an earlier call's late delivery cannot pass for it.
+      const started = handlerSawBySession.get("no-traceparent");
       expect(started?.flags).toBe("01");
       await waitFor(async () => ofTrace(started!.traceId).length >= 2);
       const invoke = ofTrace(started!.traceId).find((s) => s.name === "geode.hook.invoke");

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { decodeJson } from "@geode/bus";
 import { ErrorCode, GeodeError } from "@geode/contracts";
 
 /** Largest JSON body an action accepts. */
@@ -69,9 +70,10 @@ export async function readJsonObject(req: IncomingMessage): Promise<Record<strin
   }
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-  } catch {
-    throw badRequest("the body is not valid JSON");
+    // Depth is checked before parsing: nothing downstream recurses through a degenerate body.
+    body = size === 0 ? undefined : decodeJson(Buffer.concat(chunks, size));
+  } catch (err) {
+    throw badRequest(err instanceof GeodeError ? `the ${err.message}` : "the body is not valid JSON");
   }
   if (body === null || typeof body !== "object" || Array.isArray(body))
     throw badRequest("the body must be a JSON object");

@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Logger, runInTrace, withSpan } from "@geode/bus";
+import { decodeJson, type Logger, runInTrace, withSpan } from "@geode/bus";
 import {
   CLAUDE_CODE_HOOK_PATH,
   ErrorCode,
+  GeodeError,
   newTraceContext,
   parseTraceparent,
   TRACEPARENT_HEADER,
@@ -25,8 +26,6 @@ export interface GatewayHttpServer {
   readonly url: string;
   close(): Promise<void>;
 }
-
-const decoder = new TextDecoder("utf-8", { fatal: true });
 
 function send(res: ServerResponse, status: number, body: unknown, close = false): void {
   const data = JSON.stringify(body);
@@ -98,9 +97,11 @@ export async function startHttpServer(options: {
     }
     let body: unknown;
     try {
-      body = JSON.parse(decoder.decode(raw));
-    } catch {
-      send(res, 400, error(ErrorCode.InvalidRequest, "body is not UTF-8 JSON"));
+      // Depth is checked before parsing: nothing downstream recurses through a degenerate body.
+      body = raw.length === 0 ? undefined : decodeJson(raw);
+    } catch (err) {
+      const message = err instanceof GeodeError ? err.message : "body is not UTF-8 JSON";
+      send(res, 400, error(ErrorCode.InvalidRequest, message));
       return;
     }
     if (body === null || typeof body !== "object" || Array.isArray(body)) {

@@ -5,6 +5,8 @@ import {
   CorrelationV1Schema,
   CorrelationV2Schema,
   correlation,
+  safeCorrelation,
+  safeCorrelationId,
   toCorrelationV1,
 } from "./correlation.js";
 import { HookInvokeRequestSchema, hookEnvelope } from "./hook-envelope.js";
@@ -76,5 +78,44 @@ describe("correlation", () => {
     expect(HookInvokeRequestSchema.parse({ payload: {} }).correlation).toEqual(correlation());
     expect(HookInvokeRequestSchema.safeParse({ payload: {}, timeout_ms: -5 }).success).toBe(false);
     expect(HookInvokeRequestSchema.safeParse({ payload: {}, extra: 1 }).success).toBe(false);
+  });
+});
+
+describe("safeCorrelationId", () => {
+  const REDACTED = /^redacted-[0-9a-f]{24}$/;
+
+  it("keeps plain ids as they came", () => {
+    for (const id of ["", "s-1", "toolu_01A09q90qw90lq917835lq9", "6f1c2d9e-0d7a-4b8e-9c1a-2f3e4d5c6b7a", "a.b:c@d+e=f", "x".repeat(128)])
+      expect(safeCorrelationId(id)).toBe(id);
+  });
+
+  it("replaces secret-looking, long, path-like or odd ids by a stable digest", () => {
+    const odd = [
+      "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+      "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+      "password=hunter2",
+      "x".repeat(129),
+      "../etc",
+      "a/b",
+      ".hidden",
+      "with space",
+      "nul\u0000",
+      "ümlaut",
+    ];
+    for (const id of odd) {
+      expect(safeCorrelationId(id)).toMatch(REDACTED);
+      expect(safeCorrelationId(id)).toBe(safeCorrelationId(id));
+    }
+    expect(new Set(odd.map(safeCorrelationId)).size).toBe(odd.length);
+  });
+
+  it("makes every id of a correlation safe and keeps the counters", () => {
+    const c = correlation({ session_id: "a/b", tool_call_id: "ok_1", session_generation: 3, verify_attempt: 1 });
+    const safe = safeCorrelation(c);
+    expect(safe.session_id).toMatch(REDACTED);
+    expect(safe.tool_call_id).toBe("ok_1");
+    expect(safe.session_generation).toBe(3);
+    expect(safe.verify_attempt).toBe(1);
+    expect(Object.keys(safe)).toEqual(CORRELATION_FIELDS);
   });
 });

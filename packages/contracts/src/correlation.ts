@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { maskSecrets, sha256 } from "./sanitize.js";
 
 const nonNegativeInt = z.number().int().min(0);
 
@@ -47,15 +48,10 @@ export function correlation(input: CorrelationInput = {}): Correlation {
   return CorrelationInputSchema.parse(input);
 }
 
-const STRING_FIELDS = [
-  "session_id",
-  "turn_id",
-  "step_id",
-  "run_id",
-  "tool_call_id",
-  "llm_call_id",
-  "llm_attempt_id",
-] as const;
+/** The id fields (strings), as the schema declares them. */
+const STRING_FIELDS = CORRELATION_FIELDS.filter(
+  (f) => CorrelationV2Schema.shape[f] instanceof z.ZodString,
+) as Array<Exclude<keyof Correlation, "session_generation" | "verify_attempt">>;
 
 /** True for a correlation with exactly the v2 fields, each of its type: what the schema takes as is. */
 export function isCompleteCorrelation(input: CorrelationInput): input is Correlation {
@@ -70,4 +66,29 @@ export function isCompleteCorrelation(input: CorrelationInput): input is Correla
 export function toCorrelationV1(c: Correlation): CorrelationV1 {
   const { step_id: _drop, ...rest } = c;
   return rest;
+}
+
+/**
+ * What an id may be to be kept as it came (at most 128 characters): safe as a KV key token, a
+ * file name and a log field.
+ */
+const SAFE_ID = /^[A-Za-z0-9_.:@+=-]{1,128}$/;
+
+/**
+ * A correlation id from outside the plane (an agent's session, prompt or tool-call id) as the
+ * plane keeps it: as it came when it is at most 128 characters of `[A-Za-z0-9_.:@+=-]`, starts
+ * with no dot and looks like no secret (the payloads' secret patterns); otherwise
+ * `redacted-<24 hex digits of its SHA-256>`, the same for the same id, so a session stays one
+ * session while its id (a secret, a path, a control character) is stored, logged and shown nowhere.
+ */
+export function safeCorrelationId(id: string): string {
+  if (id === "" || (SAFE_ID.test(id) && id[0] !== "." && maskSecrets(id) === id)) return id;
+  return `redacted-${sha256(id).slice(0, 24)}`;
+}
+
+/** A correlation with every id made safe by `safeCorrelationId` (the counters as they are). */
+export function safeCorrelation(c: Correlation): Correlation {
+  const out = { ...c };
+  for (const f of STRING_FIELDS) out[f] = safeCorrelationId(c[f]);
+  return out;
 }

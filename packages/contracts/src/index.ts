@@ -14,6 +14,8 @@ export {
   CorrelationInputSchema,
   CorrelationV2Schema,
   correlation,
+  safeCorrelation,
+  safeCorrelationId,
 } from "./correlation.js";
 export {
   closedFailureAction,

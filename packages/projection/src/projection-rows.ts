@@ -8,6 +8,7 @@ import {
   type RetentionBucket,
   RUNTIME_EVENTS,
   retentionBucketOf,
+  safeCorrelationId,
   sanitizePayloadJson,
   sha256,
   TimelineRecordSchema,
@@ -111,11 +112,15 @@ export function storedPayload(payload: unknown, mayHoldNul = true): Record<strin
   return clean;
 }
 
-/** Copies the correlation ids onto a row (no object of their own: one allocation less per message). */
+/**
+ * Copies the correlation ids onto a row (no object of their own: one allocation less per message),
+ * each made safe as the gateway makes agents' ids (the recorder does not trust publishers to have
+ * done it): no secret, path or oversized id is stored or mirrored.
+ */
 function putCorrelation(row: Record<string, unknown>, c: Correlation): void {
   for (const f of CORRELATION_FIELDS) {
     const v = c[f];
-    row[f] = typeof v === "string" ? noNul(v) : v;
+    row[f] = typeof v === "string" ? safeCorrelationId(v) : v;
   }
 }
 

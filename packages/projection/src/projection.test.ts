@@ -318,3 +318,27 @@ describe("stored payload JSON, made once while sanitizing", () => {
     expect(storedPayloadJson(e.activity.payload)).toBe(JSON.stringify(e.activity.payload));
   });
 });
+
+describe("correlation ids as stored", () => {
+  it("an id holding a secret, a path or a control character is stored as its digest, the same in every table", () => {
+    const secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123";
+    const body = JSON.parse(new TextDecoder().decode(eventMsg("e-ids", "extension_invoked", 1))) as {
+      correlation: Record<string, unknown>;
+      payload: Record<string, unknown>;
+    };
+    body.correlation["session_id"] = secret;
+    body.correlation["run_id"] = "../../escape";
+    body.correlation["tool_call_id"] = "a\u0000b";
+    body.payload = { surface: "hook", name: "PreToolUse", extension: "g", status: "ok", duration_ms: 1 };
+    const d = decodeStreamMessage("events", 7, enc(body));
+    if (d.type !== "event" || !d.extension) throw new Error(d.type);
+    for (const row of [d.activity, d.extension]) {
+      expect(JSON.stringify(row)).not.toContain("AbCdEfGh");
+      expect(row.session_id).toMatch(/^redacted-[0-9a-f]{24}$/);
+      expect(row.run_id).toMatch(/^redacted-[0-9a-f]{24}$/);
+      expect(row.tool_call_id).toMatch(/^redacted-[0-9a-f]{24}$/);
+      expect(row.turn_id).toBe("t1");
+    }
+    expect(d.extension.session_id).toBe(d.activity.session_id);
+  });
+});

@@ -121,8 +121,8 @@ export async function handleClaudeCodeHook(
   const event = input.hook_event_name;
   const handler = isMapped(event) ? HANDLERS[event] : recordOnlyEvent;
   const log = deps.log;
+  const start = correlationOf(input, 0);
   try {
-    const start = correlationOf(input, 0);
     // SessionStart creates (or resumes) the session itself; every other event starts it if needed.
     const generation = event === "SessionStart" ? 0 : await deps.sessions.ensure(start, signal);
     const corr = { ...start, session_generation: generation };
@@ -133,7 +133,7 @@ export async function handleClaudeCodeHook(
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     log.warn(
-      { err_type: err instanceof Error ? err.name : typeof err, event, session_id: input.session_id },
+      { err_type: err instanceof Error ? err.name : typeof err, event, session_id: start.session_id },
       "hook call could not be decided",
     );
     return { status: 200, body: unavailableOutput(event, message) };

@@ -143,8 +143,10 @@ describe("Claude Code governed through the agent gateway", () => {
 
   it("Claude Code's permission prompt is answered by an approver on the plane", CLI, async () => {
     const asked: string[] = [];
+    const calls: string[] = [];
     const approver = serveApprovals({ nc: env().nc, names: env().names }, (r) => {
       asked.push(r.detail);
+      calls.push(r.correlation.tool_call_id);
       return r.detail.includes("approved.txt") ? { decision: "allow", reason: "looks fine" } : "deny";
     });
     cleanups.push(() => approver.close());
@@ -159,6 +161,9 @@ describe("Claude Code governed through the agent gateway", () => {
     expect(asked.some((d) => d.includes("touch approved.txt"))).toBe(true);
     expect(existsSync(path.join(work, "approved.txt"))).toBe(true);
     expect(existsSync(path.join(work, "refused.txt"))).toBe(false);
+    // Claude Code's prompt names no call; the plane finds the one PreToolUse announced.
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    for (const id of calls) expect(id).toMatch(/^toolu_/);
   });
 
   it("PostToolUse context reaches the model's next request", CLI, async () => {

@@ -3,9 +3,11 @@
  * break recursive code, and correlation ids that carry secrets or are not safe as keys and paths.
  */
 import { randomUUID } from "node:crypto";
+import { ensureBucket } from "@geode/bus";
 import type { EventEnvelope, TimelineRecord } from "@geode/contracts";
 import { HookName } from "@geode/contracts";
-import type { HookEnvelope } from "@geode/sdk";
+import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import { ccInput, useGatewayFixture } from "./gateway-support.js";
 import { eventsOf, timelineOf } from "./verify-support.js";
@@ -39,7 +41,9 @@ describe("deep JSON", () => {
     });
     const res = await fx.post(null, { raw });
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ error: { code: "invalid_request", message: expect.stringMatching(/deeper/) } });
+    expect(res.body).toMatchObject({
+      error: { code: "invalid_request", message: expect.stringMatching(/deeper/) },
+    });
     expect(seen).toHaveLength(0);
     expect((await allEvents()).length).toBe(before);
   });
@@ -102,7 +106,9 @@ describe("correlation ids from the agent", () => {
     expect(seen[1]?.correlation.session_id).toBe(corr?.session_id);
     expect(seen[1]?.correlation.tool_call_id).toBe("toolu_plain_2");
 
-    const events = (await allEvents()).filter((e: EventEnvelope) => e.correlation.session_id === corr?.session_id);
+    const events = (await allEvents()).filter(
+      (e: EventEnvelope) => e.correlation.session_id === corr?.session_id,
+    );
     const records = (await allTimeline()).filter(
       (r: TimelineRecord) => r.correlation.session_id === corr?.session_id,
     );
@@ -123,7 +129,8 @@ describe("correlation ids from the agent", () => {
       { session_id: "with space/and/slashes", prompt_id: "p\u0000nul" },
       { session_id: "6f1c2d9e-0d7a-4b8e-9c1a-2f3e4d5c6b7a", prompt_id: "prompt_01.ok:1" },
     ];
-    for (const c of cases) expect((await fx.post(ccInput("UserPromptSubmit", { prompt: "hi" }, c))).status).toBe(200);
+    for (const c of cases)
+      expect((await fx.post(ccInput("UserPromptSubmit", { prompt: "hi" }, c))).status).toBe(200);
     const [long, slashes, plain] = seen.map((e) => e.correlation);
     expect(long?.session_id).toMatch(/^redacted-[0-9a-f]{24}$/);
     expect(long?.turn_id).toMatch(/^redacted-[0-9a-f]{24}$/);
@@ -132,5 +139,94 @@ describe("correlation ids from the agent", () => {
     expect(plain?.session_id).toBe(cases[2]?.session_id);
     expect(plain?.run_id).toBe(cases[2]?.session_id);
     expect(plain?.turn_id).toBe("prompt_01.ok:1");
+  });
+});
+
+describe("the timeline of an agent's tool call", () => {
+  const eventsOfSession = async (sessionId: string) =>
+    (await allEvents()).filter((e: EventEnvelope) => e.correlation.session_id === sessionId);
+
+  it("a permission prompt answered on the plane: its approval names the call, the start follows it", async () => {
+    const approver = serveApprovals({ nc: fx.env().nc, names: fx.env().names }, (r) =>
+      r.detail.includes("ok.txt") ? { decision: "allow", reason: "fine" } : "deny",
+    );
+    await fx.env().nc.flush();
+    try {
+      const session = { session_id: randomUUID(), prompt_id: randomUUID() };
+      const call = (file: string, id: string) => ({
+        tool_name: "Write",
+        tool_input: { file_path: file, content: "x" },
+        tool_use_id: id,
+      });
+      for (const [file, id] of [
+        ["/w/ok.txt", "toolu_ok"],
+        ["/w/no.txt", "toolu_no"],
+      ] as const) {
+        expect((await fx.post(ccInput("PreToolUse", call(file, id), session))).body).toEqual({});
+        const { tool_use_id: _id, ...prompt } = call(file, id);
+        const res = await fx.post(ccInput("PermissionRequest", prompt, session));
+        expect(res.status).toBe(200);
+      }
+      await waitFor(
+        async () =>
+          (await eventsOfSession(session.session_id)).filter((e) => e.event === "approval_transition")
+            .length === 2,
+      );
+      const events = await eventsOfSession(session.session_id);
+      const approvals = events.filter((e) => e.event === "tool_approval_requested");
+      expect(approvals.map((e) => e.correlation.tool_call_id).sort()).toEqual(["toolu_no", "toolu_ok"]);
+      const started = events.filter((e) => e.event === "tool_exec_started");
+      expect(started.map((e) => e.correlation.tool_call_id)).toEqual(["toolu_ok"]);
+      const order = events.map((e) => `${e.event}:${e.correlation.tool_call_id}`);
+      expect(order.indexOf("approval_transition:toolu_ok")).toBeLessThan(
+        order.indexOf("tool_exec_started:toolu_ok"),
+      );
+
+      // The call ran and reports its result: its start is not recorded twice.
+      const done = ccInput(
+        "PostToolUse",
+        { ...call("/w/ok.txt", "toolu_ok"), tool_response: { ok: true } },
+        session,
+      );
+      expect((await fx.post(done)).status).toBe(200);
+      await waitFor(async () =>
+        (await eventsOfSession(session.session_id)).some((e) => e.event === "tool_exec_ended"),
+      );
+      const after = await eventsOfSession(session.session_id);
+      expect(after.filter((e) => e.event === "tool_exec_started")).toHaveLength(1);
+      const called = (await allTimeline()).filter(
+        (r: TimelineRecord) => r.correlation.session_id === session.session_id && r.kind === "tool.called",
+      );
+      expect(called).toHaveLength(1);
+    } finally {
+      await approver.close();
+    }
+  });
+
+  it("the model the agent names is the session's: at its start, or later as model_switched", async () => {
+    const named = { session_id: randomUUID(), prompt_id: randomUUID() };
+    expect(
+      (await fx.post(ccInput("SessionStart", { source: "startup", model: "claude-sonnet-4-5" }, named)))
+        .status,
+    ).toBe(200);
+    const late = { session_id: randomUUID(), prompt_id: randomUUID() };
+    expect((await fx.post(ccInput("UserPromptSubmit", { prompt: "hi" }, late))).status).toBe(200);
+    expect(
+      (await fx.post(ccInput("SessionStart", { source: "startup", model: "claude-opus-4-1" }, late))).status,
+    ).toBe(200);
+    await waitFor(async () =>
+      (await eventsOfSession(late.session_id)).some((e) => e.event === "model_switched"),
+    );
+    const startedNamed = (await eventsOfSession(named.session_id)).find((e) => e.event === "session_started");
+    expect(startedNamed?.payload["model"]).toBe("claude-sonnet-4-5");
+    const lateEvents = await eventsOfSession(late.session_id);
+    expect(lateEvents.find((e) => e.event === "session_started")?.payload["model"]).toBe("");
+    expect(lateEvents.find((e) => e.event === "model_switched")?.payload).toMatchObject({
+      from: "",
+      to: "claude-opus-4-1",
+    });
+    const kv = await ensureBucket(fx.env().nc, fx.env().names, "sessions");
+    const rec = await kv.get(fx.env().names.sessionKey(late.session_id));
+    expect(rec?.json()).toMatchObject({ model: "claude-opus-4-1", generation: 0 });
   });
 });

@@ -256,7 +256,7 @@ describe("PreToolUse", () => {
     }
   });
 
-  it("publishes tool_exec_started and tool.called for a call the plane lets through, nothing for a denied one", async () => {
+  it("records tool_exec_started and tool.called once a call goes ahead, never for a denied one", async () => {
     await handler(HookName.PreToolUse, "deny-sudo", (e) =>
       String((e.payload["arguments"] as { command: string }).command).startsWith("sudo")
         ? { action: "block", reason: "no sudo" }
@@ -264,14 +264,24 @@ describe("PreToolUse", () => {
     );
     const session = { session_id: randomUUID(), prompt_id: randomUUID() };
     await fx.post(bash("sudo ls", session));
-    await fx.post(bash("ls /opt/distinct-dir", session));
-    await waitFor(async () =>
-      (await sessionEvents(session.session_id)).some((e) => e.event === "tool_exec_started"),
-    );
-    const started = (await sessionEvents(session.session_id)).filter((e) => e.event === "tool_exec_started");
+    const ls = bash("ls /opt/distinct-dir", session);
+    await fx.post(ls);
+    // No decision: Claude Code's own permission rules may still prompt and refuse, so nothing yet.
+    await new Promise((r) => setTimeout(r, 300));
+    const kinds = async () => (await sessionEvents(session.session_id)).map((e) => e.event);
+    expect(await kinds()).not.toContain("tool_exec_started");
+    // The agent reports the result: the call ran, so its start is recorded, before its end.
+    const { hook_event_name: _e, ...rest } = ls;
+    await fx.post({ ...rest, hook_event_name: "PostToolUse", tool_response: { stdout: "" } });
+    await waitFor(async () => (await kinds()).includes("tool_exec_ended"));
+    const events = await sessionEvents(session.session_id);
+    const started = events.filter((e) => e.event === "tool_exec_started");
     expect(started).toHaveLength(1);
     expect(started[0]!.payload).toMatchObject({ tool_name: "Bash", effect: "mutation" });
+    expect(started[0]!.correlation.tool_call_id).toBe(ls["tool_use_id"]);
     expect(JSON.stringify(started[0])).not.toContain("distinct-dir");
+    const order = events.map((e) => e.event);
+    expect(order.indexOf("tool_exec_started")).toBeLessThan(order.indexOf("tool_exec_ended"));
     const called = (await sessionTimeline(session.session_id)).filter((r) => r.kind === "tool.called");
     expect(called).toHaveLength(1);
   });

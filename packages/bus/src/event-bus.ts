@@ -159,17 +159,21 @@ export class RuntimeEventBus {
     return this.track(this.publish(this.names.event(event), env.id, env).then((ok) => (ok ? env : null)));
   }
 
-  /** Publishes one session timeline record; never rejects. */
+  /**
+   * Publishes one session timeline record; never rejects. `id` (default a new UUID) is also its
+   * `Nats-Msg-Id`: a record published twice with one id is stored once.
+   */
   timeline(
     kind: TimelineKind,
     payload: unknown,
     correlation: CorrelationInput | Correlation = {},
+    options: { id?: string } = {},
   ): Promise<TimelineRecord | null> {
     let rec: TimelineRecord;
     try {
       const clean = sanitizePayload(payload);
       rec = {
-        id: randomUUID(),
+        id: options.id ?? randomUUID(),
         kind,
         ts: Date.now(),
         source: this.source,

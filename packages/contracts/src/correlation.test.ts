@@ -85,7 +85,14 @@ describe("safeCorrelationId", () => {
   const REDACTED = /^redacted-[0-9a-f]{24}$/;
 
   it("keeps plain ids as they came", () => {
-    for (const id of ["", "s-1", "toolu_01A09q90qw90lq917835lq9", "6f1c2d9e-0d7a-4b8e-9c1a-2f3e4d5c6b7a", "a.b:c@d+e=f", "x".repeat(128)])
+    for (const id of [
+      "",
+      "s-1",
+      "toolu_01A09q90qw90lq917835lq9",
+      "6f1c2d9e-0d7a-4b8e-9c1a-2f3e4d5c6b7a",
+      "a.b:c@d+e=f",
+      "x".repeat(128),
+    ])
       expect(safeCorrelationId(id)).toBe(id);
   });
 
@@ -110,7 +117,12 @@ describe("safeCorrelationId", () => {
   });
 
   it("makes every id of a correlation safe and keeps the counters", () => {
-    const c = correlation({ session_id: "a/b", tool_call_id: "ok_1", session_generation: 3, verify_attempt: 1 });
+    const c = correlation({
+      session_id: "a/b",
+      tool_call_id: "ok_1",
+      session_generation: 3,
+      verify_attempt: 1,
+    });
     const safe = safeCorrelation(c);
     expect(safe.session_id).toMatch(REDACTED);
     expect(safe.tool_call_id).toBe("ok_1");

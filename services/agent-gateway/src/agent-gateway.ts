@@ -7,6 +7,7 @@ import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { startHttpServer } from "./http-server.js";
 import { createPlane } from "./plane.js";
 import { SessionTracker } from "./session-tracker.js";
+import { ToolCalls } from "./tool-calls.js";
 import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
 
 export interface AgentGatewayOptions {
@@ -66,6 +67,7 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   });
   const directory = await AgentDirectory.start(plane);
   const sessions = new SessionTracker(plane, log);
+  const toolCalls = new ToolCalls();
   const webhooks = await startWebhookBridge({ nc, names, log });
   const http = await startHttpServer({
     host: config.host,
@@ -74,7 +76,8 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     log,
     routes: {
       identify: (authorization) => directory.identify(authorization),
-      claudeCodeHook: (body, signal) => handleClaudeCodeHook({ plane, sessions, log }, body, signal),
+      claudeCodeHook: (body, signal) =>
+        handleClaudeCodeHook({ plane, sessions, toolCalls, log }, body, signal),
       healthy: () => plane.connected(),
     },
   });

@@ -62,8 +62,8 @@ export interface Plane {
    * which sends the outbox first: an event still reaches its stream before the step it precedes.
    */
   emit(event: RuntimeEvent, payload: Record<string, unknown>, correlation: Correlation, id?: string): void;
-  /** Publishes a timeline record (never throws). */
-  timeline(kind: TimelineKind, payload: Record<string, unknown>, correlation: Correlation): void;
+  /** Publishes a timeline record (never throws); one `id` is stored once. */
+  timeline(kind: TimelineKind, payload: Record<string, unknown>, correlation: Correlation, id?: string): void;
   /** Revision-checked update of a session record (KV `{ns}_sessions`); throw `KeepRecord` to keep it. */
   mutateSession(
     sessionId: string,
@@ -157,8 +157,8 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
       void events.emit(event, payload, correlation, id === undefined ? {} : { id });
     },
 
-    timeline(kind, payload, correlation) {
-      void events.timeline(kind, payload, correlation);
+    timeline(kind, payload, correlation, id) {
+      void events.timeline(kind, payload, correlation, id === undefined ? {} : { id });
     },
 
     async mutateSession(sessionId, update) {

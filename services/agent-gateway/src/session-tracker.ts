@@ -1,5 +1,5 @@
 import type { Logger } from "@geode/bus";
-import { type Correlation, HookName, RuntimeEvent, type SessionRecord } from "@geode/contracts";
+import { type Correlation, HookName, RuntimeEvent, type SessionRecord, sanitizeText } from "@geode/contracts";
 import { KeepRecord, type Plane } from "./plane.js";
 
 /** Claude Code sessions talk to Anthropic models. */
@@ -7,7 +7,13 @@ export const PROVIDER = "anthropic";
 
 interface Known {
   generation: number;
+  model: string;
   checkedAt: number;
+}
+
+/** A model name as the agent gave it, bounded and secret-masked; undefined when it gave none. */
+function modelOf(raw: string | undefined): string | undefined {
+  return raw === undefined || raw === "" ? undefined : sanitizeText(raw, 128);
 }
 
 export interface StartFacts {
@@ -34,14 +40,21 @@ export class SessionTracker {
     private readonly maxKnown = 10_000,
   ) {}
 
-  /** The session's generation, starting the session first when the plane has not seen it. */
-  ensure(correlation: Correlation, signal?: AbortSignal): Promise<number> {
+  /**
+   * The session's generation, starting the session first when the plane has not seen it. `model`
+   * is the model the agent names in this event, if any: a session started now records it, and a
+   * model that differs from the recorded one (an agent that names it late, or switched) is
+   * written to the record and published as `model_switched`.
+   */
+  ensure(correlation: Correlation, signal?: AbortSignal, model?: string): Promise<number> {
     const id = correlation.session_id;
+    const named = modelOf(model);
     const hit = this.known.get(id);
-    if (hit && Date.now() - hit.checkedAt < this.ttlMs) return Promise.resolve(hit.generation);
+    if (hit && Date.now() - hit.checkedAt < this.ttlMs && (named === undefined || named === hit.model))
+      return Promise.resolve(hit.generation);
     let p = this.inflight.get(id);
     if (!p) {
-      p = this.begin(correlation, {}, false, signal).finally(() => this.inflight.delete(id));
+      p = this.begin(correlation, { model: named }, false, signal).finally(() => this.inflight.delete(id));
       this.inflight.set(id, p);
     }
     return p;
@@ -49,7 +62,7 @@ export class SessionTracker {
 
   /** Claude Code's SessionStart: a new session, or a resumed one (a new generation). */
   async start(correlation: Correlation, facts: StartFacts, signal?: AbortSignal): Promise<number> {
-    return this.begin(correlation, facts, true, signal);
+    return this.begin(correlation, { ...facts, model: modelOf(facts.model) }, true, signal);
   }
 
   /**
@@ -88,9 +101,11 @@ export class SessionTracker {
     const id = correlation.session_id;
     const resumeAsked = facts.source === "resume" || facts.source === "fork";
     let existed = false;
+    let switched: { from: string; to: string } | undefined;
     const result = await this.plane.mutateSession(id, (current): SessionRecord => {
       const now = Date.now();
       existed = current !== null;
+      switched = undefined;
       const fresh = { status: "active" as const, reason: "", updated_at: now };
       if (current === null) return { ...fresh, generation: 0, model: facts.model ?? "", provider: PROVIDER };
       const ended = current.status === "completed" || current.status === "error";
@@ -103,12 +118,19 @@ export class SessionTracker {
           generation: current.generation + 1,
           model: facts.model ?? current.model,
         };
-      throw new KeepRecord();
+      if (facts.model === undefined || facts.model === current.model) throw new KeepRecord();
+      switched = { from: current.model, to: facts.model };
+      return { ...current, model: facts.model, updated_at: now };
     });
     const record = result.value;
     const generation = record?.generation ?? 0;
-    this.remember(id, generation);
+    this.remember(id, generation, record?.model ?? "");
     if (!result.written || !record) return generation;
+    if (switched) {
+      const corr = { ...correlation, session_generation: generation };
+      this.plane.emit(RuntimeEvent.MODEL_SWITCHED, { ...switched, provider: record.provider }, corr);
+      return generation;
+    }
 
     const corr = { ...correlation, session_generation: generation };
     if (corr.run_id !== "")
@@ -138,13 +160,13 @@ export class SessionTracker {
     return generation;
   }
 
-  private remember(id: string, generation: number): void {
+  private remember(id: string, generation: number, model: string): void {
     if (this.known.size >= this.maxKnown) {
       const oldest = this.known.keys().next().value;
       if (oldest !== undefined) this.known.delete(oldest);
     }
     this.known.delete(id);
-    this.known.set(id, { generation, checkedAt: Date.now() });
+    this.known.set(id, { generation, model, checkedAt: Date.now() });
   }
 
   private hookFailed(hook: string, err: unknown, corr: Correlation): void {

@@ -11,8 +11,9 @@ import {
 } from "@geode/contracts";
 import type { Plane } from "../plane.js";
 import type { SessionTracker } from "../session-tracker.js";
+import type { ToolCalls } from "../tool-calls.js";
 import { correlationOf } from "./correlation.js";
-import type { EventHandler } from "./event-context.js";
+import { type EventHandler, field } from "./event-context.js";
 import {
   postCompactEvent,
   preCompactEvent,
@@ -88,6 +89,7 @@ export type HookResponse =
 export interface ClaudeCodeHookDeps {
   plane: Plane;
   sessions: SessionTracker;
+  toolCalls: ToolCalls;
   log: Logger;
 }
 
@@ -124,11 +126,20 @@ export async function handleClaudeCodeHook(
   const start = correlationOf(input, 0);
   try {
     // SessionStart creates (or resumes) the session itself; every other event starts it if needed.
-    const generation = event === "SessionStart" ? 0 : await deps.sessions.ensure(start, signal);
+    const generation =
+      event === "SessionStart" ? 0 : await deps.sessions.ensure(start, signal, field(input, "model"));
     const corr = { ...start, session_generation: generation };
     return {
       status: 200,
-      body: await handler({ input, corr, plane: deps.plane, sessions: deps.sessions, signal, log }),
+      body: await handler({
+        input,
+        corr,
+        plane: deps.plane,
+        sessions: deps.sessions,
+        toolCalls: deps.toolCalls,
+        signal,
+        log,
+      }),
     };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -1,9 +1,4 @@
-import {
-  type ClaudeCodeHookInput,
-  type Correlation,
-  isValidRunId,
-  safeCorrelation,
-} from "@geode/contracts";
+import { type ClaudeCodeHookInput, type Correlation, isValidRunId, safeCorrelation } from "@geode/contracts";
 
 /**
  * The correlation of a Claude Code hook call (docs/protocol.md#agent-gateway): `session_id` and

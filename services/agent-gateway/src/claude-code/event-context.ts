@@ -2,6 +2,7 @@ import type { Logger } from "@geode/bus";
 import type { ClaudeCodeHookInput, ClaudeCodeHookOutput, Correlation } from "@geode/contracts";
 import type { Plane } from "../plane.js";
 import type { SessionTracker } from "../session-tracker.js";
+import type { ToolCalls } from "../tool-calls.js";
 
 /** What one Claude Code hook call is handled with. */
 export interface EventContext {
@@ -11,6 +12,8 @@ export interface EventContext {
   corr: Correlation;
   plane: Plane;
   sessions: SessionTracker;
+  /** The agent's tool calls between their hook requests (ids, starts recorded). */
+  toolCalls: ToolCalls;
   /** Aborted when Claude Code gives up on the request (its hook timeout). */
   signal: AbortSignal;
   log: Logger;

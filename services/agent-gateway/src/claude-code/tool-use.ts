@@ -7,6 +7,7 @@ import {
   RuntimeEvent,
   sha256,
 } from "@geode/contracts";
+import { derivedId } from "../tool-calls.js";
 import { asObject, type EventContext, field } from "./event-context.js";
 import { denyTool, NOTHING, permissionAnswer, preToolUse } from "./outputs.js";
 import { askPermission, safetyLevelOf } from "./permission.js";
@@ -49,17 +50,48 @@ export async function preToolUseEvent(ctx: EventContext): Promise<ClaudeCodeHook
         : preToolUse("allow", verdict.reason, updated);
   }
   const args = updated ?? original;
+  ctx.toolCalls.remember(
+    corr.session_id,
+    toolName,
+    corr.tool_call_id,
+    [original, args],
+    updated !== undefined,
+  );
+  // Only an outright allow lets the call go now; otherwise a permission prompt may still refuse it.
+  if (
+    output.hookSpecificOutput?.hookEventName === "PreToolUse" &&
+    output.hookSpecificOutput.permissionDecision === "allow"
+  )
+    recordStarted(ctx, toolName, args);
+  return output;
+}
+
+/**
+ * `tool_exec_started` and `tool.called`, once per call, when the plane knows the call goes ahead:
+ * at PreToolUse when the plane allowed it outright, when an approver on the plane allowed its
+ * permission prompt, else (the agent's own permission rules decided) when the agent reports its
+ * result. Never before a permission prompt is decided, so the timeline never shows a refused call
+ * as run. The records' ids derive from the call, so a start recorded twice is stored once.
+ */
+function recordStarted(ctx: EventContext, toolName: string, args: Record<string, unknown>): void {
+  const { plane, corr, toolCalls } = ctx;
+  const id = corr.tool_call_id;
+  if (id !== "" && !toolCalls.start(corr.session_id, id)) return;
+  const rewritten = id !== "" && toolCalls.rewritten(corr.session_id, id);
+  const effect = safetyLevelOf(toolName);
+  const ids = (what: string) => (id === "" ? undefined : derivedId(corr.session_id, id, what));
   plane.emit(
     RuntimeEvent.TOOL_EXEC_STARTED,
-    { tool_name: toolName, effect: safetyLevelOf(toolName), rewritten: updated !== undefined },
+    { tool_name: toolName, effect, rewritten },
     corr,
+    ids("tool_exec_started"),
   );
   plane.timeline(
     "tool.called",
-    { tool_name: toolName, effect: safetyLevelOf(toolName), arguments_sha256: sha256(args) },
+    { tool_name: toolName, effect, arguments_sha256: sha256(args) },
     corr,
+    ids("tool.called"),
   );
-  return output;
 }
 
 /**
@@ -68,9 +100,15 @@ export async function preToolUseEvent(ctx: EventContext): Promise<ClaudeCodeHook
  */
 export async function permissionRequestEvent(ctx: EventContext): Promise<ClaudeCodeHookOutput> {
   const toolName = field(ctx.input, "tool_name") as string;
-  const verdict = await askPermission(ctx, toolName, asObject(ctx.input["tool_input"]));
+  const args = asObject(ctx.input["tool_input"]);
+  // The prompt does not name its call: it is the one PreToolUse saw with these arguments.
+  const toolCallId = ctx.toolCalls.idOf(ctx.corr.session_id, toolName, args);
+  const call = toolCallId === "" ? ctx : { ...ctx, corr: { ...ctx.corr, tool_call_id: toolCallId } };
+  const verdict = await askPermission(call, toolName, args);
   if (verdict === null) return NOTHING;
-  return verdict.behavior === "allow" ? permissionAnswer("allow") : permissionAnswer("deny", verdict.reason);
+  if (verdict.behavior === "deny") return permissionAnswer("deny", verdict.reason);
+  recordStarted(call, toolName, args);
+  return permissionAnswer("allow");
 }
 
 /**
@@ -97,6 +135,7 @@ export async function postToolUseEvent(ctx: EventContext): Promise<ClaudeCodeHoo
     outcome: failed ? (input["is_interrupt"] === true ? "interrupted" : "error") : "ok",
     ...(typeof duration === "number" && Number.isFinite(duration) ? { duration_ms: duration } : {}),
   };
+  recordStarted(ctx, toolName, args);
   const endedId = randomUUID();
   plane.emit(RuntimeEvent.TOOL_EXEC_ENDED, ended, corr, endedId);
   if (failed) plane.emit(RuntimeEvent.TOOL_EXEC_FAILED, { ...ended, ended_event_id: endedId }, corr);

@@ -80,6 +80,7 @@ export {
   type HealthReply,
   HealthReplySchema,
   isReceiptRunning,
+  operationKeyOf,
   type PolicyAction,
   type Receipt,
   type ReceiptRef,

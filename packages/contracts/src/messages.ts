@@ -56,6 +56,19 @@ export const ToolExecuteRequestSchema = z.strictObject({
   timeout_ms: z.number().int().positive().optional(),
 });
 
+/**
+ * The logical operation of a tool call, whose receipt an effectful tool needs: its
+ * `operation_key`, else `{session_id}.{tool_call_id}`; null when it has neither.
+ */
+export function operationKeyOf(call: {
+  operation_key?: string | undefined;
+  correlation?: { session_id?: string; tool_call_id?: string } | undefined;
+}): string | null {
+  if (call.operation_key !== undefined) return call.operation_key;
+  const { session_id, tool_call_id } = call.correlation ?? {};
+  return session_id && tool_call_id ? `${session_id}.${tool_call_id}` : null;
+}
+
 const ReceiptStateSchema = z.enum(["admitted", "completed", "failed"]);
 export type ReceiptState = z.infer<typeof ReceiptStateSchema>;
 const ReceiptRefSchema = z.strictObject({

@@ -8,7 +8,8 @@ import {
   HookName,
   RuntimeEvent,
 } from "@geode/contracts";
-import { invokeLifecycleHook, type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
+import { invokeLifecycleHook } from "@geode/lifecycle";
+import { type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
 
 export interface CompactionRequest {
   model: string;
@@ -72,12 +73,13 @@ export interface Compactor {
 export type CompactorOptions = LifecycleOptions;
 
 export function createCompactor(conn: GeodeConnection, options: CompactorOptions = {}): Compactor {
-  const { hooks, events } = lifecycleDeps(conn, options);
+  const lifecycle = lifecycleDeps(conn, options);
   return {
     async run(request, steps) {
+      const deps = await lifecycle();
       const corr = fillCorrelation(request.correlation ?? {});
       const pre = await invokeLifecycleHook(
-        hooks,
+        deps,
         HookName.PreCompact,
         {
           model: request.model,
@@ -88,13 +90,12 @@ export function createCompactor(conn: GeodeConnection, options: CompactorOptions
           hard: request.hard,
         },
         corr,
-        options.hookTimeoutMs,
       );
       const defers = pre.outcome?.decisions.filter((d) => d.action === "defer") ?? [];
       const hookError = pre.hookError ? { hookError: pre.hookError } : {};
       if (defers.length > 0 && !request.hard) {
         const reason = defers[0]?.reason ?? "";
-        await (await events()).emit(
+        await deps.events.emit(
           RuntimeEvent.CONTEXT_OVERFLOW_ACTION,
           {
             action: "compaction_deferred",
@@ -120,7 +121,7 @@ export function createCompactor(conn: GeodeConnection, options: CompactorOptions
       const { state, new_message_count } = await steps.compact(plan);
       await steps.store(state);
       const post = await invokeLifecycleHook(
-        hooks,
+        deps,
         HookName.PostCompact,
         {
           model: request.model,
@@ -132,9 +133,8 @@ export function createCompactor(conn: GeodeConnection, options: CompactorOptions
           persisted: true,
         },
         corr,
-        options.hookTimeoutMs,
       );
-      await (await events()).emit(
+      await deps.events.emit(
         RuntimeEvent.CONTEXT_OVERFLOW_ACTION,
         {
           action: "compacted",

@@ -1,50 +1,6 @@
 import { createHookClient, type GeodeConnection, type HookClient, RuntimeEventBus } from "@geode/bus";
-import {
-  type Correlation,
-  type DispatchOutcome,
-  type GeodeError,
-  type HookName,
-  type HookPayloadInput,
-  toGeodeError,
-} from "@geode/contracts";
+import type { LifecycleDeps } from "@geode/lifecycle";
 import { SessionStore } from "@geode/state";
-
-/** Invokes a lifecycle hook; a failure is returned, not thrown (the durable state already changed). */
-export async function invokeLifecycleHook<H extends HookName>(
-  hooks: HookClient,
-  hook: H,
-  payload: HookPayloadInput<H>,
-  corr: Correlation,
-  timeoutMs: number | undefined,
-): Promise<{ outcome: DispatchOutcome | null; hookError?: GeodeError }> {
-  try {
-    const outcome = await hooks.invoke(hook, payload, corr, timeoutMs ? { timeoutMs } : {});
-    return { outcome };
-  } catch (err) {
-    return { outcome: null, hookError: toGeodeError(err) };
-  }
-}
-
-/** Creates a value on first use and keeps it. */
-function lazy<T>(create: () => Promise<T>): () => Promise<T> {
-  let value: Promise<T> | undefined;
-  return () => {
-    value ??= create();
-    return value;
-  };
-}
-
-/** The event bus of a runtime helper: the one given, or one of its own (source `runtime`) on first use. */
-function lazyEvents(conn: GeodeConnection, given?: RuntimeEventBus): () => Promise<RuntimeEventBus> {
-  return given
-    ? () => Promise.resolve(given)
-    : lazy(() => RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "runtime" }));
-}
-
-/** The sessions bucket, opened on first use. */
-export function lazySessionStore(conn: GeodeConnection): () => Promise<SessionStore> {
-  return lazy(() => SessionStore.open(conn));
-}
 
 /** What the lifecycle helpers (sessions, sub-agents, compaction) take besides the connection. */
 export interface LifecycleOptions {
@@ -56,13 +12,29 @@ export interface LifecycleOptions {
   hookTimeoutMs?: number;
 }
 
-/** The hook client and the (lazy) event bus of a lifecycle helper. */
+/**
+ * The lifecycle's dependencies on this connection, made on first use and kept: the hook client,
+ * the event bus (the one given, or one of its own with source `runtime`) and the sessions bucket.
+ */
 export function lifecycleDeps(
   conn: GeodeConnection,
   options: LifecycleOptions,
-): { hooks: HookClient; events: () => Promise<RuntimeEventBus> } {
-  return {
-    hooks: options.hooks ?? createHookClient(conn.nc, conn.names),
-    events: lazyEvents(conn, options.events),
+): () => Promise<LifecycleDeps & { sessions: SessionStore }> {
+  const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
+  let deps: Promise<LifecycleDeps & { sessions: SessionStore }> | undefined;
+  return () => {
+    deps ??= (async () => ({
+      hooks,
+      events:
+        options.events ??
+        (await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "runtime" })),
+      sessions: await SessionStore.open(conn),
+      hookTimeoutMs: options.hookTimeoutMs,
+    }))();
+    // A failure (NATS down) is not kept: the next call tries again.
+    deps.catch(() => {
+      deps = undefined;
+    });
+    return deps;
   };
 }

@@ -1,16 +1,13 @@
 import type { GeodeConnection } from "@geode/bus";
-import {
-  type Correlation,
-  type CorrelationInput,
-  type DispatchOutcome,
-  ErrorCode,
-  correlation as fillCorrelation,
+import type {
+  Correlation,
+  CorrelationInput,
+  DispatchOutcome,
   GeodeError,
-  HookName,
-  RuntimeEvent,
-  type SessionRecord,
+  SessionRecord,
 } from "@geode/contracts";
-import { invokeLifecycleHook, type LifecycleOptions, lazySessionStore, lifecycleDeps } from "./lifecycle.js";
+import { endSession, startSession } from "@geode/lifecycle";
+import { type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
 
 export interface SessionStartRequest {
   session_id: string;
@@ -66,70 +63,46 @@ export interface Sessions {
 
 export type SessionsOptions = LifecycleOptions;
 
-/** The runtime's session lifecycle (docs/protocol.md, "Sessions"). */
+/** The runtime's session lifecycle (docs/protocol.md, "Sessions"): @geode/lifecycle's, on this connection. */
 export function createSessions(conn: GeodeConnection, options: SessionsOptions = {}): Sessions {
-  const { hooks, events } = lifecycleDeps(conn, options);
-  const sessions = lazySessionStore(conn);
+  const deps = lifecycleDeps(conn, options);
 
   return {
     async get(sessionId) {
-      return (await sessions()).get(sessionId);
+      return (await deps()).sessions.get(sessionId);
     },
 
     async start(request) {
-      if (request.session_id === "")
-        throw new GeodeError(ErrorCode.InvalidRequest, "session_id must not be empty");
-      const { record: rec, resumed } = await (await sessions()).start(request);
-      const corr = fillCorrelation({
-        ...request.correlation,
+      const started = await startSession(await deps(), {
         session_id: request.session_id,
-        session_generation: rec.generation,
+        model: request.model,
+        provider: request.provider,
+        resume: request.resume ? "resume" : "refuse",
+        ...(request.correlation ? { correlation: request.correlation } : {}),
       });
-      const hook = await invokeLifecycleHook(
-        hooks,
-        HookName.SessionStart,
-        { model: rec.model, provider: rec.provider, resumed, status: rec.status },
-        corr,
-        options.hookTimeoutMs,
-      );
-      const bus = await events();
-      const facts = {
-        model: rec.model,
-        provider: rec.provider,
-        resumed,
-        status: rec.status,
-        generation: rec.generation,
+      return {
+        session_id: request.session_id,
+        record: started.record,
+        resumed: started.change === "resumed",
+        correlation: started.correlation,
+        outcome: started.outcome,
+        ...(started.hookError ? { hookError: started.hookError } : {}),
       };
-      await Promise.all([
-        bus.emit(RuntimeEvent.SESSION_STARTED, facts, corr),
-        bus.timeline("session.started", facts, corr),
-      ]);
-      return { session_id: request.session_id, record: rec, resumed, correlation: corr, ...hook };
     },
 
     async end(sessionId, request) {
-      const result = await (await sessions()).end(sessionId, request.status, request.reason);
-      if (!result.ended) return { ended: false, record: result.record, outcome: null };
-      const rec = result.record as SessionRecord;
-      const corr = fillCorrelation({
-        ...request.correlation,
+      const ended = await endSession(await deps(), {
         session_id: sessionId,
-        session_generation: rec.generation,
+        status: request.status,
+        reason: request.reason,
+        ...(request.correlation ? { correlation: request.correlation } : {}),
       });
-      const hook = await invokeLifecycleHook(
-        hooks,
-        HookName.SessionEnd,
-        { reason: request.reason, status: request.status },
-        corr,
-        options.hookTimeoutMs,
-      );
-      const bus = await events();
-      const facts = { reason: request.reason, status: request.status, generation: rec.generation };
-      await Promise.all([
-        bus.emit(RuntimeEvent.SESSION_ENDED, facts, corr),
-        bus.timeline("session.ended", facts, corr),
-      ]);
-      return { ended: true, record: rec, ...hook };
+      return {
+        ended: ended.ended,
+        record: ended.record,
+        outcome: ended.outcome,
+        ...(ended.hookError ? { hookError: ended.hookError } : {}),
+      };
     },
   };
 }

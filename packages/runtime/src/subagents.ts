@@ -1,16 +1,12 @@
 import type { GeodeConnection } from "@geode/bus";
-import {
-  type Correlation,
-  type CorrelationInput,
-  type DispatchOutcome,
-  ErrorCode,
-  correlation as fillCorrelation,
-  GeodeError,
-  type GeodeError as GeodeErrorType,
-  HookName,
-  RuntimeEvent,
+import type {
+  Correlation,
+  CorrelationInput,
+  DispatchOutcome,
+  GeodeError as GeodeErrorType,
 } from "@geode/contracts";
-import { invokeLifecycleHook, type LifecycleOptions, lazySessionStore, lifecycleDeps } from "./lifecycle.js";
+import { startSubagent, stopSubagent } from "@geode/lifecycle";
+import { type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
 
 export interface SubagentStartRequest {
   task_id: string;
@@ -70,97 +66,31 @@ export interface Subagents {
 
 export type SubagentsOptions = LifecycleOptions;
 
-/** Sub-agent lifecycle helpers (SubagentStart / SubagentStop at the right durable points). */
+/** Sub-agent lifecycle helpers (SubagentStart / SubagentStop at the right durable points): @geode/lifecycle's. */
 export function createSubagents(conn: GeodeConnection, options: SubagentsOptions = {}): Subagents {
-  const { hooks, events } = lifecycleDeps(conn, options);
-  const sessions = lazySessionStore(conn);
+  const lifecycle = lifecycleDeps(conn, options);
 
   return {
     async start(request) {
-      if (request.task_id === "" || request.parent_session_id === "")
-        throw new GeodeError(ErrorCode.InvalidRequest, "task_id and parent_session_id are required");
-      const childId = request.child_session_id ?? `${request.parent_session_id}-${request.task_id}`;
-      const child = await (await sessions()).create(childId, {
-        reason: `subagent of ${request.parent_session_id}`.slice(0, 256),
-        model: request.model ?? "",
-        provider: request.provider ?? "",
-      });
-      const parentCorr = fillCorrelation({ ...request.correlation, session_id: request.parent_session_id });
-      const childCorr = fillCorrelation({ session_id: childId, run_id: parentCorr.run_id });
-      const generation = request.generation === undefined ? {} : { generation: request.generation };
-      const started = await invokeLifecycleHook(
-        hooks,
-        HookName.SubagentStart,
-        {
-          task_id: request.task_id,
-          task_type: request.task_type,
-          description: request.description,
-          child_session_key: childId,
-          parent_session_key: request.parent_session_id,
-          ...generation,
-        },
-        parentCorr,
-        options.hookTimeoutMs,
-      );
-      const ids = {
-        task_id: request.task_id,
-        task_type: request.task_type,
-        child_session_key: childId,
-        parent_session_key: request.parent_session_id,
-      };
-      const bus = await events();
-      await Promise.all([
-        bus.emit(
-          RuntimeEvent.SUBAGENT_STARTED,
-          { ...ids, model: child.model, provider: child.provider },
-          parentCorr,
-        ),
-        bus.timeline("subagent.started", ids, parentCorr),
-      ]);
+      const deps = await lifecycle();
+      const started = await startSubagent(deps, { ...request, child: "new" });
       const startedAt = Date.now();
-
       return {
-        task_id: request.task_id,
-        child_session_id: childId,
-        correlation: childCorr,
+        task_id: started.task_id,
+        child_session_id: started.child_session_id,
+        correlation: started.correlation,
         outcome: started.outcome,
         ...(started.hookError ? { hookError: started.hookError } : {}),
         async stop(result) {
-          const status = result.status ?? (result.success ? "completed" : "error");
-          const written = await (await sessions()).end(
-            childId,
-            result.success ? "completed" : "error",
-            status.slice(0, 256),
-            { ifExists: true },
-          );
-          if (!written.ended) return { stopped: false, outcome: null };
-          const durationMs = Date.now() - startedAt;
-          const stopped = await invokeLifecycleHook(
-            hooks,
-            HookName.SubagentStop,
-            {
-              task_id: request.task_id,
-              task_type: request.task_type,
-              success: result.success,
-              status,
-              duration_ms: durationMs,
-              error: result.error ?? "",
-              child_session_key: childId,
-              ...generation,
-            },
-            parentCorr,
-            options.hookTimeoutMs,
-          );
-          const facts = { ...ids, success: result.success, status, duration_ms: durationMs };
-          await Promise.all([
-            bus.emit(
-              result.success ? RuntimeEvent.SUBAGENT_COMPLETED : RuntimeEvent.SUBAGENT_FAILED,
-              facts,
-              parentCorr,
-            ),
-            bus.timeline("subagent.stopped", facts, parentCorr),
-          ]);
-          return { stopped: true, ...stopped };
+          const stopped = await stopSubagent(deps, started, {
+            ...result,
+            duration_ms: Date.now() - startedAt,
+          });
+          return {
+            stopped: stopped.stopped,
+            outcome: stopped.outcome,
+            ...(stopped.hookError ? { hookError: stopped.hookError } : {}),
+          };
         },
       };
     },

@@ -9,6 +9,7 @@ import {
 } from "@geode/bus";
 import {
   type CorrelationInput,
+  operationKeyOf,
   receiptReply,
   type ToolDefinition,
   ToolExecuteLeg,
@@ -149,10 +150,4 @@ class ToolBuckets {
     this.receipts ??= ReceiptStore.open(this.conn, { create: false });
     return (await this.receipts).get(key).catch(() => null);
   }
-}
-
-function operationKeyOf(call: ToolCall): string | null {
-  if (call.operation_key !== undefined) return call.operation_key;
-  const { session_id, tool_call_id } = call.correlation ?? {};
-  return session_id && tool_call_id ? `${session_id}.${tool_call_id}` : null;
 }

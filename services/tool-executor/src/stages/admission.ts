@@ -1,6 +1,6 @@
 import { receiptReply, sha256, type ToolExecuteReply } from "@geode/contracts";
 import { ReceiptLease } from "../receipt-lease.js";
-import { operationKeyOf, type ToolCall } from "./tool-call.js";
+import { requireOperationKey, type ToolCall } from "./tool-call.js";
 
 /**
  * Pending-call checkpoint (timeline `tool.called`) and effect admission: an effectful tool's
@@ -18,7 +18,7 @@ export async function admission(call: ToolCall): Promise<ToolExecuteReply | unde
   if (!call.effectful) return undefined;
   const leaseMs = deps.config.receiptLeaseMs;
   const admitted = await deps.receipts.admit(
-    operationKeyOf(call.request.operation_key, correlation),
+    requireOperationKey(call.request.operation_key, correlation),
     { tool_name: definition.name, arguments_sha256: argumentsSha, correlation: { ...correlation } },
     Date.now() + leaseMs,
   );

@@ -1,6 +1,6 @@
 import { encodeJson } from "@geode/bus";
 import { describe, expect, it } from "vitest";
-import { approval, describeCall } from "./approval.js";
+import { approval } from "./approval.js";
 import { checkCall } from "./policy.js";
 import { type HookScript, outcome, stageTool, useStageHarness } from "./stage-fixture.js";
 
@@ -67,12 +67,5 @@ describe("approval stage", () => {
     } finally {
       sub.unsubscribe();
     }
-  });
-});
-
-describe("describeCall", () => {
-  it("is the tool name and its arguments, at most 1,024 characters", () => {
-    expect(describeCall("t", { a: 1 })).toBe('t {"a":1}');
-    expect(describeCall("t", { a: "x".repeat(2_000) })).toHaveLength(1_025);
   });
 });

@@ -1,5 +1,5 @@
 import { ErrorCode, GeodeError, type ToolExecuteReply } from "@geode/contracts";
-import { isEffectful, operationKeyOf, type ToolCall, toolReply } from "./tool-call.js";
+import { isEffectful, requireOperationKey, type ToolCall, toolReply } from "./tool-call.js";
 
 /** Original policy: an operator's deny is final, before any middleware or hook sees the call. */
 export function originalPolicy(call: ToolCall): ToolExecuteReply | undefined {
@@ -30,7 +30,7 @@ export async function checkCall(
     throw new GeodeError(ErrorCode.SchemaInvalid, what === "arguments" ? problem : `${what}: ${problem}`, {
       details: { tool_name: name },
     });
-  if (isEffectful(tool.definition)) operationKeyOf(call.request.operation_key, call.correlation);
+  if (isEffectful(tool.definition)) requireOperationKey(call.request.operation_key, call.correlation);
   call.tool = tool;
   call.args = args;
   return undefined;

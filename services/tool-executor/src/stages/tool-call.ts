@@ -7,6 +7,7 @@ import {
   type HookName,
   type HookPayloadInput,
   type Names,
+  operationKeyOf,
   parseOrThrow,
   TOOL_NAME_PATTERN,
   type ToolCallStatus,
@@ -154,15 +155,15 @@ export function isEffectful(definition: ToolDefinition): boolean {
   return EFFECTFUL.has(definition.effect);
 }
 
-/** The logical operation of an effectful call: `operation_key`, else `{session_id}.{tool_call_id}`. */
-export function operationKeyOf(operationKey: string | undefined, corr: Correlation): string {
-  if (operationKey !== undefined) return operationKey;
-  if (corr.session_id === "" || corr.tool_call_id === "")
+/** The logical operation of an effectful call (`operationKeyOf`); one without any is `invalid_request`. */
+export function requireOperationKey(operationKey: string | undefined, corr: Correlation): string {
+  const key = operationKeyOf({ operation_key: operationKey, correlation: corr });
+  if (key === null)
     throw new GeodeError(
       ErrorCode.InvalidRequest,
       "an effectful tool call needs operation_key, or correlation.session_id and correlation.tool_call_id",
     );
-  return `${corr.session_id}.${corr.tool_call_id}`;
+  return key;
 }
 
 /** The reply of `{ns}.tool.execute`, every field present. */

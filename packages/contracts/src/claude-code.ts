@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { agentInputCodec } from "./agent-input.js";
 
 /** Path of the agent gateway's Claude Code endpoint. */
 export const CLAUDE_CODE_HOOK_PATH = "/v1/claude-code/hook";
@@ -84,6 +85,13 @@ export const ClaudeCodeEventFields = {
   Notification: z.looseObject({ notification_type: z.string().optional() }),
   SessionEnd: z.looseObject({ reason: z.string().optional() }),
 } as const satisfies Record<ClaudeCodeEventName, z.ZodType>;
+
+/** Claude Code's hook input, each event checked with its own fields. */
+export const ClaudeCodeHookInputCodec = agentInputCodec(
+  "hook_event_name",
+  ClaudeCodeHookInputSchema,
+  ClaudeCodeEventFields,
+);
 
 /**
  * Claude Code's hook output (the subset the gateway writes): common fields plus one event's

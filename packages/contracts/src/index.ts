@@ -1,9 +1,11 @@
+export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,
   type ClaudeCodeEventName,
   type ClaudeCodeHookInput,
+  ClaudeCodeHookInputCodec,
   ClaudeCodeHookInputSchema,
   type ClaudeCodeHookOutput,
 } from "./claude-code.js";
@@ -61,6 +63,8 @@ export {
   MAX_EVIDENCE_REFS,
 } from "./hook-payloads.js";
 export {
+  type AgentKind,
+  AgentKindSchema,
   AgentNameSchema,
   type AgentRecord,
   AgentRecordSchema,

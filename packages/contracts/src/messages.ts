@@ -346,6 +346,13 @@ export type TurnRecord = z.infer<typeof TurnRecordSchema>;
 
 const SessionStatusSchema = z.enum(["active", "paused", "completed", "error"]);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+export const AgentNameSchema = z
+  .string()
+  .regex(AGENT_NAME_PATTERN, "agent names match [a-z0-9][a-z0-9_-]{0,63}");
+/** The kinds of coding agent the gateway governs (a runtime's own sessions name none). */
+export const AgentKindSchema = z.enum(["claude-code", "codex", "gemini-cli", "copilot"]);
+export type AgentKind = z.infer<typeof AgentKindSchema>;
+
 export const SessionRecordSchema = z.strictObject({
   status: SessionStatusSchema,
   reason: z.string(),
@@ -353,6 +360,9 @@ export const SessionRecordSchema = z.strictObject({
   model: z.string(),
   provider: z.string(),
   updated_at: z.number().int(),
+  /** The gateway's agent (the name its token belongs to) whose session this is. */
+  agent: AgentNameSchema.optional(),
+  agent_kind: AgentKindSchema.optional(),
 });
 export type SessionRecord = z.infer<typeof SessionRecordSchema>;
 
@@ -366,9 +376,6 @@ export type RunRecord = z.infer<typeof RunRecordSchema>;
 
 // ---- agents (KV {ns}_agents, key = agent name) ----
 
-export const AgentNameSchema = z
-  .string()
-  .regex(AGENT_NAME_PATTERN, "agent names match [a-z0-9][a-z0-9_-]{0,63}");
 /** An agent allowed to call the agent gateway: its bearer token is kept only as a SHA-256 hex digest. */
 export const AgentRecordSchema = z.strictObject({
   name: AgentNameSchema,

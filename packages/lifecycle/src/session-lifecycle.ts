@@ -1,4 +1,5 @@
 import {
+  type AgentKind,
   type Correlation,
   type CorrelationInput,
   ErrorCode,
@@ -24,8 +25,15 @@ export interface SessionStartRequest {
   model?: string | undefined;
   provider: string;
   resume: ResumeRule;
-  /** Further facts of `session_started` / `session.started` (the agent, its kind, Claude Code's `source`). */
+  /** The gateway's agent and its kind, kept in the record (a runtime's own sessions name none). */
+  agent?: { name: string; kind: AgentKind } | undefined;
+  /** Further facts of `session_started` / `session.started` (Claude Code's `source`, …). */
   facts?: Record<string, unknown>;
+  /**
+   * Runs once a new session or generation is durable, before SessionStart and its records (the
+   * agent gateway opens the session's run here, so the run's mirror has the session from its start).
+   */
+  whenDurable?: (started: { record: SessionRecord; correlation: Correlation }) => Promise<void>;
   /** The other correlation ids of the hook, event and timeline record (run_id, turn_id, …). */
   correlation?: CorrelationInput;
   signal?: AbortSignal | undefined;
@@ -46,6 +54,7 @@ function startedRecord(
   now: number,
 ): { next: SessionRecord; change: SessionStartResult["change"] } {
   const model = request.model ?? current?.model ?? "";
+  const agent = request.agent ? { agent: request.agent.name, agent_kind: request.agent.kind } : {};
   if (current === null)
     return {
       next: {
@@ -55,6 +64,7 @@ function startedRecord(
         model,
         provider: request.provider,
         updated_at: now,
+        ...agent,
       },
       change: "created",
     };
@@ -71,6 +81,9 @@ function startedRecord(
         model,
         provider: request.provider,
         updated_at: now,
+        ...(current.agent ? { agent: current.agent } : {}),
+        ...(current.agent_kind ? { agent_kind: current.agent_kind } : {}),
+        ...agent,
       },
       change: "resumed",
     };
@@ -117,6 +130,7 @@ export async function startSession(
     return { change, record: rec, correlation: corr, outcome: null };
   }
   const resumed = change === "resumed";
+  await request.whenDurable?.({ record: rec, correlation: corr });
   const hook = await invokeLifecycleHook(
     deps,
     HookName.SessionStart,
@@ -130,6 +144,8 @@ export async function startSession(
     resumed,
     status: rec.status,
     generation: rec.generation,
+    ...(rec.agent ? { agent: rec.agent } : {}),
+    ...(rec.agent_kind ? { agent_kind: rec.agent_kind } : {}),
     ...request.facts,
   };
   await record(deps, RuntimeEvent.SESSION_STARTED, "session.started", facts, corr);

@@ -115,6 +115,11 @@ export interface SubagentStopRequest {
   /** Error text on failure ("" on success). */
   error?: string;
   duration_ms: number;
+  /**
+   * A child the plane never saw start (its start went unreported): `ignore` it (the default), or
+   * `record` it as started and stopped now, so its stop still runs.
+   */
+  unknownChild?: "ignore" | "record";
   signal?: AbortSignal | undefined;
 }
 
@@ -134,12 +139,16 @@ export async function stopSubagent(
   result: SubagentStopRequest,
 ): Promise<SubagentStopResult> {
   const status = result.status ?? (result.success ? "completed" : "error");
-  const written = await deps.sessions.end(
-    started.child_session_id,
-    result.success ? "completed" : "error",
-    status.slice(0, 256),
-    { ifExists: true },
-  );
+  const terminal = result.success ? "completed" : "error";
+  if (result.unknownChild === "record")
+    await deps.sessions.mutate(started.child_session_id, (current) => {
+      if (current !== null) throw new KeepRecord();
+      const reason = `subagent of ${started.parent.session_id}`.slice(0, 256);
+      return { status: "active", reason, generation: 0, model: "", provider: "", updated_at: Date.now() };
+    });
+  const written = await deps.sessions.end(started.child_session_id, terminal, status.slice(0, 256), {
+    ifExists: true,
+  });
   if (!written.ended) return { stopped: false, outcome: null };
   const generation = started.generation === undefined ? {} : { generation: started.generation };
   const hook = await invokeLifecycleHook(

@@ -1,14 +1,19 @@
 import { type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
 import type { Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { AnyAdapter } from "./agent-adapter.js";
 import { AgentDirectory } from "./agent-directory.js";
-import { handleClaudeCodeHook } from "./claude-code/claude-code-hook.js";
+import { handleAgentHook } from "./agent-hook.js";
+import { SessionTracker } from "./agent-plane/session-tracker.js";
+import { ToolCalls } from "./agent-plane/tool-calls.js";
+import { claudeCodeAdapter } from "./claude-code/claude-code-adapter.js";
 import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
-import { startHttpServer } from "./http-server.js";
+import { type HookRoute, startHttpServer } from "./http-server.js";
 import { createPlane } from "./plane.js";
-import { SessionTracker } from "./session-tracker.js";
-import { ToolCalls } from "./tool-calls.js";
 import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
+
+/** The agent kinds the gateway speaks for, one adapter each. */
+const ADAPTERS: readonly AnyAdapter[] = [claudeCodeAdapter];
 
 export interface AgentGatewayOptions {
   nc: NatsConnection;
@@ -76,8 +81,12 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     log,
     routes: {
       identify: (authorization) => directory.identify(authorization),
-      claudeCodeHook: (body, signal) =>
-        handleClaudeCodeHook({ plane, sessions, toolCalls, log }, body, signal),
+      hooks: new Map<string, HookRoute>(
+        ADAPTERS.map((adapter) => [
+          adapter.path,
+          (request) => handleAgentHook(adapter, { plane, sessions, toolCalls, log }, request),
+        ]),
+      ),
       healthy: () => plane.connected(),
     },
   });

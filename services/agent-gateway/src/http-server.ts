@@ -2,7 +2,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { decodeJson, type Logger, runInTrace, withSpan } from "@geode/bus";
 import {
-  CLAUDE_CODE_HOOK_PATH,
   ErrorCode,
   GeodeError,
   newTraceContext,
@@ -11,11 +10,18 @@ import {
   TRACESTATE_HEADER,
 } from "@geode/contracts";
 
+/** Handles one parsed hook body of the agent named by the request's token. */
+export type HookRoute = (request: {
+  body: unknown;
+  agent: string;
+  signal: AbortSignal;
+}) => Promise<{ status: number; body: unknown }>;
+
 export interface HttpRoutes {
   /** The agent a bearer token belongs to, or null. */
   identify(authorization: string | undefined): string | null;
-  /** Handles a parsed Claude Code hook body. */
-  claudeCodeHook(body: unknown, signal: AbortSignal): Promise<{ status: number; body: unknown }>;
+  /** `POST` hook endpoints by path, one per agent kind. */
+  hooks: ReadonlyMap<string, HookRoute>;
   /** Whether the gateway can reach the plane now (for `/healthz`). */
   healthy(): boolean;
 }
@@ -70,8 +76,9 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
 }
 
 /**
- * The gateway's HTTP front door (node:http): `GET /healthz`, `POST /v1/claude-code/hook`.
- * Every request to the hook path needs a known bearer token (401 otherwise, nothing invoked); a
+ * The gateway's HTTP front door (node:http): `GET /healthz`, and `POST` to each agent kind's hook
+ * path (`/v1/claude-code/hook`, …). Every request to a hook path needs a known bearer token (401
+ * otherwise, nothing invoked); a
  * body over `maxBodyBytes` is 413, one that is not a UTF-8 JSON object is 400.
  */
 export async function startHttpServer(options: {
@@ -84,8 +91,9 @@ export async function startHttpServer(options: {
   const { routes, log, maxBodyBytes } = options;
   const inflight = new Set<Promise<void>>();
 
-  const hook = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (routes.identify(req.headers.authorization) === null) {
+  const hook = async (req: IncomingMessage, res: ServerResponse, route: HookRoute): Promise<void> => {
+    const agent = routes.identify(req.headers.authorization);
+    if (agent === null) {
       req.resume();
       send(res, 401, error(ErrorCode.PolicyDenied, "missing or unknown bearer token"), true);
       return;
@@ -117,7 +125,7 @@ export async function startHttpServer(options: {
     const trace =
       parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER)) ?? newTraceContext();
     const reply = await runInTrace(trace, () =>
-      withSpan("geode.gateway.hook", {}, () => routes.claudeCodeHook(body, ac.signal)),
+      withSpan("geode.gateway.hook", {}, () => route({ body, agent, signal: ac.signal })),
     );
     if (!res.destroyed) send(res, reply.status, reply.body);
   };
@@ -133,11 +141,12 @@ export async function startHttpServer(options: {
         work = Promise.resolve(
           routes.healthy() ? send(res, 200, { status: "ok" }) : send(res, 503, { status: "unavailable" }),
         );
-    } else if (path === CLAUDE_CODE_HOOK_PATH) {
+    } else if (path !== undefined && routes.hooks.has(path)) {
+      const route = routes.hooks.get(path) as HookRoute;
       if (req.method !== "POST") {
         req.resume();
         work = Promise.resolve(send(res, 405, error(ErrorCode.InvalidRequest, "use POST")));
-      } else work = hook(req, res);
+      } else work = hook(req, res, route);
     } else {
       req.resume();
       work = Promise.resolve(send(res, 404, error(ErrorCode.InvalidRequest, `no route ${path}`)));

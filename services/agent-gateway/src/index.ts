@@ -1,6 +1,6 @@
 export { AgentDirectory } from "./agent-directory.js";
 export { type AgentGateway, type AgentGatewayOptions, startAgentGateway } from "./agent-gateway.js";
-export { handleClaudeCodeHook, unavailableOutput } from "./claude-code/claude-code-hook.js";
+export { unavailableOutput } from "./claude-code/claude-code-adapter.js";
 export {
   DEFAULT_GATEWAY_ADDR,
   DEFAULT_MAX_BODY_BYTES,

@@ -5,39 +5,28 @@
  */
 import {
   createHookClient,
+  type HookClient,
   type Logger,
-  metrics,
-  RequestFailedError,
   type RuntimeEventBus,
   requestJson,
 } from "@geode/bus";
 import {
   type AgentRecord,
-  ApprovalLeg,
-  type ApprovalReply,
   type ApprovalRequest,
   type Correlation,
   type DispatchOutcome,
   type HookName,
   type HookPayloadInput,
-  isMalformedReply,
   type Names,
   type RuntimeEvent,
-  type SessionRecord,
   type TimelineKind,
   VerifyFinalizeLeg,
   type VerifyFinalizeRequest,
   type VerifyReply,
 } from "@geode/contracts";
+import { type ApprovalAnswer, type LifecycleDeps, requestApproval } from "@geode/lifecycle";
 import { AgentStore, RunStore, SessionStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
-
-export { KeepRecord } from "@geode/state";
-
-/** A human approver's answer, or why there was none. */
-type ApprovalAnswer =
-  | (ApprovalReply & { source: "approver" })
-  | { source: "no_approver" | "timeout" | "invalid_reply" | "error"; reason: string };
 
 interface CallOptions {
   signal?: AbortSignal | undefined;
@@ -54,8 +43,18 @@ export interface Plane {
   ): Promise<DispatchOutcome>;
   /** `{ns}.verify.finalize`. */
   finalize(request: VerifyFinalizeRequest, options?: CallOptions): Promise<VerifyReply>;
-  /** `{ns}.approval.request` (queue group `approvers`; the first reply wins). */
-  requestApproval(request: ApprovalRequest, options?: CallOptions): Promise<ApprovalAnswer>;
+  /** `{ns}.approval.request` (queue group `approvers`; the first reply wins), within `timeoutMs`. */
+  approve(
+    request: ApprovalRequest,
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<ApprovalAnswer>;
+  /** The wait for a human approver. */
+  readonly approvalTimeoutMs: number;
+  /**
+   * The plane as the shared lifecycle steps use it (sessions, sub-agents): its hook client, its
+   * events and the sessions bucket, each sending the queued records first.
+   */
+  readonly lifecycle: LifecycleDeps;
   /**
    * Publishes a runtime event (never throws; the bus logs and counts failures). With a batching
    * bus it waits in the outbox until after the answer, or until the plane's next request below,
@@ -64,11 +63,6 @@ export interface Plane {
   emit(event: RuntimeEvent, payload: Record<string, unknown>, correlation: Correlation, id?: string): void;
   /** Publishes a timeline record (never throws); one `id` is stored once. */
   timeline(kind: TimelineKind, payload: Record<string, unknown>, correlation: Correlation, id?: string): void;
-  /** Revision-checked update of a session record (KV `{ns}_sessions`); throw `KeepRecord` to keep it. */
-  mutateSession(
-    sessionId: string,
-    update: (current: SessionRecord | null) => SessionRecord,
-  ): Promise<{ written: boolean; value: SessionRecord | null }>;
   openRun(runId: string): Promise<void>;
   closeRun(runId: string): Promise<void>;
   /**
@@ -100,7 +94,27 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     RunStore.open(conn),
     AgentStore.open(conn),
   ]);
-  const hooks = createHookClient(nc, n);
+  const client = createHookClient(nc, n);
+  // Every request to the plane sends the queued records first: they reach their streams before
+  // the step that follows them.
+  const hooks: HookClient = {
+    invoke(hook, payload, correlation, callOptions = {}) {
+      events.sendQueued();
+      return client.invoke(hook, payload, correlation, { timeoutMs: options.hookTimeoutMs, ...callOptions });
+    },
+  };
+  const flushed =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    (...a: A): Promise<R> => {
+      events.sendQueued();
+      return f(...a);
+    };
+  const emit: Plane["emit"] = (event, payload, correlation, id) => {
+    void events.emit(event, payload, correlation, id === undefined ? {} : { id });
+  };
+  const timeline: Plane["timeline"] = (kind, payload, correlation, id) => {
+    void events.timeline(kind, payload, correlation, id === undefined ? {} : { id });
+  };
   let up = true;
   void (async () => {
     for await (const s of nc.status()) {
@@ -113,11 +127,12 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     names: n,
 
     invokeHook(hook, payload, correlation, callOptions = {}) {
-      events.sendQueued();
-      return hooks.invoke(hook, payload, correlation, {
-        timeoutMs: options.hookTimeoutMs,
-        ...(callOptions.signal ? { signal: callOptions.signal } : {}),
-      });
+      return hooks.invoke(
+        hook,
+        payload,
+        correlation,
+        callOptions.signal ? { signal: callOptions.signal } : {},
+      );
     },
 
     finalize(request, callOptions = {}) {
@@ -129,43 +144,28 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
       });
     },
 
-    async requestApproval(request, callOptions = {}) {
-      events.sendQueued();
-      const timeoutMs = Math.max(1, options.approvalTimeoutMs);
-      metrics().approvalPending(1);
-      try {
-        const reply = await requestJson(nc, n.approvalRequest, ApprovalLeg.request.encode(request), {
-          timeoutMs,
-          signal: callOptions.signal,
-          reply: ApprovalLeg.reply,
-        });
-        return { ...reply, source: "approver" };
-      } catch (err) {
-        if (isMalformedReply(err)) return { source: "invalid_reply", reason: "invalid approver reply" };
-        if (err instanceof RequestFailedError && err.failure === "no_responders")
-          return { source: "no_approver", reason: "no approver available" };
-        if (err instanceof RequestFailedError && err.failure === "timeout")
-          return { source: "timeout", reason: `no approval within ${timeoutMs} ms` };
-        if (callOptions.signal?.aborted) throw err;
-        return { source: "error", reason: err instanceof Error ? err.message : String(err) };
-      } finally {
-        metrics().approvalPending(-1);
-      }
+    approve: flushed((request: ApprovalRequest, o: { timeoutMs: number; signal?: AbortSignal | undefined }) =>
+      requestApproval(conn, request, o),
+    ),
+    approvalTimeoutMs: options.approvalTimeoutMs,
+
+    lifecycle: {
+      hooks,
+      events: {
+        emit: (event, payload, correlation, o) => emit(event, payload, correlation, o?.id),
+        timeline: (kind, payload, correlation, o) => timeline(kind, payload, correlation, o?.id),
+      },
+      sessions: {
+        mutate: flushed((id: string, update: Parameters<SessionStore["mutate"]>[1]) =>
+          sessions.mutate(id, update),
+        ),
+        end: flushed((...a: Parameters<SessionStore["end"]>) => sessions.end(...a)),
+        create: flushed((...a: Parameters<SessionStore["create"]>) => sessions.create(...a)),
+      },
     },
 
-    emit(event, payload, correlation, id) {
-      void events.emit(event, payload, correlation, id === undefined ? {} : { id });
-    },
-
-    timeline(kind, payload, correlation, id) {
-      void events.timeline(kind, payload, correlation, id === undefined ? {} : { id });
-    },
-
-    async mutateSession(sessionId, update) {
-      events.sendQueued();
-      const r = await sessions.mutate(sessionId, update);
-      return { written: r.written, value: r.value };
-    },
+    emit,
+    timeline,
 
     async openRun(runId) {
       events.sendQueued();

@@ -4,10 +4,10 @@ export const NOTHING: ClaudeCodeHookOutput = {};
 
 /** PreToolUse: the tool call does not run; the reason is shown to Claude. */
 export function denyTool(reason: string, updatedInput?: Record<string, unknown>): ClaudeCodeHookOutput {
-  return preToolUse("deny", reason, updatedInput);
+  return preToolUseOutput("deny", reason, updatedInput);
 }
 
-export function preToolUse(
+export function preToolUseOutput(
   permissionDecision: "allow" | "deny" | "ask" | undefined,
   reason: string | undefined,
   updatedInput?: Record<string, unknown>,

@@ -287,6 +287,8 @@ const KIND_MEANINGS: Record<ErrorKind, string> = {
     "a handler SDK refused the decision its handler returned (code `invalid_request`); audited as `InvalidDecision`",
   malformed_reply:
     "a reply that is not what its leg promises (code `internal`); raised by the caller, never sent",
+  reply_too_large:
+    "what a responder sends at once instead of a reply over the server's `max_payload` (code `internal`: the request was fine, and the same request would produce the same reply; `details.bytes`, `details.max_payload`); large tool results travel by reference instead (see [Large results](#large-results))",
 };
 
 function errorsSection(): string {

@@ -142,6 +142,7 @@ export {
   resultMetaSubject,
   type ToolResultOffloaded,
   toolSubjectToken,
+  unresolvedResultReply,
 } from "./result-ref.js";
 export {
   type EventEnvelope,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ToolExecuteReply } from "./messages.js";
 import type { Names } from "./names.js";
 
 /**
@@ -79,4 +80,23 @@ export interface ToolResultOffloaded {
   object: string;
   bytes: number;
   sha256: string;
+}
+
+/**
+ * A reply whose result reference no longer resolves (the object outlived its TTL in
+ * `{ns}_results`, or is not what the reference says): an error result that says so and keeps the
+ * reference, and the status it had. The operation is not run again: a replay stays a replay.
+ */
+export function unresolvedResultReply(
+  reply: ToolExecuteReply,
+  ref: ResultRef,
+  why: string,
+): ToolExecuteReply {
+  const message = `the result of this call (${ref.bytes} bytes, ${ref.$ref}) cannot be read: ${why}; the operation is not run again`;
+  return {
+    ...reply,
+    result: { error: message, result_ref: ref },
+    has_error: true,
+    reason: [reply.reason, message].filter((t) => t !== "").join("; "),
+  };
 }

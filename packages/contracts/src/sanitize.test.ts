@@ -318,7 +318,13 @@ describe("sanitizing: the 32 KiB whole-payload bound", () => {
       { s: `sk-abcdefghijklmnopqrstuvwxyz1234 ${"w".repeat(9_000)}` },
     ];
     for (const result of results) {
-      const once = sanitizePayload({ tool_name: "t", arguments: {}, result, has_error: false, executed: true });
+      const once = sanitizePayload({
+        tool_name: "t",
+        arguments: {},
+        result,
+        has_error: false,
+        executed: true,
+      });
       expect(sanitizePayload(once)).toEqual(once);
     }
   });

@@ -9,6 +9,7 @@ import {
   resultMetaSubject,
 } from "@geode/contracts";
 import {
+  JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
   jetstream,
@@ -37,7 +38,6 @@ const WRITE_WINDOW = 16;
 const READ_TIMEOUT_MS = 30_000;
 /** An object id: the writer's subject tokens and one random token (no wildcard can slip in). */
 const NUID = /^(executor|tool\.[A-Za-z0-9_=-]{1,100})\.[A-Za-z0-9]{16,32}$/;
-
 
 /** The Object Store's digest form of a SHA-256 given in hex: `SHA-256=` + padded base64url. */
 function objectDigest(hex: string): string {
@@ -125,7 +125,8 @@ export class ResultStore {
         `result ${ref.$ref} has ${ref.bytes} bytes, more than the ${options.maxBytes} allowed`,
       );
     const info = await this.info(ref);
-    if (!info) throw new ResultRefError("missing", `result ${ref.$ref} is not in ${this.conn.names.resultStore}`);
+    if (!info)
+      throw new ResultRefError("missing", `result ${ref.$ref} is not in ${this.conn.names.resultStore}`);
     this.check(ref, info, options.writer);
     const data = await this.readChunks(ref, info);
     let value: unknown;
@@ -153,7 +154,14 @@ export class ResultStore {
   private async info(ref: ResultRef): Promise<ObjectInfo | null> {
     const n = this.conn.names;
     const jsm = await this.manager();
-    const m = await jsm.streams.getMessage(n.resultStream, { last_by_subj: resultMetaSubject(n, ref.$ref) });
+    let m: Awaited<ReturnType<JetStreamManager["streams"]["getMessage"]>>;
+    try {
+      m = await jsm.streams.getMessage(n.resultStream, { last_by_subj: resultMetaSubject(n, ref.$ref) });
+    } catch (err) {
+      // No bucket at all: nothing it named is stored.
+      if (err instanceof JetStreamApiError && err.code === 10059) return null;
+      throw err;
+    }
     if (!m) return null;
     const parsed = ObjectInfoSchema.safeParse(safeJson(m.data));
     if (!parsed.success) throw new ResultRefError("invalid", `result ${ref.$ref} has no valid ObjectInfo`);
@@ -175,7 +183,10 @@ export class ResultStore {
         );
     }
     if (info.size !== ref.bytes || info.digest !== objectDigest(ref.sha256))
-      throw new ResultRefError("mismatch", `result ${ref.$ref} does not match its reference's size and sha256`);
+      throw new ResultRefError(
+        "mismatch",
+        `result ${ref.$ref} does not match its reference's size and sha256`,
+      );
   }
 
   /** Reads the chunks in order with an ordered consumer, checking count, size and digest. */

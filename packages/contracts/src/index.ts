@@ -141,6 +141,7 @@ export {
   resultChunkPrefix,
   resultMetaSubject,
   type ToolResultOffloaded,
+  ToolResultOffloadedSchema,
   toolSubjectToken,
   unresolvedResultReply,
 } from "./result-ref.js";

@@ -72,15 +72,16 @@ export const ObjectInfoSchema = z.looseObject({
 });
 export type ObjectInfo = z.infer<typeof ObjectInfoSchema>;
 
-/** The `tool_result_offloaded` event's payload. */
-export interface ToolResultOffloaded {
-  tool_name: string;
+/** The `tool_result_offloaded` event's payload: one leg on which a result travelled by reference. */
+export const ToolResultOffloadedSchema = z.strictObject({
+  tool_name: z.string(),
   /** `terminal`: the provider's reply to the executor; `reply`: the executor's reply to its caller. */
-  leg: "terminal" | "reply";
-  object: string;
-  bytes: number;
-  sha256: string;
-}
+  leg: z.enum(["terminal", "reply"]),
+  object: z.string(),
+  bytes: z.number().int().positive(),
+  sha256: z.string(),
+});
+export type ToolResultOffloaded = z.infer<typeof ToolResultOffloadedSchema>;
 
 /**
  * A reply whose result reference no longer resolves (the object outlived its TTL in

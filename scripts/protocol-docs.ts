@@ -31,11 +31,11 @@ import {
   RETENTION_DAYS,
   ReceiptSchema,
   ResultRefSchema,
-  resultChunkPrefix,
-  resultMetaSubject,
   RUN_ID_PATTERN,
   RUNTIME_EVENTS,
   RunRecordSchema,
+  resultChunkPrefix,
+  resultMetaSubject,
   retentionBucketOf,
   SessionRecordSchema,
   TIMELINE_KINDS,
@@ -441,8 +441,13 @@ const KiB = (bytes: number): string => `${bytes / 1024} KiB`;
 
 function largeResultsSection(): string {
   const b = ph(n.resultStore);
-  const chunks = (w: Parameters<typeof resultChunkPrefix>[1]) => code(`${resultChunkPrefix(n, w).replace(n.resultStore, b)}.{nuid}`);
-  const meta = code(resultMetaSubject(n, "x").replace(n.resultStore, b).replace(/[^.]+$/, "{base64url(name)}"));
+  const chunks = (w: Parameters<typeof resultChunkPrefix>[1]) =>
+    code(`${resultChunkPrefix(n, w).replace(n.resultStore, b)}.{nuid}`);
+  const meta = code(
+    resultMetaSubject(n, "x")
+      .replace(n.resultStore, b)
+      .replace(/[^.]+$/, "{base64url(name)}"),
+  );
   return [
     "## Large results",
     "",

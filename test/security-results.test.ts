@@ -21,7 +21,8 @@ const as = (user: string) => secured.as(user, { reconnect: false });
 const denied = /Permissions Violation for Publish/;
 
 const bytes = (text: string) => new TextEncoder().encode(text);
-const payload = (tag: string, size: number) => bytes(JSON.stringify({ tag, text: tag.repeat(size / tag.length) }));
+const payload = (tag: string, size: number) =>
+  bytes(JSON.stringify({ tag, text: tag.repeat(size / tag.length) }));
 
 beforeAll(async () => {
   secured = await startSecuredNats({ namespace: ns, toolProviders: ["report.big", "forger"] });
@@ -69,9 +70,13 @@ describe("a tool provider and the results bucket", () => {
       requires_approval: false,
     });
     const full = { rows: Array.from({ length: 4_000 }, (_, i) => `row-${i}-${"r".repeat(200)}`) };
-    const report = await serveTool({ nc: await as("tool-report.big"), names: n }, definition("report.big"), () => ({
-      result: full,
-    }));
+    const report = await serveTool(
+      { nc: await as("tool-report.big"), names: n },
+      definition("report.big"),
+      () => ({
+        result: full,
+      }),
+    );
     stops.push(() => report.close());
 
     // The forger answers with a reference it chooses: one to report.big's object, or one to its

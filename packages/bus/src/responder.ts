@@ -67,7 +67,7 @@ const PROBE_REPLY = encodeJson({ probe: "ok" });
  * The coded error that stands in for a reply over the server's `max_payload`: `internal`, because
  * the request was fine and the same request would produce the same reply (no retry helps).
  */
-export function replyTooLarge(bytes: number, maxPayload: number): GeodeError {
+function replyTooLarge(bytes: number, maxPayload: number): GeodeError {
   return new GeodeError(
     ErrorCode.Internal,
     `reply of ${bytes} bytes exceeds the NATS max_payload of ${maxPayload} bytes`,

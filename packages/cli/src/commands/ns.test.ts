@@ -1,7 +1,13 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ensureBucket, ensureEventStreams, ensureResultStore, RuntimeEventBus, serveHealth } from "@geode/bus";
+import {
+  ensureBucket,
+  ensureEventStreams,
+  ensureResultStore,
+  RuntimeEventBus,
+  serveHealth,
+} from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
 import {
   decodeStreamMessage,

@@ -12,13 +12,12 @@ import {
   type ToolExecuteReply,
 } from "@geode/contracts";
 import { createToolClient } from "@geode/runtime";
-import { serveTool } from "@geode/sdk";
 import { ReceiptStore } from "@geode/state";
 import { useTestEnv } from "@geode/testing";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { describe, expect, it } from "vitest";
-import { recordingTool, startToolStack } from "./tools-support.js";
+import { recordingTool, remoteTool, startToolStack } from "./tools-support.js";
 
 const env = useTestEnv();
 
@@ -64,24 +63,13 @@ describe("large tool results travel by reference", () => {
   it("a 5 MiB result of a mutation tool reaches `geode tool call` whole; the receipt completes with the reference and a replay returns the same result", async () => {
     const { names } = env();
     const stack = await startToolStack(env());
-    const provider = await env().connect("provider-report");
     const full = bigResult(5 * MiB, "report");
     expect(jsonBytes(full)).toBeGreaterThan(5 * MiB);
     let calls = 0;
-    const tool = await serveTool(
-      { nc: provider, names },
-      {
-        name: "report.export",
-        description: "exports a large report",
-        input_schema: { type: "object" },
-        effect: "mutation",
-        requires_approval: false,
-      },
-      () => {
-        calls++;
-        return { result: full };
-      },
-    );
+    const tool = await remoteTool(env(), { name: "report.export", effect: "mutation" }, () => {
+      calls++;
+      return { result: full };
+    });
     const post: Array<Record<string, unknown>> = [];
     await stack.hook(HookName.PostToolUse, { name: "post-watch" }, (e) => {
       post.push(e.payload);
@@ -206,19 +194,12 @@ describe("large tool results travel by reference", () => {
   it("a result over max_payload that is not offloaded is an error result at once, and the receipt completes", async () => {
     const { names } = env();
     const stack = await startToolStack(env());
-    const provider = await env().connect("provider-inline");
-    const maxPayload = provider.info?.max_payload ?? MiB;
+    const maxPayload = env().nc.info?.max_payload ?? MiB;
     let calls = 0;
     // A provider that sends everything inline, as one that knows nothing of references would.
-    const tool = await serveTool(
-      { nc: provider, names },
-      {
-        name: "mail.bulk",
-        description: "sends mail and returns a big report",
-        input_schema: { type: "object" },
-        effect: "communication",
-        requires_approval: false,
-      },
+    const tool = await remoteTool(
+      env(),
+      { name: "mail.bulk", effect: "communication" },
       () => {
         calls++;
         return { result: bigResult(1_100 * 1024, "inline") };

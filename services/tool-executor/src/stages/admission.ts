@@ -42,6 +42,7 @@ export async function admission(call: ToolCall): Promise<ToolExecuteReply | unde
 async function replay(call: ToolCall, receipt: Receipt, revision: number): Promise<ToolExecuteReply> {
   const reply = receiptReply(receipt, revision);
   if (reply.status !== "replayed" || !isResultRef(reply.result)) return reply;
+  // NATS failing under the check is no proof of expiry: pass the reference on; the client reads it.
   const stored = await call.deps.results.has(reply.result).catch(() => true);
   if (stored) return reply;
   return unresolvedResultReply(

@@ -8,12 +8,13 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { BUCKET_HISTORY, type BucketName, STREAM_DEFAULTS } from "@geode/bus";
+import { BUCKET_HISTORY, type BucketName, RESULT_STORE_DEFAULTS, STREAM_DEFAULTS } from "@geode/bus";
 import {
   AGENT_NAME_PATTERN,
   AgentRecordSchema,
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
+  DEFAULT_RESULT_INLINE_BYTES,
   ERROR_CODES,
   type ErrorCode,
   ErrorKind,
@@ -29,15 +30,19 @@ import {
   RECORDER_CONSUMER,
   RETENTION_DAYS,
   ReceiptSchema,
+  ResultRefSchema,
   RUN_ID_PATTERN,
   RUNTIME_EVENTS,
   RunRecordSchema,
+  resultChunkPrefix,
+  resultMetaSubject,
   retentionBucketOf,
   SessionRecordSchema,
   TIMELINE_KINDS,
   TimelineRecordSchema,
   TOOL_NAME_PATTERN,
   ToolDefinitionSchema,
+  ToolResultOffloadedSchema,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
   TurnRecordSchema,
@@ -193,6 +198,7 @@ function namesSection(): string {
     ["runtime events", ph(n.event("{event}" as never)), `stream ${code(ph(n.eventsStream))}`],
     ["session timeline", ph(n.timeline("{kind}" as never)), `stream ${code(ph(n.timelineStream))}`],
     ["KV buckets", Object.values(n.buckets).map(ph).join(", "), "see [KV buckets](#kv-buckets)"],
+    ["Object Store", ph(n.resultStore), "large tool results, see [Large results](#large-results)"],
     ["Postgres schema", ph(n.pgSchema), "see [Projection](#projection)"],
   ];
   const patterns: Array<[string, RegExp | string]> = [
@@ -287,6 +293,8 @@ const KIND_MEANINGS: Record<ErrorKind, string> = {
     "a handler SDK refused the decision its handler returned (code `invalid_request`); audited as `InvalidDecision`",
   malformed_reply:
     "a reply that is not what its leg promises (code `internal`); raised by the caller, never sent",
+  reply_too_large:
+    "what a responder sends at once instead of a reply over the server's `max_payload` (code `internal`: the request was fine, and the same request would produce the same reply; `details.bytes`, `details.max_payload`); large tool results travel by reference instead (see [Large results](#large-results))",
 };
 
 function errorsSection(): string {
@@ -429,6 +437,62 @@ function bucketsSection(): string {
   return out.join("\n");
 }
 
+const KiB = (bytes: number): string => `${bytes / 1024} KiB`;
+
+function largeResultsSection(): string {
+  const b = ph(n.resultStore);
+  const chunks = (w: Parameters<typeof resultChunkPrefix>[1]) =>
+    code(`${resultChunkPrefix(n, w).replace(n.resultStore, b)}.{nuid}`);
+  const meta = code(
+    resultMetaSubject(n, "x")
+      .replace(n.resultStore, b)
+      .replace(/[^.]+$/, "{base64url(name)}"),
+  );
+  return [
+    "## Large results",
+    "",
+    `A tool result whose compact JSON is over \`GEODE_RESULT_INLINE_BYTES\` (default ${KiB(DEFAULT_RESULT_INLINE_BYTES)})`,
+    `travels through the Object Store bucket ${code(b)} (stream ${code(n.resultStream.replace("_ns_", "_{ns}_"))}) by reference, on`,
+    "both legs: the provider's reply to the tool-executor (`{ns}.tool.terminal.{tool}`) and the",
+    "executor's reply to its caller (`{ns}.tool.execute`). `result` is then the reference:",
+    "",
+    fieldTable(ResultRefSchema, "output"),
+    "",
+    "`bytes` and `sha256` are those of the result's compact UTF-8 JSON. A result of exactly this shape",
+    "is always read as a reference. `@geode/sdk`'s `serveTool` writes references, and",
+    "`@geode/runtime`'s tool client resolves them, so neither side sees one; another client reads the",
+    "object like any Object Store object (`nats object get`, `@nats-io/obj`) and checks its size and",
+    "sha256 against the reference.",
+    "",
+    "Objects are stored in the Object Store's own format (128 KiB chunks, `ObjectInfo` meta, digest",
+    "`SHA-256=` padded base64url), under subjects that say who wrote them:",
+    "",
+    "| writer | chunks | meta |",
+    "| --- | --- | --- |",
+    `| the provider of tool \`{tool}\` | ${chunks({ tool: "T" }).replace(".T.", ".{tool token}.")} | ${meta} |`,
+    `| the tool-executor (a built-in's result, or one a wrapper changed) | ${chunks("tool-executor")} | ${meta} |`,
+    "",
+    "The tool token is the tool name when it is made of `[A-Za-z0-9_-]`, else `=` + the base64url of",
+    "its name. Object names are `{tool}/{random uuid}`. Before the executor trusts a provider's",
+    "reference it checks that the object's chunks are under that tool's subjects and that its size",
+    "and sha256 match the reference; anything else is an error result (the effect did run). The",
+    "receipt of an effectful call stores the reference, not the result; a replay returns it and the",
+    "client resolves it again. The event `tool_result_offloaded` records each leg:",
+    "",
+    fieldTable(ToolResultOffloadedSchema, "output"),
+    "",
+    `The tool-executor creates the bucket when absent: file storage, \`GEODE_STREAM_REPLICAS\` replicas,`,
+    `TTL \`GEODE_RESULT_TTL_MS\` (default ${days(RESULT_STORE_DEFAULTS.ttlMs)}), size \`GEODE_RESULT_STORE_BYTES\``,
+    `(default ${RESULT_STORE_DEFAULTS.maxBytes / 1024 ** 3} GiB, discard new: a full bucket refuses new results and keeps the stored ones),`,
+    "rollup headers off (a writer cannot wipe the bucket). A reference that outlives its object (a",
+    "receipt replayed after the TTL) is answered with the reply's status, `has_error: true` and",
+    '`result: {"error": "…no longer in {ns}_results…", "result_ref": {…}}`: the operation is never',
+    "run again. PostToolUse handlers see the bounded payload of [hooks.md](hooks.md#limits), as for any",
+    "result. A reply that still cannot be sent (over the server's `max_payload`) is answered at once",
+    "with the error `internal`, kind `reply_too_large`.",
+  ].join("\n");
+}
+
 const VERIFICATION = `## Verification
 
 \`\`\`
@@ -524,6 +588,7 @@ export function renderProtocolDoc(): string {
     "- [Headers](#headers)",
     "- [Streams and events](#streams-and-events)",
     "- [KV buckets](#kv-buckets)",
+    "- [Large results](#large-results)",
     "- [Verification](#verification)",
     "- [Projection](#projection)",
     "- [Configuration](#configuration)",
@@ -540,6 +605,8 @@ export function renderProtocolDoc(): string {
     streamsSection(),
     "",
     bucketsSection(),
+    "",
+    largeResultsSection(),
     "",
     VERIFICATION,
     "",

@@ -5,7 +5,16 @@ import { RuntimeEventBus, requestJson } from "@geode/bus";
 import type { EventEnvelope, HealthReply, HookName, ToolDefinition, ToolEffect } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
 import { MiddlewareRegistry, type ToolCallResult } from "@geode/middleware";
-import { type HookHandler, type ServedHook, type ServeHookOptions, serveHook, serveTool } from "@geode/sdk";
+import {
+  type HookHandler,
+  type ServedHook,
+  type ServedTool,
+  type ServeHookOptions,
+  type ServeToolOptions,
+  serveHook,
+  serveTool,
+  type ToolHandler,
+} from "@geode/sdk";
 import { type SpawnedProcess, spawnService, type TestEnv, waitFor } from "@geode/testing";
 import {
   type BuiltinTool,
@@ -104,6 +113,27 @@ export async function startToolStack(
       await events.flush();
     },
   };
+}
+
+/** A remote tool on a connection of its own, with an open input schema and no approval. */
+export async function remoteTool(
+  env: TestEnv,
+  definition: Pick<ToolDefinition, "name" | "effect">,
+  handler: ToolHandler,
+  options: ServeToolOptions = {},
+): Promise<ServedTool> {
+  const provider = await env.connect(`provider-${definition.name}`);
+  return serveTool(
+    { nc: provider, names: env.names },
+    {
+      description: `test tool ${definition.name}`,
+      input_schema: { type: "object" },
+      requires_approval: false,
+      ...definition,
+    },
+    handler,
+    options,
+  );
 }
 
 /** A remote tool (its own connection) that runs until the test lets go. */

@@ -13,7 +13,7 @@
  *
  * Run `tsx infra/nats/nats-roles.ts --namespace geode --handler policy-guard > infra/nats/geode.conf`.
  */
-import { names as buildNames, DEFAULT_NAMESPACE, type Names } from "@geode/contracts";
+import { names as buildNames, DEFAULT_NAMESPACE, type Names, resultChunkPrefix } from "@geode/contracts";
 
 export type NatsRole =
   | "runtime"
@@ -127,6 +127,17 @@ const ownSessionsAndRuns = (n: Names) => [
   ...writeBucket(n.buckets.runs),
 ];
 
+/**
+ * Add objects to `{ns}_results` as `writer`: its own chunk subjects (one more token per object)
+ * and meta subjects. NATS has no partial-token wildcards, so the meta subjects of all objects are
+ * open to every writer; object names are unguessable and writers may not read the bucket, and a
+ * reader checks an object against its reference (writer, size, sha256) before trusting it.
+ */
+const writeResults = (n: Names, writer: Parameters<typeof resultChunkPrefix>[1]) => [
+  `${resultChunkPrefix(n, writer)}.*`,
+  `$O.${n.resultStore}.M.*`,
+];
+
 const uniq = (xs: string[]) => [...new Set(xs)];
 
 function user(
@@ -158,8 +169,8 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
   const users: NatsUser[] = [
     // The agent runtime (SDK): invokes hooks, executes tools, verifies, publishes its events and
     // timeline, owns sessions and runs. It reads tool definitions and receipts (its tool client's
-    // wait follows a tool's limit, and a wait that runs out is answered from the receipt), but
-    // cannot write receipts, registrations or the tool registry.
+    // wait follows a tool's limit, and a wait that runs out is answered from the receipt) and
+    // large results, but cannot write receipts, results, registrations or the tool registry.
     user("runtime", "runtime", {
       publish: [
         n.hookInvokeAll,
@@ -173,6 +184,7 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...ownSessionsAndRuns(n),
         ...readBucket(b.tools),
         ...readBucket(b.toolReceipts),
+        ...readStream(n.resultStream),
       ],
       subscribe: [],
     }),
@@ -202,6 +214,10 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...writeBucket(b.toolReceipts),
         ...readBucket(b.tools),
         ...provisionBucket(b.tools),
+        // Large results: it creates the bucket, reads providers' results, writes its own.
+        ...provisionStream(n.resultStream),
+        ...readStream(n.resultStream),
+        ...writeResults(n, "tool-executor"),
       ],
       subscribe: [n.toolExecute, n.health("tool-executor")],
       allowResponses: true,
@@ -301,9 +317,16 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
   for (const t of options.toolProviders ?? []) {
     if (!TOOL_NAME.test(t)) throw new Error(`tool name must match [A-Za-z0-9_.-]{1,64}: ${t}`);
     users.push(
-      // A remote tool provider serves its terminal subject and keeps its own tool definition.
+      // A remote tool provider serves its terminal subject, keeps its own tool definition and
+      // writes its own large results (never reads the bucket).
       user(`tool-${t}`, "tool-provider", {
-        publish: [...jsInfo, ...readBucket(b.tools), ...provisionBucket(b.tools), ...writeBucket(b.tools, t)],
+        publish: [
+          ...jsInfo,
+          ...readBucket(b.tools),
+          ...provisionBucket(b.tools),
+          ...writeBucket(b.tools, t),
+          ...writeResults(n, { tool: t }),
+        ],
         subscribe: [n.toolTerminal(t)],
         allowResponses: true,
         privateInbox: true,

@@ -1,4 +1,4 @@
-import { DEFAULT_NAMESPACE, NAMESPACE_PATTERN } from "@geode/contracts";
+import { DEFAULT_NAMESPACE, DEFAULT_RESULT_INLINE_BYTES, NAMESPACE_PATTERN } from "@geode/contracts";
 import { ConfigError, envSpec, envVar, read } from "./env-spec.js";
 import { checkDatabaseUrl, checkNatsUrl } from "./urls.js";
 
@@ -53,6 +53,11 @@ export const COMMON_ENV = envSpec({
   approvalTimeoutMs: envVar("GEODE_APPROVAL_TIMEOUT_MS", read.int(60_000), {
     default: "`60000`",
     meaning: "wait for a human approval before denying (tool-executor, agent gateway)",
+  }),
+  resultInlineBytes: envVar("GEODE_RESULT_INLINE_BYTES", read.int(DEFAULT_RESULT_INLINE_BYTES, 1), {
+    default: `\`${DEFAULT_RESULT_INLINE_BYTES}\` (256 KiB)`,
+    meaning:
+      "a tool result whose JSON is larger travels by reference through the Object Store bucket `{ns}_results` (a remote tool's provider, tool-executor); keep it well under the server's `max_payload`",
   }),
   streamReplicas: envVar(
     "GEODE_STREAM_REPLICAS",
@@ -118,6 +123,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GeodeConfig {
   if ((config.natsUser === undefined) !== (config.natsPass === undefined))
     throw new ConfigError("invalid configuration: NATS_USER and NATS_PASS must be set together");
   return config;
+}
+
+/**
+ * `GEODE_RESULT_INLINE_BYTES`: results whose JSON is larger travel by reference. A bad value throws
+ * ConfigError naming it.
+ */
+export function configuredResultInlineBytes(env: NodeJS.ProcessEnv = process.env): number {
+  return COMMON_ENV.parse({ GEODE_RESULT_INLINE_BYTES: env["GEODE_RESULT_INLINE_BYTES"] }).resultInlineBytes;
 }
 
 /**

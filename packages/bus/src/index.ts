@@ -1,6 +1,7 @@
 export { decodeJson, encodeJson, jsonDepth } from "./codec.js";
 export {
   COMMON_ENV,
+  configuredResultInlineBytes,
   DEFAULT_METRICS_PORT,
   type GeodeConfig,
   loadConfig,
@@ -55,7 +56,9 @@ export {
   ensureBucket,
   ensureDurableConsumer,
   ensureEventStreams,
+  ensureResultStore,
   isRevisionConflict,
+  RESULT_STORE_DEFAULTS,
   STREAM_DEFAULTS,
   type StreamOptions,
 } from "./provision.js";

@@ -195,6 +195,55 @@ export async function ensureDurableConsumer(
   });
 }
 
+/** What the tool-executor creates `{ns}_results` with when it is absent (docs/operations.md). */
+export const RESULT_STORE_DEFAULTS = {
+  /** How long a stored result is kept: 7 days, then a reference to it no longer resolves. */
+  ttlMs: 7 * DAY_MS,
+  /** The bucket's size; a full bucket refuses new results and keeps the stored ones. */
+  maxBytes: 1024 * 1024 * 1024,
+} as const;
+
+/**
+ * Creates the Object Store bucket `{ns}_results` (stream `OBJ_{ns}_results`) if absent, with the
+ * configuration every Object Store client reads (chunks under `$O.{bucket}.C.>`, metadata under
+ * `$O.{bucket}.M.>`), file storage, `replicas` (default `GEODE_STREAM_REPLICAS`), a TTL and a size
+ * limit. Rollup headers are off: a writer may only add objects, never wipe the bucket with
+ * `Nats-Rollup: all`. Never reconfigures an existing bucket.
+ */
+export async function ensureResultStore(
+  nc: NatsConnection,
+  n: Names,
+  options: { replicas?: number; ttlMs?: number; maxBytes?: number } = {},
+): Promise<void> {
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  try {
+    await jsm.streams.info(n.resultStream);
+    return;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  const replicas = options.replicas ?? configuredReplicas();
+  const ttlMs = options.ttlMs ?? RESULT_STORE_DEFAULTS.ttlMs;
+  try {
+    await jsm.streams.add({
+      name: n.resultStream,
+      subjects: [`$O.${n.resultStore}.C.>`, `$O.${n.resultStore}.M.>`],
+      storage: StorageType.File,
+      num_replicas: replicas,
+      max_age: nanos(ttlMs),
+      duplicate_window: nanos(Math.min(ttlMs, STREAM_DEFAULTS.duplicateWindowMs)),
+      max_bytes: options.maxBytes ?? RESULT_STORE_DEFAULTS.maxBytes,
+      discard: DiscardPolicy.New,
+      allow_direct: true,
+      allow_rollup_hdrs: false,
+      description: "GEODE large tool results (docs/protocol.md#large-results)",
+    });
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === 10058) return;
+    throw placementError(err, replicas, nc);
+  }
+}
+
 /** True when `err` is the compare-and-set conflict of a KV create/update (wrong last sequence). */
 export function isRevisionConflict(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.code === 10071;

@@ -1,4 +1,4 @@
-import { type Codec, ErrorCode, GeodeError, PROBE_HEADER, toGeodeError } from "@geode/contracts";
+import { type Codec, ErrorCode, ErrorKind, GeodeError, PROBE_HEADER, toGeodeError } from "@geode/contracts";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import {
   ClosedConnectionError,
@@ -64,6 +64,47 @@ export interface ServeRequestsOptions<T> {
 const PROBE_REPLY = encodeJson({ probe: "ok" });
 
 /**
+ * The coded error that stands in for a reply over the server's `max_payload`: `internal`, because
+ * the request was fine and the same request would produce the same reply (no retry helps).
+ */
+function replyTooLarge(bytes: number, maxPayload: number): GeodeError {
+  return new GeodeError(
+    ErrorCode.Internal,
+    `reply of ${bytes} bytes exceeds the NATS max_payload of ${maxPayload} bytes`,
+    { details: { kind: ErrorKind.ReplyTooLarge, bytes, max_payload: maxPayload } },
+  );
+}
+
+/**
+ * Sends a reply, or, when the server could not take it (over `max_payload`), the small coded error
+ * in its place at once: the caller never waits out its timeout for a reply that was never sent.
+ */
+function sendReply(nc: NatsConnection, msg: Msg, data: Uint8Array, log: Logger | undefined): void {
+  const maxPayload = nc.info?.max_payload;
+  let body = data;
+  if (maxPayload !== undefined && data.byteLength > maxPayload) {
+    log?.warn({ subject: msg.subject, bytes: data.byteLength, max_payload: maxPayload }, "reply too large");
+    body = encodeJson(replyTooLarge(data.byteLength, maxPayload).toReply());
+  }
+  try {
+    msg.respond(body);
+  } catch (err) {
+    log?.warn({ err, subject: msg.subject }, "could not send reply");
+    if (body !== data) return;
+    // Refused for another reason (a limit that moved with a reconnect): still answer, small.
+    try {
+      msg.respond(
+        encodeJson(
+          new GeodeError(ErrorCode.Internal, `reply could not be sent: ${(err as Error).message}`).toReply(),
+        ),
+      );
+    } catch {
+      // closed meanwhile: nothing can be sent
+    }
+  }
+}
+
+/**
  * The one responder of the bus. Serves JSON requests on `subject`: decodes the body (not UTF-8,
  * not JSON or nested too deep is `invalid_request`), checks it with the leg's request codec, runs
  * `handler`, replies JSON. Any throw becomes a typed error reply (`{"error": {code, message}}`)
@@ -95,13 +136,7 @@ export function serveRequests<T = unknown>(
         options.log?.warn({ err, subject: msg.subject }, "before-reply work failed");
       }
     }
-    if (msg.reply) {
-      try {
-        msg.respond(data);
-      } catch (err) {
-        options.log?.warn({ err, subject: msg.subject }, "could not send reply");
-      }
-    }
+    if (msg.reply) sendReply(nc, msg, data, options.log);
   };
   const subscription = nc.subscribe(subject, {
     ...(options.queue ? { queue: options.queue } : {}),

@@ -1,5 +1,6 @@
 import {
   ErrorCode,
+  ErrorKind,
   GeodeError,
   HookHandlerLeg,
   isMalformedReply,
@@ -85,6 +86,38 @@ describe("serveRequests / requestJson (the bus's one serve/request pair)", () =>
       );
       expect(isMalformedReply(err)).toBe(true);
       expect((err as Error).message).toBe("reply must be an object with a decision");
+    } finally {
+      await responder.drain();
+    }
+  });
+
+  it("a reply over the server's max_payload is answered at once with a coded error, not dropped", async () => {
+    const { nc, names } = env();
+    const subject = `${names.ns}.test.huge`;
+    const maxPayload = nc.info?.max_payload ?? 0;
+    expect(maxPayload).toBeGreaterThan(0);
+    let calls = 0;
+    const responder = serveRequests(nc, subject, {}, (req) => {
+      calls++;
+      return (req as { small?: boolean }).small ? { ok: true } : { blob: "x".repeat(maxPayload + 1) };
+    });
+    try {
+      const started = performance.now();
+      const err = await requestJson(nc, subject, {}, { timeoutMs: 20_000 }).catch((e: unknown) => e);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(err).toBeInstanceOf(GeodeError);
+      expect((err as GeodeError).code).toBe(ErrorCode.Internal);
+      expect((err as GeodeError).details).toEqual({
+        kind: ErrorKind.ReplyTooLarge,
+        bytes: maxPayload + 12,
+        max_payload: maxPayload,
+      });
+      expect((err as Error).message).toBe(
+        `reply of ${maxPayload + 12} bytes exceeds the NATS max_payload of ${maxPayload} bytes`,
+      );
+      // The responder keeps serving.
+      expect(await requestJson(nc, subject, { small: true }, { timeoutMs: 5_000 })).toEqual({ ok: true });
+      expect(calls).toBe(2);
     } finally {
       await responder.drain();
     }

@@ -23,11 +23,14 @@ const ErrorCodeSchema = z.enum(ERROR_CODES);
 /**
  * `details.kind` of an error, where the code alone does not say enough: `invalid_decision` is the
  * reply a handler SDK sends for a decision it refused (audited as `InvalidDecision`);
- * `malformed_reply` is a reply that was not what its leg promises (never sent, raised by a caller).
+ * `malformed_reply` is a reply that was not what its leg promises (never sent, raised by a caller);
+ * `reply_too_large` (code `internal`) is what a responder sends instead of a reply over the bus's
+ * `max_payload`, with `details.bytes` and `details.max_payload`.
  */
 export const ErrorKind = {
   InvalidDecision: "invalid_decision",
   MalformedReply: "malformed_reply",
+  ReplyTooLarge: "reply_too_large",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

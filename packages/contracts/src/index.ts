@@ -138,6 +138,21 @@ export {
 } from "./names.js";
 export { publicHookSchema } from "./public-hook-schema.js";
 export {
+  DEFAULT_RESULT_INLINE_BYTES,
+  isResultRef,
+  type ObjectInfo,
+  ObjectInfoSchema,
+  type ResultRef,
+  ResultRefSchema,
+  type ResultWriter,
+  resultChunkPrefix,
+  resultMetaSubject,
+  type ToolResultOffloaded,
+  ToolResultOffloadedSchema,
+  toolSubjectToken,
+  unresolvedResultReply,
+} from "./result-ref.js";
+export {
   type EventEnvelope,
   EventEnvelopeSchema,
   type ExtensionInvokedPayload,

@@ -93,6 +93,10 @@ export interface Names {
     readonly agents: string;
     readonly webhooks: string;
   };
+  /** Object Store bucket of large tool results (docs/protocol.md#large-results). */
+  readonly resultStore: string;
+  /** Its backing stream, `OBJ_{ns}_results`. */
+  readonly resultStream: string;
   /** Postgres schema of the projection. */
   readonly pgSchema: string;
   /** KV key of a handler registration. */
@@ -153,6 +157,8 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       agents: `${ns}_agents`,
       webhooks: `${ns}_webhooks`,
     },
+    resultStore: `${ns}_results`,
+    resultStream: `OBJ_${ns}_results`,
     pgSchema: ns,
     handlerKey: (hook, handler) => `${hook}.${handler}`,
     sessionKey: (sessionId) => kvKeyToken(sessionId),

@@ -309,6 +309,26 @@ describe("sanitizing: the 32 KiB whole-payload bound", () => {
     expect((result.payload["rubric_misses"] as string[]).length).toBeLessThan(64);
   });
 
+  it("sanitizing twice gives what sanitizing once gives (a payload bounded before it is sent)", () => {
+    const results: Record<string, unknown>[] = [
+      { text: "x".repeat(5_000_000) },
+      { a: "x".repeat(5_000), b: "y".repeat(5_000) },
+      { rows: Array.from({ length: 100 }, (_, i) => `${"r".repeat(5_000)}${i}`) },
+      { list: Array.from({ length: 5_000 }, (_, i) => ({ i, s: "q".repeat(500) })) },
+      { s: `sk-abcdefghijklmnopqrstuvwxyz1234 ${"w".repeat(9_000)}` },
+    ];
+    for (const result of results) {
+      const once = sanitizePayload({
+        tool_name: "t",
+        arguments: {},
+        result,
+        has_error: false,
+        executed: true,
+      });
+      expect(sanitizePayload(once)).toEqual(once);
+    }
+  });
+
   it("leaves a payload under the bound untouched", () => {
     const p = exampleHookPayload("PostToolUse");
     expect(sanitizePayload(p)).toEqual(p);

@@ -88,11 +88,19 @@ function sliceCodePoints(s: string, count: number): string {
   return s.slice(0, units);
 }
 
-/** Keeps the first `max` code points and appends `…[truncated:N]`, N the code points removed. */
+const TRUNCATED_SUFFIX = /…\[truncated:[0-9]{1,16}\]$/;
+
+/**
+ * Keeps the first `max` code points and appends `…[truncated:N]`, N the code points removed. A
+ * string already cut to `max` keeps its suffix as it is, so sanitizing twice (a payload bounded
+ * before it is sent, then by the dispatcher) gives what sanitizing once gives.
+ */
 function truncateString(s: string, max: number): string {
   if (s.length <= max) return s;
   const len = codePointLength(s);
   if (len <= max) return s;
+  const suffix = TRUNCATED_SUFFIX.exec(s);
+  if (suffix && codePointLength(s.slice(0, suffix.index)) <= max) return s;
   return `${sliceCodePoints(s, max)}…[truncated:${len - max}]`;
 }
 

@@ -9,13 +9,15 @@ import {
 } from "@geode/bus";
 import {
   type CorrelationInput,
+  isResultRef,
   operationKeyOf,
   receiptReply,
   type ToolDefinition,
   ToolExecuteLeg,
   type ToolExecuteReply,
+  unresolvedResultReply,
 } from "@geode/contracts";
-import { ReceiptStore, type StoredReceipt, ToolStore } from "@geode/state";
+import { ReceiptStore, ResultRefError, ResultStore, type StoredReceipt, ToolStore } from "@geode/state";
 
 export interface ToolCall {
   tool_name: string;
@@ -38,6 +40,11 @@ export interface ToolClient {
    * it holds its lease, `indeterminate` once that lapsed, `replayed` with the stored result if it
    * completed meanwhile. Without a receipt (a read tool, or a call not admitted yet) the timeout
    * rejects as GeodeError `timeout`.
+   *
+   * A large result comes by reference (`{"$ref", "bytes", "sha256"}`, docs/protocol.md#large-results):
+   * the client reads it from `{ns}_results` and checks its size and sha256, so the reply holds the
+   * whole result. One that cannot be read (expired, or not what its reference says) is an error
+   * result that names it, with the reply's status kept: the operation is never run again.
    */
   execute(call: ToolCall, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ToolExecuteReply>;
   /**
@@ -63,6 +70,19 @@ const DEFINITION_TTL_MS = 30_000;
 export function createToolClient(conn: GeodeConnection, options: ToolClientOptions = {}): ToolClient {
   const limits = clientLimits(options);
   const buckets = new ToolBuckets(conn);
+  const results = new ResultStore(conn);
+
+  /** The reply with its result read back when it came by reference. */
+  async function resolved(reply: ToolExecuteReply): Promise<ToolExecuteReply> {
+    if (!isResultRef(reply.result)) return reply;
+    const ref = reply.result;
+    try {
+      return { ...reply, result: await results.get(ref) };
+    } catch (err) {
+      if (err instanceof ResultRefError) return unresolvedResultReply(reply, ref, err.message);
+      throw err;
+    }
+  }
 
   async function defaultWaitMs(call: Pick<ToolCall, "tool_name" | "timeout_ms">): Promise<number> {
     const def = await buckets.definition(call.tool_name);
@@ -76,8 +96,9 @@ export function createToolClient(conn: GeodeConnection, options: ToolClientOptio
     defaultWaitMs,
     async execute(call, opts = {}) {
       const waitMs = opts.timeoutMs ?? (await defaultWaitMs(call));
+      let reply: ToolExecuteReply;
       try {
-        return await requestJson(conn.nc, conn.names.toolExecute, ToolExecuteLeg.request.encode(call), {
+        reply = await requestJson(conn.nc, conn.names.toolExecute, ToolExecuteLeg.request.encode(call), {
           timeoutMs: waitMs,
           signal: opts.signal,
           reply: ToolExecuteLeg.reply,
@@ -87,8 +108,9 @@ export function createToolClient(conn: GeodeConnection, options: ToolClientOptio
         const known = await buckets.receiptOf(call).catch(() => null);
         if (!known) throw err;
         // What a retry would get, from the receipt the executor keeps.
-        return receiptReply(known.receipt, known.revision, { note: `no reply within ${waitMs} ms` });
+        reply = receiptReply(known.receipt, known.revision, { note: `no reply within ${waitMs} ms` });
       }
+      return resolved(reply);
     },
   };
 }

@@ -36,6 +36,7 @@ export {
 } from "./serve-hook.js";
 export {
   type ServedTool,
+  type ServeToolOptions,
   serveTool,
   type ToolHandler,
   type ToolOutput,

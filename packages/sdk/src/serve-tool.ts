@@ -1,4 +1,10 @@
-import { type GeodeConnection, type Logger, type Responder, serveRequests } from "@geode/bus";
+import {
+  configuredResultInlineBytes,
+  type GeodeConnection,
+  type Logger,
+  type Responder,
+  serveRequests,
+} from "@geode/bus";
 import {
   type Correlation,
   CorrelationInputSchema,
@@ -9,7 +15,7 @@ import {
   ToolDefinitionSchema,
   ToolTerminalLeg,
 } from "@geode/contracts";
-import { ToolStore } from "@geode/state";
+import { ResultStore, ToolStore } from "@geode/state";
 
 /** What a tool returns: its result object and whether it is an error result. */
 export interface ToolOutput {
@@ -23,6 +29,15 @@ export type ToolHandler = (
   call: { tool_name: string; correlation: Correlation },
 ) => ToolOutput | Promise<ToolOutput>;
 
+export interface ServeToolOptions {
+  log?: Logger;
+  /**
+   * A result whose compact JSON is larger is stored in `{ns}_results` and replied by reference;
+   * default `GEODE_RESULT_INLINE_BYTES` (256 KiB).
+   */
+  resultInlineBytes?: number;
+}
+
 export interface ServedTool {
   readonly definition: ToolDefinition;
   /** Stops serving, answers calls in flight, and removes the definition from `{ns}_tools`. */
@@ -33,16 +48,21 @@ export interface ServedTool {
  * Registers a remote tool (KV `{ns}_tools`, key = tool name) and serves its approved calls on
  * `{ns}.tool.terminal.{tool}`; replicas share the queue group `tool.{name}`. The tool-executor runs
  * policy, hooks, approval and receipts before a call reaches `handler`; a call of the wrong shape
- * is answered `invalid_request` without reaching it.
+ * is answered `invalid_request` without reaching it. A result larger than `resultInlineBytes` is
+ * written to the Object Store bucket `{ns}_results` under this tool's own chunk subjects and
+ * replied as `{"$ref", "bytes", "sha256"}`; the executor checks and reads it back, so callers see
+ * the whole result (docs/protocol.md#large-results).
  */
 export async function serveTool(
   conn: GeodeConnection,
   definition: ToolDefinition,
   handler: ToolHandler,
-  options: { log?: Logger } = {},
+  options: ServeToolOptions = {},
 ): Promise<ServedTool> {
   const def = parseOrThrow(ToolDefinitionSchema, definition, ErrorCode.InvalidRequest, "definition");
   const { nc, names: n } = conn;
+  const inlineBytes = options.resultInlineBytes ?? configuredResultInlineBytes();
+  const results = new ResultStore(conn);
   const responder: Responder = serveRequests(
     nc,
     n.toolTerminal(def.name),
@@ -64,7 +84,16 @@ export async function serveTool(
         "correlation",
       );
       const out = await handler(call.arguments, { tool_name: def.name, correlation });
-      return ToolTerminalLeg.reply.encode({ result: out.result, has_error: out.has_error === true });
+      const { result } = await results
+        .offload(out.result, { inlineBytes, writer: { tool: def.name }, toolName: def.name })
+        .catch((cause: unknown) => {
+          throw new GeodeError(
+            ErrorCode.Unavailable,
+            `the result could not be stored in ${n.resultStore}: ${(cause as Error).message}`,
+            { cause },
+          );
+        });
+      return ToolTerminalLeg.reply.encode({ result, has_error: out.has_error === true });
     },
   );
   // Serve first, then publish the definition: a caller that sees the tool can reach it.

@@ -22,6 +22,7 @@ export {
   type ReceiptResolutionResult,
   resolveReceipt,
 } from "./resolve-receipt.js";
+export { ResultRefError, type ResultRefProblem, ResultStore } from "./result-store.js";
 export { RunStore } from "./run-store.js";
 export {
   PAUSE_REASON,

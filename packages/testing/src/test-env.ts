@@ -75,7 +75,7 @@ export async function createTestEnv(options: { ns?: string } = {}): Promise<Test
   };
 }
 
-/** Deletes every stream and KV bucket of `ns` and drops its Postgres schema. */
+/** Deletes every stream, KV bucket and Object Store of `ns` and drops its Postgres schema. */
 export async function cleanupNamespace(
   jsm: JetStreamManager,
   ns: string,
@@ -85,7 +85,8 @@ export async function cleanupNamespace(
   const doomed: string[] = [];
   for await (const si of jsm.streams.list()) {
     const name = si.config.name;
-    if (name.startsWith(`${NS}_`) || name.startsWith(`KV_${ns}_`)) doomed.push(name);
+    if (name.startsWith(`${NS}_`) || name.startsWith(`KV_${ns}_`) || name.startsWith(`OBJ_${ns}_`))
+      doomed.push(name);
   }
   for (const name of doomed) await jsm.streams.delete(name).catch(() => undefined);
   if (databaseUrl) {

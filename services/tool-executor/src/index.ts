@@ -1,7 +1,14 @@
-import { createHookClient, type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import {
+  createHookClient,
+  ensureResultStore,
+  type Logger,
+  RuntimeEventBus,
+  serveRequests,
+  silentLogger,
+} from "@geode/bus";
 import { type Names, QueueGroup } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
-import { ReceiptStore, ToolStore } from "@geode/state";
+import { ReceiptStore, ResultStore, ToolStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 import { loadMiddlewareModules } from "./middleware-loader.js";
@@ -46,7 +53,11 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   const events =
     options.events ?? (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log }));
   const conn = { nc, names: n };
-  const [receipts, toolStore] = await Promise.all([ReceiptStore.open(conn), ToolStore.open(conn)]);
+  const [receipts, toolStore] = await Promise.all([
+    ReceiptStore.open(conn),
+    ToolStore.open(conn),
+    ensureResultStore(nc, n, { ttlMs: config.resultTtlMs, maxBytes: config.resultStoreBytes }),
+  ]);
   const tools = await ToolRegistry.open(toolStore, options.tools ?? builtinTools(config.toolRoot), log);
   const hookClient = createHookClient(nc, n);
   const invokeHook: InvokeHook = (hook, payload, correlation, { timeoutMs }) =>
@@ -61,6 +72,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     policy: createToolPolicy(config),
     validator: new SchemaValidator(),
     receipts,
+    results: new ResultStore(conn),
     middleware,
     config,
   };

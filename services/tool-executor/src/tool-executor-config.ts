@@ -1,9 +1,10 @@
 import path from "node:path";
-import { envSpec, envVar, read } from "@geode/bus";
-import { DEFAULT_RECEIPT_LEASE_MS } from "@geode/contracts";
+import { envSpec, envVar, RESULT_STORE_DEFAULTS, read } from "@geode/bus";
+import { DEFAULT_RECEIPT_LEASE_MS, DEFAULT_RESULT_INLINE_BYTES } from "@geode/contracts";
 
 const DEFAULT_TOOL_ROOT = ".geode/files";
 const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
+const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
 
 /** The tool-executor's own environment (docs/operations.md, "Configuration"), beside the common one. */
 export const TOOL_EXECUTOR_ENV = envSpec({
@@ -29,6 +30,21 @@ export const TOOL_EXECUTOR_ENV = envSpec({
     default: `\`${DEFAULT_TOOL_ROOT}\``,
     meaning: "folder the built-in `fs.*` tools are confined to (tool-executor)",
   }),
+  resultMaxBytes: envVar("GEODE_RESULT_MAX_BYTES", read.int(DEFAULT_RESULT_MAX_BYTES, 1), {
+    default: `\`${DEFAULT_RESULT_MAX_BYTES}\` (64 MiB)`,
+    meaning:
+      "the largest tool result the executor reads back from `{ns}_results`; a reference to a larger one is an error result (tool-executor)",
+  }),
+  resultTtlMs: envVar("GEODE_RESULT_TTL_MS", read.int(RESULT_STORE_DEFAULTS.ttlMs, 1), {
+    default: `\`${RESULT_STORE_DEFAULTS.ttlMs}\` (7 days)`,
+    meaning:
+      "how long `{ns}_results` keeps a large result, set when the executor creates the bucket; a receipt replayed later answers that its result expired (tool-executor)",
+  }),
+  resultStoreBytes: envVar("GEODE_RESULT_STORE_BYTES", read.int(RESULT_STORE_DEFAULTS.maxBytes, 1), {
+    default: `\`${RESULT_STORE_DEFAULTS.maxBytes}\` (1 GiB)`,
+    meaning:
+      "size limit of `{ns}_results`, set when the executor creates it; a full bucket refuses new large results (an error result) and keeps the stored ones (tool-executor)",
+  }),
   middlewareModules: envVar("GEODE_TOOL_MIDDLEWARE", read.list(), {
     default: "empty",
     meaning: "trusted tool middleware modules, comma-separated paths (tool-executor)",
@@ -53,6 +69,14 @@ export interface ToolExecutorConfig {
   hookTimeoutMs: number;
   /** Middleware modules, each exporting `register(registry)`. */
   middlewareModules: string[];
+  /** A result whose JSON is larger travels by reference through `{ns}_results`. */
+  resultInlineBytes: number;
+  /** The largest result read back from `{ns}_results`. */
+  resultMaxBytes: number;
+  /** TTL of `{ns}_results` when this executor creates it. */
+  resultTtlMs: number;
+  /** Size limit of `{ns}_results` when this executor creates it. */
+  resultStoreBytes: number;
 }
 
 /** Fills the defaults of what is not given (the service passes what it read from its environment). */
@@ -66,5 +90,9 @@ export function toolExecutorConfig(partial: Partial<ToolExecutorConfig> = {}): T
     toolRoot: path.resolve(partial.toolRoot ?? DEFAULT_TOOL_ROOT),
     hookTimeoutMs: partial.hookTimeoutMs ?? 30_000,
     middlewareModules: partial.middlewareModules ?? [],
+    resultInlineBytes: partial.resultInlineBytes ?? DEFAULT_RESULT_INLINE_BYTES,
+    resultMaxBytes: partial.resultMaxBytes ?? DEFAULT_RESULT_MAX_BYTES,
+    resultTtlMs: partial.resultTtlMs ?? RESULT_STORE_DEFAULTS.ttlMs,
+    resultStoreBytes: partial.resultStoreBytes ?? RESULT_STORE_DEFAULTS.maxBytes,
   };
 }

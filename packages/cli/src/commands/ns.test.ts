@@ -1,7 +1,13 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ensureBucket, ensureEventStreams, RuntimeEventBus, serveHealth } from "@geode/bus";
+import {
+  ensureBucket,
+  ensureEventStreams,
+  ensureResultStore,
+  RuntimeEventBus,
+  serveHealth,
+} from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
 import {
   decodeStreamMessage,
@@ -30,6 +36,7 @@ beforeAll(async () => {
   await ensureEventStreams(nc, buildNames(sibling));
   for (const bucket of ["hookHandlers", "toolReceipts", "runs"] as const)
     await ensureBucket(nc, names, bucket);
+  await ensureResultStore(nc, names);
   db = await openProjectionDb({ ns, databaseUrl });
   // One event of run r-1 in the projection, and its run folder.
   const bus = await RuntimeEventBus.create({ nc, names, source: "ns-test" });
@@ -65,9 +72,10 @@ describe("geode ns", () => {
       replicas: [1],
       activityRows: 1,
     });
-    expect(((mine?.["buckets"] ?? []) as string[]).sort()).toEqual(
-      ["hook_handlers", "runs", "tool_receipts"].map((b) => `KV_${env().ns}_${b}`),
-    );
+    expect(((mine?.["buckets"] ?? []) as string[]).sort()).toEqual([
+      ...["hook_handlers", "runs", "tool_receipts"].map((b) => `KV_${env().ns}_${b}`),
+      `OBJ_${env().ns}_results`,
+    ]);
     const other = rows.find((r) => r["ns"] === sibling);
     expect(other?.["streams"]).toHaveLength(2);
     expect(other?.["activityRows"]).toBeUndefined();
@@ -75,7 +83,7 @@ describe("geode ns", () => {
     expect(table.out).toMatch(
       /^namespace\s+streams\s+buckets\s+replicas\s+messages\s+bytes\s+postgres rows$/m,
     );
-    expect(table.out).toMatch(new RegExp(`^${env().ns}\\s+2\\s+3\\s+1\\s+\\d+\\s+\\S+ \\S+\\s+1$`, "m"));
+    expect(table.out).toMatch(new RegExp(`^${env().ns}\\s+2\\s+4\\s+1\\s+\\d+\\s+\\S+ \\S+\\s+1$`, "m"));
   });
 
   it("rm without --yes says what it would delete and deletes nothing", async () => {
@@ -83,6 +91,7 @@ describe("geode ns", () => {
     expect(r.code).toBe(2);
     expect(r.err).toContain(`stream    ${env().names.eventsStream}`);
     expect(r.err).toContain(`bucket    KV_${env().ns}_runs`);
+    expect(r.err).toContain(`bucket    OBJ_${env().ns}_results`);
     expect(r.err).toContain(`postgres  schema ${env().ns}`);
     expect(r.err).toMatch(/run files .*r-1/);
     expect(r.err).toMatch(/--yes/);

@@ -13,7 +13,10 @@ const STREAM_SUFFIXES = ["EVENTS", "TIMELINE"] as const;
 /** What one namespace holds in NATS and in the projection database. */
 export interface NamespaceRow {
   ns: string;
-  /** Its JetStream streams (`{NS}_EVENTS`, `{NS}_TIMELINE`) and KV buckets (`KV_{ns}_*`) by name. */
+  /**
+   * Its JetStream streams (`{NS}_EVENTS`, `{NS}_TIMELINE`) and buckets (KV `KV_{ns}_*`, Object
+   * Store `OBJ_{ns}_results`) by name.
+   */
   streams: string[];
   buckets: string[];
   /** The replica counts its streams and buckets have (one value unless an upgrade is under way). */
@@ -25,8 +28,18 @@ export interface NamespaceRow {
   activityRows: number | undefined;
 }
 
-/** The namespace a JetStream stream belongs to, and whether it is a KV bucket; undefined for others. */
+/** The suffix of the Object Store bucket of large results, `OBJ_{ns}_results`. */
+const RESULTS_SUFFIX = buildNames("x").resultStore.slice(2);
+
+/**
+ * The namespace a JetStream stream belongs to, and whether it is a bucket (KV, or the Object Store
+ * of large results); undefined for others.
+ */
 function streamNamespace(stream: string): { ns: string; bucket: boolean } | undefined {
+  if (stream.startsWith("OBJ_") && stream.endsWith(`_${RESULTS_SUFFIX}`)) {
+    const ns = stream.slice(4, -(RESULTS_SUFFIX.length + 1));
+    return NAMESPACE_PATTERN.test(ns) ? { ns, bucket: true } : undefined;
+  }
   if (stream.startsWith("KV_")) {
     for (const suffix of BUCKET_SUFFIXES) {
       const ns = stream.slice(3, -(suffix.length + 1));

@@ -1,4 +1,11 @@
-import { receiptReply, sha256, type ToolExecuteReply } from "@geode/contracts";
+import {
+  isResultRef,
+  type Receipt,
+  receiptReply,
+  sha256,
+  type ToolExecuteReply,
+  unresolvedResultReply,
+} from "@geode/contracts";
 import { ReceiptLease } from "../receipt-lease.js";
 import { requireOperationKey, type ToolCall } from "./tool-call.js";
 
@@ -23,7 +30,24 @@ export async function admission(call: ToolCall): Promise<ToolExecuteReply | unde
     Date.now() + leaseMs,
   );
   // The key is taken: replayed, in_progress (its lease is live) or indeterminate (lapsed).
-  if (!admitted.admitted) return receiptReply(admitted.receipt, admitted.revision);
+  if (!admitted.admitted) return replay(call, admitted.receipt, admitted.revision);
   call.lease = ReceiptLease.hold(deps.receipts, admitted, leaseMs, call.log);
   return undefined;
+}
+
+/**
+ * The reply for a key that is taken. A stored result reference whose object has expired from
+ * `{ns}_results` is answered as such (an error result naming it), never by running the call again.
+ */
+async function replay(call: ToolCall, receipt: Receipt, revision: number): Promise<ToolExecuteReply> {
+  const reply = receiptReply(receipt, revision);
+  if (reply.status !== "replayed" || !isResultRef(reply.result)) return reply;
+  // NATS failing under the check is no proof of expiry: pass the reference on; the client reads it.
+  const stored = await call.deps.results.has(reply.result).catch(() => true);
+  if (stored) return reply;
+  return unresolvedResultReply(
+    reply,
+    reply.result,
+    `it is no longer in ${call.deps.names.resultStore} (results are kept for the bucket's TTL)`,
+  );
 }

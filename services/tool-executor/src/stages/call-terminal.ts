@@ -1,5 +1,11 @@
 import { RequestFailedError, requestJson } from "@geode/bus";
-import { type Correlation, GeodeError, ToolTerminalReplySchema } from "@geode/contracts";
+import {
+  type Correlation,
+  GeodeError,
+  isResultRef,
+  type ResultRef,
+  ToolTerminalReplySchema,
+} from "@geode/contracts";
 import type { ToolCallResult } from "@geode/middleware";
 import type { ResolvedTool } from "../tool-registry.js";
 import { type BoundaryDeps, errorResult } from "./tool-call.js";
@@ -15,14 +21,16 @@ const NO_LIMIT_MS = 86_400_000;
 /**
  * Calls the terminal once with its time limit (the tool's `timeout_ms`, else the configured one):
  * a built-in in-process, a remote tool on `{ns}.tool.terminal.{tool}`. `released`: the effect
- * certainly did not happen (no responders), so an admission may be given back.
+ * certainly did not happen (no responders), so an admission may be given back. A result that came
+ * by reference is read back (`ref`), checked to be this tool's own and to match its size and
+ * sha256; a reference that is not is an error result (the effect did run).
  */
 export async function callTerminal(
   deps: BoundaryDeps,
   tool: ResolvedTool,
   args: Record<string, unknown>,
   correlation: Correlation,
-): Promise<{ result: ToolCallResult; released: boolean }> {
+): Promise<{ result: ToolCallResult; released: boolean; ref?: ResultRef }> {
   const limit = tool.definition.timeout_ms ?? deps.config.toolTimeoutMs;
   const timedOut = () => new TerminalTimeoutError(`${tool.definition.name} timed out after ${limit} ms`);
   if (tool.kind === "builtin")
@@ -37,13 +45,37 @@ export async function callTerminal(
     const parsed = ToolTerminalReplySchema.safeParse(body);
     if (!parsed.success)
       return { result: errorResult("malformed reply from the tool terminal"), released: false };
-    return { result: { result: parsed.data.result, has_error: parsed.data.has_error }, released: false };
+    const { result, has_error } = parsed.data;
+    if (!isResultRef(result)) return { result: { result, has_error }, released: false };
+    return await readBack(deps, tool.definition.name, result, has_error);
   } catch (err) {
     if (err instanceof RequestFailedError && err.failure === "no_responders")
       return { result: errorResult(`no responders for tool ${tool.definition.name}`), released: true };
     if (err instanceof RequestFailedError && err.failure === "timeout") throw timedOut();
     if (err instanceof GeodeError) return { result: errorResult(err.message), released: false };
     throw err;
+  }
+}
+
+/** The result a provider's reference stands for, if it is that provider's and what it claims. */
+async function readBack(
+  deps: BoundaryDeps,
+  toolName: string,
+  ref: ResultRef,
+  hasError: boolean,
+): Promise<{ result: ToolCallResult; released: boolean; ref?: ResultRef }> {
+  try {
+    const result = await deps.results.get(ref, {
+      writer: { tool: toolName },
+      maxBytes: deps.config.resultMaxBytes,
+    });
+    return { result: { result, has_error: hasError }, released: false, ref };
+  } catch (err) {
+    // The effect ran; only its result is lost or refused.
+    return {
+      result: errorResult(`the result reference was refused: ${(err as Error).message}`),
+      released: false,
+    };
   }
 }
 

@@ -1,14 +1,16 @@
 import type { Receipt, ReceiptRef, ToolExecuteReply } from "@geode/contracts";
+import type { ToolCallResult } from "@geode/middleware";
 import { receiptRef } from "@geode/state";
-import { completedTimeline, type ToolCall, toolReply } from "./tool-call.js";
+import { completedTimeline, emitOffloaded, errorResult, type ToolCall, toolReply } from "./tool-call.js";
 
 /**
- * Receipt commit: the result, PostToolUse's verdict and context are stored on the receipt with a
- * revision-checked update (the lease ends with it), then `tool.completed` and the reply.
+ * Receipt commit: the result (by reference when it is large), PostToolUse's verdict and context
+ * are stored on the receipt with a revision-checked update (the lease ends with it), then
+ * `tool.completed` and the reply.
  */
 export async function commit(call: ToolCall): Promise<ToolExecuteReply> {
-  const { result } = call;
-  const receipt = call.lease ? await commitReceipt(call) : null;
+  const result = await wireResult(call);
+  const receipt = call.lease ? await commitReceipt(call, result) : null;
   completedTimeline(call, call.status, result.has_error);
   return toolReply(call.status, {
     result: result.result,
@@ -20,7 +22,31 @@ export async function commit(call: ToolCall): Promise<ToolExecuteReply> {
   });
 }
 
-async function commitReceipt(call: ToolCall): Promise<ReceiptRef | null> {
+/**
+ * The result as the receipt and the caller get it: itself, or over `resultInlineBytes` a reference
+ * (the terminal's own when the result came through unchanged, else one this executor writes). A
+ * result that cannot be stored becomes an error result: the effect ran, its result is lost.
+ */
+async function wireResult(call: ToolCall): Promise<ToolCallResult> {
+  const { result } = call;
+  try {
+    const out = await call.deps.results.offload(result.result, {
+      inlineBytes: call.deps.config.resultInlineBytes,
+      writer: "tool-executor",
+      toolName: call.definition.name,
+      reuse: call.terminalRef ?? undefined,
+    });
+    if (out.ref) emitOffloaded(call, "reply", out.ref);
+    return { result: out.result, has_error: result.has_error };
+  } catch (err) {
+    const message = `the result could not be stored in ${call.deps.names.resultStore}: ${(err as Error).message}`;
+    call.log.warn({ err_type: err instanceof Error ? err.name : typeof err }, "result not stored");
+    call.reason ||= message;
+    return errorResult(message);
+  }
+}
+
+async function commitReceipt(call: ToolCall, result: ToolCallResult): Promise<ReceiptRef | null> {
   if (!call.lease) return null;
   const held = await call.lease.stop();
   call.lease = null;
@@ -29,8 +55,8 @@ async function commitReceipt(call: ToolCall): Promise<ReceiptRef | null> {
     state: "completed",
     lease_until: null,
     completed_at: Date.now(),
-    result: call.result.result,
-    has_error: call.result.has_error,
+    result: result.result,
+    has_error: result.has_error,
     status: call.status,
     additional_context: call.additionalContext,
   };

@@ -12,7 +12,7 @@ import type {
   ToolDefinition,
 } from "@geode/contracts";
 import { MiddlewareRegistry, type ToolCallResult } from "@geode/middleware";
-import { ReceiptStore, ToolStore } from "@geode/state";
+import { ReceiptStore, ResultStore, ToolStore } from "@geode/state";
 import { scriptedOutcome, type TestEnv, useFixture } from "@geode/testing";
 import type { BuiltinTool } from "../builtin-tools.js";
 import { SchemaValidator } from "../schema-validator.js";
@@ -101,6 +101,7 @@ export async function stageHarness(
     policy: createToolPolicy(config),
     validator: new SchemaValidator(),
     receipts: await ReceiptStore.open({ nc, names }),
+    results: new ResultStore({ nc, names }),
     middleware: options.middleware ?? new MiddlewareRegistry(),
     config,
   };

@@ -9,7 +9,7 @@ import {
 } from "@geode/middleware";
 import { receiptRef } from "@geode/state";
 import { callTerminal, TerminalTimeoutError } from "./call-terminal.js";
-import { completedTimeline, errorResult, type ToolCall, toolReply } from "./tool-call.js";
+import { completedTimeline, emitOffloaded, errorResult, type ToolCall, toolReply } from "./tool-call.js";
 
 /**
  * The `tool_execution` onion around the terminal, called once. `tool_exec_started` is sent before
@@ -37,6 +37,10 @@ export async function terminal(call: ToolCall): Promise<ToolExecuteReply | undef
         call.correlation,
       );
       released = out.released;
+      if (out.ref) {
+        call.terminalRef = out.ref;
+        emitOffloaded(call, "terminal", out.ref);
+      }
       emitEnded(call, startedAt, out.result.has_error, out.result.has_error ? "error_result" : "ok");
       return out.result;
     } catch (err) {

@@ -9,14 +9,16 @@ import {
   type Names,
   operationKeyOf,
   parseOrThrow,
+  type ResultRef,
   TOOL_NAME_PATTERN,
   type ToolCallStatus,
   type ToolDefinition,
   type ToolExecuteReply,
   ToolExecuteRequestSchema,
+  type ToolResultOffloaded,
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
-import type { ReceiptStore } from "@geode/state";
+import type { ReceiptStore, ResultStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ReceiptLease } from "../receipt-lease.js";
 import type { SchemaValidator } from "../schema-validator.js";
@@ -43,6 +45,8 @@ export interface BoundaryDeps {
   policy: ToolPolicy;
   validator: SchemaValidator;
   receipts: ReceiptStore;
+  /** Large results of `{ns}_results`: read back from providers, written for callers. */
+  results: ResultStore;
   middleware: MiddlewareRegistry;
   config: ToolExecutorConfig;
 }
@@ -66,6 +70,8 @@ export class ToolCall {
   lease: ReceiptLease | null = null;
   /** The terminal dispatch was entered (`executed`). */
   entered = false;
+  /** The reference the terminal's result came by, reused for the reply if the result is unchanged. */
+  terminalRef: ResultRef | null = null;
   /** What the reply will say after PostToolUse. */
   status: ToolCallStatus = "completed";
   reason = "";
@@ -194,4 +200,16 @@ export function completedTimeline(call: ToolCall, status: ToolCallStatus, hasErr
     { tool_name: call.definition.name, status, has_error: hasError, executed: call.entered },
     call.correlation,
   );
+}
+
+/** `tool_result_offloaded`: a result that travelled by reference on one leg. */
+export function emitOffloaded(call: ToolCall, leg: ToolResultOffloaded["leg"], ref: ResultRef): void {
+  const payload: ToolResultOffloaded = {
+    tool_name: call.definition.name,
+    leg,
+    object: ref.$ref,
+    bytes: ref.bytes,
+    sha256: ref.sha256,
+  };
+  void call.deps.events.emit("tool_result_offloaded", { ...payload }, call.correlation);
 }

@@ -24,10 +24,10 @@ export const WebhookUrlSchema = z
   }, "the URL must be http:// or https:// (credentials do not belong in it)");
 
 /**
- * A hook handler that is an HTTP endpoint: the agent gateway serves its handler subject, POSTs each
- * envelope to `url` signed with `secret`, and keeps its registration in `{ns}_hook_handlers`
- * alive. Written by an operator (`geode handlers add --url`), read by the agent gateway. The
- * secret is stored here (the gateway signs with it) and nowhere else.
+ * A hook handler that is an HTTP endpoint: the hook-dispatcher serves its handler subject, POSTs
+ * each envelope to `url` signed with `secret`, and keeps its registration in `{ns}_hook_handlers`
+ * alive. Written by an operator (`geode handlers add --url`), read by the hook-dispatcher. The
+ * secret is stored here (the dispatcher signs with it) and nowhere else.
  */
 export const WebhookRecordSchema = z.strictObject({
   hook: HookNameSchema,
@@ -74,7 +74,7 @@ export function verifyWebhookSignature(
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
 
-/** The handler registration a webhook stands for, beating `now` (written by `add`, kept by the gateway). */
+/** The handler registration a webhook stands for, beating `now` (written by `add`, kept by the hook-dispatcher). */
 export function webhookRegistration(record: WebhookRecord, now = Date.now()): HandlerRegistration {
   return {
     hook: record.hook,

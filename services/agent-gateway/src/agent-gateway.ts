@@ -7,7 +7,6 @@ import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { startHttpServer } from "./http-server.js";
 import { createPlane } from "./plane.js";
 import { SessionTracker } from "./session-tracker.js";
-import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
 
 export interface AgentGatewayOptions {
   nc: NatsConnection;
@@ -27,8 +26,6 @@ export interface AgentGateway {
   readonly url: string;
   /** Agents currently known (tests and health). */
   agents(): number;
-  /** The webhook handlers it serves (`geode handlers add --url`). */
-  readonly webhooks: WebhookBridge;
   /** Stops taking requests, answers the ones in flight, flushes its events. */
   stop(): Promise<void>;
 }
@@ -66,7 +63,6 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   });
   const directory = await AgentDirectory.start(plane);
   const sessions = new SessionTracker(plane, log);
-  const webhooks = await startWebhookBridge({ nc, names, log });
   const http = await startHttpServer({
     host: config.host,
     port: config.port,
@@ -82,10 +78,8 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   return {
     url: http.url,
     agents: () => directory.size(),
-    webhooks,
     async stop() {
       await http.close();
-      await webhooks.stop();
       directory.stop();
       if (!options.events) await events.close();
     },

@@ -5,3 +5,4 @@ export {
   type HookDispatcherOptions,
   startHookDispatcher,
 } from "./hook-dispatcher.js";
+export type { WebhookBridge } from "./webhook-bridge.js";

@@ -105,7 +105,7 @@ export const handlersRmCommand: CommandModule = {
     if (!isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
     return withRegistry(io, "geode-handlers", async (registry, webhooks) => {
       const key = `${hook}.${name}`;
-      // The webhook first, so that no gateway registers it again on its next heartbeat.
+      // The webhook first, so that no dispatcher registers it again on its next heartbeat.
       const webhook = await (await webhooks()).remove(hook, name);
       const registration = await registry.remove(hook, name);
       if (!webhook && !registration) {
@@ -204,8 +204,8 @@ export const handlersAddCommand: CommandModule = {
         io.err(`webhook ${key} already exists (geode handlers rm ${record.hook} ${record.name} first)\n`);
         return 1;
       }
-      // Registered at once, so a closed guard is in force before any gateway serves it (until one
-      // does, its calls fail closed); the gateways keep the heartbeat from then on.
+      // Registered at once, so a closed guard is in force before any dispatcher serves it (until
+      // one does, its calls fail closed); the dispatchers keep the heartbeat from then on.
       try {
         await registry.register(HandlerRegistrationSchema.parse(webhookRegistration(record)));
       } catch (err) {
@@ -215,7 +215,7 @@ export const handlersAddCommand: CommandModule = {
       }
       io.out(
         `registered webhook handler ${key} -> ${record.url} (${record.failure_mode}, priority ${record.priority}, timeout ${record.timeout_ms} ms)\n` +
-          `the agent gateway POSTs each envelope signed: Geode-Timestamp and Geode-Signature: sha256=HMAC-SHA256(secret, "<timestamp>.<body>")\n` +
+          `the hook-dispatcher POSTs each envelope signed: Geode-Timestamp and Geode-Signature: sha256=HMAC-SHA256(secret, "<timestamp>.<body>")\n` +
           "its secret, shown once:\n" +
           `${record.secret}\n`,
       );

@@ -1,33 +1,27 @@
 import { connect, createServer } from "node:net";
-import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { runCliCaptured } from "@geode/cli/testing";
 import { HandlerRegistrationSchema, HookName, WebhookRecordSchema } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
+import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
 import { createHookClient } from "@geode/runtime";
 import { type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDispatcher } from "./hooks-support.js";
+import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
 const env = useTestEnv();
 const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env });
 const procs: SpawnedProcess[] = [];
-const gateways: AgentGateway[] = [];
-let dispatcher: HookDispatcher | undefined;
+const dispatchers: HookDispatcher[] = [];
 
 beforeAll(async () => {
-  dispatcher = await startDispatcher(env());
-  // Two gateway replicas, each on its own connection: an endpoint is still called once per call.
-  for (const nc of [env().nc, await env().connect("gateway-2")])
-    gateways.push(
-      await startAgentGateway({ nc, names: env().names, config: { host: "127.0.0.1", port: 0 } }),
-    );
+  // Two dispatcher replicas, each on its own connection: an endpoint is still called once per call.
+  for (const nc of [env().nc, await env().connect("dispatcher-2")])
+    dispatchers.push(await startHookDispatcher({ nc, names: env().names }));
 });
 
 afterAll(async () => {
   for (const p of procs) await p.stop("SIGTERM");
-  for (const g of gateways) await g.stop();
-  await dispatcher?.stop();
+  for (const d of dispatchers) await d.stop();
 });
 
 const hooks = () => createHookClient(env().nc, env().names);
@@ -61,11 +55,14 @@ async function add(...args: string[]): Promise<string> {
   return r.out.trimEnd().split("\n").at(-1) as string;
 }
 
-/** Every gateway serves `name`, and the dispatcher knows its registration. */
+/** Every dispatcher serves `name` and knows its registration. */
 async function served(hook: string, name: string): Promise<void> {
-  await waitFor(() => gateways.every((g) => g.webhooks.served().includes(`${hook}.${name}`)), 20_000);
-  await waitFor(() => dispatcher?.handlers().some((h) => h.name === name), 20_000);
+  await waitFor(() => dispatchers.every((d) => d.webhooks.served().includes(`${hook}.${name}`)), 20_000);
+  await waitFor(() => dispatchers.every((d) => d.handlers().some((h) => h.name === name)), 20_000);
 }
+
+/** No dispatcher knows a registration any more. */
+const forgotten = () => waitFor(() => dispatchers.every((d) => d.handlers().length === 0), 20_000);
 
 function start(command: string, args: string[], secret: string): SpawnedProcess {
   const p = spawnProgram(command, args, { GEODE_WEBHOOK_SECRET: secret });
@@ -75,8 +72,8 @@ function start(command: string, args: string[], secret: string): SpawnedProcess 
 
 const calls = (p: SpawnedProcess) => p.output().match(/^call\b/gm)?.length ?? 0;
 
-describe("webhook handlers (geode handlers add --url): the agent gateway POSTs signed envelopes", () => {
-  it("a Python endpoint (http.server) blocks and rewrites, called once per invocation by two gateways", async () => {
+describe("webhook handlers (geode handlers add --url): the hook-dispatcher POSTs signed envelopes", () => {
+  it("a Python endpoint (http.server) blocks and rewrites, called once per invocation by two dispatchers", async () => {
     const secret = await add(
       "--hook",
       "PreToolUse",
@@ -90,7 +87,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
       "1500",
     );
     expect(secret).toMatch(/^geode_whsec_[A-Za-z0-9_-]{43}$/);
-    // The record keeps the secret for the gateways; the registration is the usual one.
+    // The record keeps the secret for the dispatchers; the registration is the usual one.
     const webhooks = await new Kvm(env().nc).open(env().names.buckets.webhooks);
     const record = WebhookRecordSchema.parse((await webhooks.get("PreToolUse.py-webhook"))?.json());
     expect(record).toMatchObject({
@@ -115,7 +112,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     for (let i = 3; i <= 8; i++) expect((await shell("ls", `c${i}`)).handler_errors).toEqual([]);
     expect(calls(endpoint)).toBe(8);
 
-    // The registration heart-beats while gateways serve it.
+    // The registration heart-beats while dispatchers serve it.
     const registry = await new Kvm(env().nc).open(env().names.buckets.hookHandlers);
     const read = async () =>
       HandlerRegistrationSchema.parse((await registry.get("PreToolUse.py-webhook"))?.json());
@@ -125,8 +122,8 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     // rm: the webhook, its secret and its registration go; nobody calls the endpoint again.
     const rm = await geode("handlers", "rm", "PreToolUse", "py-webhook");
     expect(rm.code, rm.err).toBe(0);
-    await waitFor(() => gateways.every((g) => g.webhooks.served().length === 0), 20_000);
-    await waitFor(() => dispatcher?.handlers().length === 0, 20_000);
+    await waitFor(() => dispatchers.every((d) => d.webhooks.served().length === 0), 20_000);
+    await forgotten();
     // Purged: only the purge marker is left, no earlier value holding the secret.
     const history: string[] = [];
     for await (const e of await webhooks.history({ key: "PreToolUse.py-webhook" })) history.push(e.operation);
@@ -149,7 +146,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
         (await (await new Kvm(env().nc).open(env().names.buckets.webhooks)).get("PreToolUse.forged"))?.json(),
       ).url,
     ).port;
-    // The endpoint holds a different secret than the one the gateway signs with.
+    // The endpoint holds a different secret than the one the dispatchers sign with.
     const endpoint = start("python3", ["examples/webhooks/python/guard.py", port], `${secret}x`);
     await endpoint.waitForOutput(/listening on/);
     await served("PreToolUse", "forged");
@@ -159,7 +156,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     expect(endpoint.output()).toMatch(/refused: bad signature/);
     expect(calls(endpoint)).toBe(0);
     expect((await geode("handlers", "rm", "PreToolUse", "forged")).code).toBe(0);
-    await waitFor(() => dispatcher?.handlers().length === 0, 20_000);
+    await forgotten();
   });
 
   it("a shell endpoint (socat + openssl) checks the signature and blocks", async () => {
@@ -186,7 +183,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     expect(calls(endpoint)).toBe(2);
     expect(endpoint.output()).not.toMatch(/bad signature/);
     expect((await geode("handlers", "rm", "PreToolUse", "sh-webhook")).code).toBe(0);
-    await waitFor(() => dispatcher?.handlers().length === 0, 20_000);
+    await forgotten();
   });
 
   it("a closed webhook that times out blocks; an unreachable one too", async () => {
@@ -267,5 +264,60 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     const ls = await geode("handlers", "ls", "--json");
     expect((JSON.parse(ls.out) as Array<{ name: string }>).map((r) => r.name)).toEqual(["twice"]);
     expect((await geode("handlers", "rm", "Stop", "twice")).code).toBe(0);
+  });
+});
+
+describe("webhook handlers on a secured NATS, each component as its own user", () => {
+  let secured: SecuredNats;
+  let dispatcher: HookDispatcher;
+  beforeAll(async () => {
+    secured = await startSecuredNats({ namespace: env().ns });
+    dispatcher = await startHookDispatcher({ nc: await secured.as("hook-dispatcher"), names: env().names });
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await secured?.stop();
+  });
+
+  it("the operator adds and removes, the hook-dispatcher serves and beats, the runtime's call is blocked", async () => {
+    const operator = (...argv: string[]) =>
+      runCliCaptured(argv, { ...process.env, ...env().env, ...secured.envOf("operator") });
+    const port = await freePort();
+    const added = await operator(
+      ...["handlers", "add", "--hook", "PreToolUse", "--name", "sec-webhook"],
+      ...["--url", `http://127.0.0.1:${port}/`, "--lease-ms", "900"],
+    );
+    expect(added.code, added.err).toBe(0);
+    const endpoint = start(
+      "python3",
+      ["examples/webhooks/python/guard.py", String(port)],
+      added.out.trimEnd().split("\n").at(-1) as string,
+    );
+    await endpoint.waitForOutput(/listening on/);
+    await waitFor(() => dispatcher.webhooks.served().includes("PreToolUse.sec-webhook"), 20_000);
+    await waitFor(() => dispatcher.handlers().some((h) => h.name === "sec-webhook"), 20_000);
+
+    const runtime = createHookClient(await secured.as("runtime"), env().names);
+    const blocked = await runtime.invoke(
+      HookName.PreToolUse,
+      { tool_name: "shell", arguments: { cmd: "rm -rf /" } },
+      { tool_call_id: "sec-1" },
+    );
+    expect(blocked.decisions).toEqual([
+      { handler: "sec-webhook", action: "block", reason: "recursive deletes are not allowed here" },
+    ]);
+    // Its lease (900 ms) is kept alive by the dispatcher's heartbeats, written as its own user.
+    const registry = await new Kvm(await secured.as("operator")).open(env().names.buckets.hookHandlers);
+    const beat = async () =>
+      HandlerRegistrationSchema.parse((await registry.get("PreToolUse.sec-webhook"))?.json()).heartbeat_at;
+    const first = await beat();
+    await waitFor(async () => (await beat()) > first, 20_000);
+
+    const rm = await operator("handlers", "rm", "PreToolUse", "sec-webhook");
+    expect(rm.code, rm.err).toBe(0);
+    await waitFor(() => dispatcher.webhooks.served().length === 0, 20_000);
+    await waitFor(() => dispatcher.handlers().length === 0, 20_000);
+    expect(calls(endpoint)).toBe(1);
+    expect(secured.violations).toEqual([]);
   });
 });

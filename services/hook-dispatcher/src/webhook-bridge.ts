@@ -17,7 +17,7 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 const MAX_REPLY_BYTES = 256 * 1024;
 
 export interface WebhookBridge {
-  /** Keys (`{HookName}.{name}`) of the webhooks this gateway serves now. */
+  /** Keys (`{HookName}.{name}`) of the webhooks this dispatcher replica serves now. */
   served(): string[];
   /** Stops serving; registrations stay (their lease runs out; a `closed` one keeps failing closed). */
   stop(): Promise<void>;
@@ -31,8 +31,8 @@ interface Served {
 
 /**
  * Serves every webhook of KV `{ns}_webhooks` (`geode handlers add --url`): subscribes to its
- * handler subject in queue group `{name}` (so several gateways call an endpoint once per
- * invocation), keeps its registration's heartbeat, and turns each call into one signed HTTP POST
+ * handler subject in queue group `{name}` (so several dispatcher replicas call an endpoint once
+ * per invocation), keeps its registration's heartbeat, and turns each call into one signed HTTP POST
  * of the envelope, whose answer is the handler's reply. A timeout, a non-2xx answer or an
  * unreachable endpoint is an error reply: the dispatcher records it and applies the handler's
  * failure mode (open: the chain goes on; closed: block).
@@ -121,7 +121,7 @@ async function callWebhook(record: WebhookRecord, msg: Msg): Promise<unknown> {
   const timestamp = String(Date.now());
   const headers: Record<string, string> = {
     "content-type": "application/json",
-    "user-agent": "geode-agent-gateway",
+    "user-agent": "geode-hook-dispatcher",
     [WEBHOOK_TIMESTAMP_HEADER]: timestamp,
     [WEBHOOK_SIGNATURE_HEADER]: webhookSignature(record.secret, timestamp, msg.data),
     "Geode-Hook": record.hook,

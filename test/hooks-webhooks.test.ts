@@ -1,22 +1,32 @@
-import { connect, createServer } from "node:net";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import { type AddressInfo, connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { runCliCaptured } from "@geode/cli/testing";
-import { HandlerRegistrationSchema, HookName, WebhookRecordSchema } from "@geode/contracts";
+import { HandlerRegistrationSchema, HookName, WebhookRecordSchema, webhookSignature } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
 import { createHookClient } from "@geode/runtime";
+import { verifyWebhookSignature } from "@geode/sdk";
 import { type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
 const env = useTestEnv();
-const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env });
+// The endpoints listen on loopback: both the CLI and the dispatchers must allow it.
+const ALLOW = { GEODE_WEBHOOK_ALLOW: "loopback" };
+const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env, ...ALLOW });
 const procs: SpawnedProcess[] = [];
 const dispatchers: HookDispatcher[] = [];
 
 beforeAll(async () => {
   // Two dispatcher replicas, each on its own connection: an endpoint is still called once per call.
   for (const nc of [env().nc, await env().connect("dispatcher-2")])
-    dispatchers.push(await startHookDispatcher({ nc, names: env().names }));
+    dispatchers.push(
+      await startHookDispatcher({ nc, names: env().names, webhooks: { allow: ["loopback"] } }),
+    );
 });
 
 afterAll(async () => {
@@ -64,8 +74,13 @@ async function served(hook: string, name: string): Promise<void> {
 /** No dispatcher knows a registration any more. */
 const forgotten = () => waitFor(() => dispatchers.every((d) => d.handlers().length === 0), 20_000);
 
-function start(command: string, args: string[], secret: string): SpawnedProcess {
-  const p = spawnProgram(command, args, { GEODE_WEBHOOK_SECRET: secret });
+function start(
+  command: string,
+  args: string[],
+  secret: string,
+  more: Record<string, string> = {},
+): SpawnedProcess {
+  const p = spawnProgram(command, args, { GEODE_WEBHOOK_SECRET: secret, ...more });
   procs.push(p);
   return p;
 }
@@ -236,6 +251,128 @@ describe("webhook handlers (geode handlers add --url): the hook-dispatcher POSTs
     expect((await geode("handlers", "rm", "UserPromptSubmit", "gone-guard")).code).toBe(0);
   });
 
+  it("a TypeScript endpoint checks each delivery with the SDK's verifyWebhookSignature and drops a replay", async () => {
+    let secret = "";
+    const seen = new Set<string>();
+    const captured: Array<{ headers: http.IncomingHttpHeaders; body: Buffer }> = [];
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks);
+        captured.push({ headers: req.headers, body });
+        const answer = (status: number, json: unknown) => {
+          res.writeHead(status, { "content-type": "application/json" });
+          res.end(JSON.stringify(json));
+        };
+        const v = verifyWebhookSignature(secret, req.headers, body);
+        if (!v.ok) return answer(401, { error: v.reason });
+        if (seen.has(v.delivery)) return answer(409, { error: "replayed delivery" });
+        seen.add(v.delivery);
+        answer(200, { decision: { action: "block", reason: "typescript says no" } });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      secret = await add("--hook", "PreToolUse", "--name", "ts-webhook", "--url", url);
+      await served("PreToolUse", "ts-webhook");
+      for (const id of ["t1", "t2"])
+        expect((await shell("ls", id)).decisions).toEqual([
+          { handler: "ts-webhook", action: "block", reason: "typescript says no" },
+        ]);
+      const ids = captured.map((c) => c.headers["geode-delivery"]);
+      expect(ids).toHaveLength(2);
+      expect(new Set(ids).size).toBe(2);
+      for (const id of ids)
+        expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+
+      // A captured delivery sent again: refused as a replay; under another id: the signature fails.
+      const first = captured[0] as { headers: http.IncomingHttpHeaders; body: Buffer };
+      const resend = async (headers: Record<string, string>) => {
+        const res = await fetch(url, { method: "POST", headers, body: first.body });
+        return { status: res.status, body: await res.json() };
+      };
+      const signed = {
+        "Geode-Timestamp": String(first.headers["geode-timestamp"]),
+        "Geode-Delivery": String(first.headers["geode-delivery"]),
+        "Geode-Signature": String(first.headers["geode-signature"]),
+      };
+      expect(await resend(signed)).toEqual({ status: 409, body: { error: "replayed delivery" } });
+      expect(await resend({ ...signed, "Geode-Delivery": randomUUID() })).toEqual({
+        status: 401,
+        body: { error: "the signature does not match" },
+      });
+      // Signed with the right secret, ten minutes ago: too old.
+      const old = String(Date.now() - 600_000);
+      const id = randomUUID();
+      expect(
+        await resend({
+          "Geode-Timestamp": old,
+          "Geode-Delivery": id,
+          "Geode-Signature": webhookSignature(secret, old, id, first.body),
+        }),
+      ).toEqual({ status: 401, body: { error: "the timestamp is 600 s old (at most 300 s either way)" } });
+      expect((await geode("handlers", "rm", "PreToolUse", "ts-webhook")).code).toBe(0);
+      await forgotten();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("both example endpoints refuse an old timestamp and a tampered delivery id, and drop a replayed delivery", async () => {
+    const secret = "geode_whsec_examples-0123456789abcdefghijklmnop";
+    const seenDir = mkdtempSync(path.join(tmpdir(), "geode-seen-"));
+    const [pyPort, shPort] = [await freePort(), await freePort()];
+    const py = start("python3", ["examples/webhooks/python/guard.py", String(pyPort)], secret);
+    const sh = start("sh", ["examples/webhooks/shell/serve.sh", String(shPort)], secret, {
+      GEODE_WEBHOOK_SEEN_DIR: seenDir,
+    });
+    await py.waitForOutput(/listening on/);
+    await sh.waitForOutput(/listening on/);
+    await waitFor(() => portOpen(shPort), 20_000);
+    const body = JSON.stringify({
+      schema_version: "geode.public-hook.v2",
+      name: "PreToolUse",
+      correlation: { tool_call_id: "r1" },
+      payload: { tool_name: "shell", arguments: { cmd: "ls" } },
+    });
+    const post = async (port: number, timestamp: string, delivery: string, signedDelivery = delivery) => {
+      const res = await fetch(`http://127.0.0.1:${port}/`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "Geode-Timestamp": timestamp,
+          "Geode-Delivery": delivery,
+          "Geode-Signature": webhookSignature(secret, timestamp, signedDelivery, body),
+        },
+        body,
+      });
+      await res.text();
+      return res.status;
+    };
+    try {
+      for (const [port, p] of [
+        [pyPort, py],
+        [shPort, sh],
+      ] as const) {
+        const now = String(Date.now());
+        const id = randomUUID();
+        expect(await post(port, now, id)).toBe(200);
+        expect(await post(port, now, id)).toBe(409);
+        expect(await post(port, String(Date.now() - 6 * 60_000), randomUUID())).toBe(401);
+        // Another id on a captured body and signature: the signature no longer checks out.
+        expect(await post(port, now, randomUUID(), id)).toBe(401);
+        expect(calls(p)).toBe(1);
+        expect(p.output()).toMatch(/refused: replayed delivery/);
+        expect(p.output()).toMatch(/refused: stale timestamp/);
+        expect(p.output()).toMatch(/refused: bad signature/);
+      }
+    } finally {
+      rmSync(seenDir, { recursive: true, force: true });
+    }
+  });
+
   it("add refuses a name already registered and bad options; nothing is written then", async () => {
     await add("--hook", "Stop", "--name", "twice", "--url", "http://127.0.0.1:9/");
     const again = await geode(
@@ -272,7 +409,11 @@ describe("webhook handlers on a secured NATS, each component as its own user", (
   let dispatcher: HookDispatcher;
   beforeAll(async () => {
     secured = await startSecuredNats({ namespace: env().ns });
-    dispatcher = await startHookDispatcher({ nc: await secured.as("hook-dispatcher"), names: env().names });
+    dispatcher = await startHookDispatcher({
+      nc: await secured.as("hook-dispatcher"),
+      names: env().names,
+      webhooks: { allow: ["loopback"] },
+    });
   });
   afterAll(async () => {
     await dispatcher?.stop();
@@ -281,7 +422,7 @@ describe("webhook handlers on a secured NATS, each component as its own user", (
 
   it("the operator adds and removes, the hook-dispatcher serves and beats, the runtime's call is blocked", async () => {
     const operator = (...argv: string[]) =>
-      runCliCaptured(argv, { ...process.env, ...env().env, ...secured.envOf("operator") });
+      runCliCaptured(argv, { ...process.env, ...env().env, ...ALLOW, ...secured.envOf("operator") });
     const port = await freePort();
     const added = await operator(
       ...["handlers", "add", "--hook", "PreToolUse", "--name", "sec-webhook"],

@@ -17,6 +17,7 @@ import { HandlerRegistry } from "./handler-registry.js";
 import { type ChainContext, runChain } from "./hook-chain.js";
 import { InvocationAudits } from "./invocation-audits.js";
 import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
+import type { WebhookCallOptions } from "./webhook-call.js";
 
 export interface HookDispatcherOptions {
   nc: NatsConnection;
@@ -24,6 +25,8 @@ export interface HookDispatcherOptions {
   log?: Logger;
   /** Where `extension_invoked` goes; default: a bus of its own with source `hook-dispatcher`. */
   events?: RuntimeEventBus;
+  /** What the webhook handlers may reach (`GEODE_WEBHOOK_ALLOW`; default public addresses only). */
+  webhooks?: WebhookCallOptions;
 }
 
 export interface HookDispatcher {
@@ -50,7 +53,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
   const events =
     options.events ?? (await RuntimeEventBus.create({ nc, names, source: "hook-dispatcher", log }));
   const registry = await HandlerRegistry.start({ nc, names, log });
-  const webhooks = await startWebhookBridge({ nc, names, log });
+  const webhooks = await startWebhookBridge({ nc, names, log, ...options.webhooks });
   const prefix = names.hookInvoke("");
   // Audit events of an invocation not yet published; the last ones go right ahead of its reply.
   const audits = new WeakMap<Msg, InvocationAudits>();

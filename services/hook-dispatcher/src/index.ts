@@ -6,3 +6,4 @@ export {
   startHookDispatcher,
 } from "./hook-dispatcher.js";
 export type { WebhookBridge } from "./webhook-bridge.js";
+export type { WebhookCallOptions } from "./webhook-call.js";

@@ -1,20 +1,8 @@
 import { type Logger, type Responder, serveRequests } from "@geode/bus";
-import {
-  ErrorCode,
-  GeodeError,
-  HookHandlerLeg,
-  type Names,
-  WEBHOOK_SIGNATURE_HEADER,
-  WEBHOOK_TIMESTAMP_HEADER,
-  type WebhookRecord,
-  webhookRegistration,
-  webhookSignature,
-} from "@geode/contracts";
+import { HookHandlerLeg, type Names, type WebhookRecord, webhookRegistration } from "@geode/contracts";
 import { HandlerRegistrations, type RecordWatch, WebhookStore } from "@geode/state";
-import type { Msg, NatsConnection } from "@nats-io/transport-node";
-
-/** Largest webhook answer read; a decision is small. */
-const MAX_REPLY_BYTES = 256 * 1024;
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type WebhookCallOptions, webhookCaller } from "./webhook-call.js";
 
 export interface WebhookBridge {
   /** Keys (`{HookName}.{name}`) of the webhooks this dispatcher replica serves now. */
@@ -33,17 +21,16 @@ interface Served {
  * Serves every webhook of KV `{ns}_webhooks` (`geode handlers add --url`): subscribes to its
  * handler subject in queue group `{name}` (so several dispatcher replicas call an endpoint once
  * per invocation), keeps its registration's heartbeat, and turns each call into one signed HTTP POST
- * of the envelope, whose answer is the handler's reply. A timeout, a non-2xx answer or an
- * unreachable endpoint is an error reply: the dispatcher records it and applies the handler's
- * failure mode (open: the chain goes on; closed: block).
+ * of the envelope, whose answer is the handler's reply. A refused address, a timeout, a non-2xx
+ * answer or an unreachable endpoint is an error reply: the dispatcher records it and applies the
+ * handler's failure mode (open: the chain goes on; closed: block).
  */
-export async function startWebhookBridge(options: {
-  nc: NatsConnection;
-  names: Names;
-  log: Logger;
-}): Promise<WebhookBridge> {
+export async function startWebhookBridge(
+  options: { nc: NatsConnection; names: Names; log: Logger } & WebhookCallOptions,
+): Promise<WebhookBridge> {
   const { nc, names, log } = options;
   const conn = { nc, names };
+  const caller = webhookCaller(options);
   const [store, registry] = await Promise.all([WebhookStore.open(conn), HandlerRegistrations.open(conn)]);
   const served = new Map<string, Served>();
   let stopping = false;
@@ -73,7 +60,7 @@ export async function startWebhookBridge(options: {
       nc,
       names.hookHandler(record.hook, record.name),
       { queue: record.name, log, request: HookHandlerLeg.request },
-      (_envelope, msg) => callWebhook(record, msg),
+      (_envelope, msg) => caller.call(record, msg),
     );
     const timer = setInterval(() => void beat(record), Math.max(10, Math.floor(record.lease_ms / 3)));
     timer.unref?.();
@@ -112,66 +99,7 @@ export async function startWebhookBridge(options: {
       await watch.stop();
       await applying;
       await Promise.all([...served.keys()].map((key) => stopServing(key)));
+      caller.close();
     },
   };
-}
-
-/** One signed POST of the envelope (the request's exact bytes); the endpoint's JSON is the reply. */
-async function callWebhook(record: WebhookRecord, msg: Msg): Promise<unknown> {
-  const timestamp = String(Date.now());
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    "user-agent": "geode-hook-dispatcher",
-    [WEBHOOK_TIMESTAMP_HEADER]: timestamp,
-    [WEBHOOK_SIGNATURE_HEADER]: webhookSignature(record.secret, timestamp, msg.data),
-    "Geode-Hook": record.hook,
-    "Geode-Handler": record.name,
-  };
-  const traceparent = msg.headers?.get("traceparent");
-  if (traceparent) headers["traceparent"] = traceparent;
-  const where = `webhook ${record.name}`;
-  let res: Response;
-  try {
-    res = await fetch(record.url, {
-      method: "POST",
-      headers,
-      body: msg.data,
-      redirect: "manual",
-      ...(record.timeout_ms > 0 ? { signal: AbortSignal.timeout(record.timeout_ms) } : {}),
-    });
-  } catch (err) {
-    if (err instanceof Error && err.name === "TimeoutError")
-      throw new GeodeError(ErrorCode.Timeout, `${where} timed out after ${record.timeout_ms} ms`);
-    const cause = (err as { cause?: { code?: string } }).cause?.code;
-    throw new GeodeError(ErrorCode.Unavailable, `${where} unreachable${cause ? ` (${cause})` : ""}`);
-  }
-  const text = await readCapped(res);
-  if (res.status < 200 || res.status > 299)
-    throw new GeodeError(ErrorCode.Unavailable, `${where} answered HTTP ${res.status}`);
-  let body: unknown;
-  try {
-    body = JSON.parse(text ?? "");
-  } catch {
-    throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
-  }
-  // An error reply passes through as it came (the dispatcher records its message); anything else
-  // must be {"decision": …}, whose rules the dispatcher checks.
-  if (body !== null && typeof body === "object" && "error" in body) return body;
-  return HookHandlerLeg.reply.decode(body);
-}
-
-/** The answer's text, or null past MAX_REPLY_BYTES (the rest is not read). */
-async function readCapped(res: Response): Promise<string | null> {
-  if (!res.body) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.byteLength;
-    if (size > MAX_REPLY_BYTES) {
-      await res.body.cancel().catch(() => undefined);
-      return null;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }

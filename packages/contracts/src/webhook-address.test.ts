@@ -62,10 +62,12 @@ describe("webhook addresses", () => {
     expect(checkHost(host("http://2130706433/"), [])).toEqual({
       verdict: "refused",
       reason: "127.0.0.1 is a loopback address",
+      kind: "loopback",
     });
     expect(checkHost("metadata.google.internal", ["loopback", "private"])).toEqual({
       verdict: "refused",
       reason: "metadata.google.internal is a cloud metadata service",
+      kind: "metadata",
     });
     expect(checkHost("127.0.0.1", ["loopback"])).toEqual({ verdict: "allowed" });
     expect(checkHost("hooks.example.com", [])).toEqual({ verdict: "resolve" });

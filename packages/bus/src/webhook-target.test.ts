@@ -95,6 +95,10 @@ describe("webhook targets", () => {
       kind: "loopback",
     });
     expect(await checkWebhookUrl("http://127.0.0.1:8080/", ["loopback"], never)).toEqual({ allowed: true });
+    // What Node's connect hands the lookup is the host as written.
+    await expect(resolveWebhookHost("Metadata.Google.Internal.", ["private"], never)).rejects.toThrow(
+      "metadata.google.internal is a cloud metadata service",
+    );
     expect(await checkWebhookUrl("https://hooks.example.invalid/x", [])).toEqual({
       allowed: true,
       unresolved: "hooks.example.invalid",

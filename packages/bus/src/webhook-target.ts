@@ -44,7 +44,8 @@ export async function resolveWebhookHost(
   allow: readonly WebhookAllowable[],
   resolve: HostResolver = systemResolver,
 ): Promise<ResolvedAddress[]> {
-  const check = checkHost(host, allow);
+  // As a URL's host reads (no trailing dot, lower case), so `metadata.google.internal.` is known.
+  const check = checkHost(host.replace(/\.$/, "").toLowerCase(), allow);
   if (check.verdict === "refused") throw new WebhookTargetRefused(check.reason, check.kind);
   if (check.verdict === "allowed") return [{ address: host, family: isIP(host) }];
   const addresses = await resolve(host);

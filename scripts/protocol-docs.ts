@@ -410,7 +410,7 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
   agents: { key: "the agent name", writer: "`geode agents add` / `rm`", value: AgentRecordSchema },
   webhooks: {
     key: "`{HookName}.{handler}`",
-    writer: "the operator (`geode handlers add --url`, `geode handlers rm`); read by the agent gateway",
+    writer: "the operator (`geode handlers add --url`, `geode handlers rm`); read by the hook-dispatcher",
     value: WebhookRecordSchema,
   },
 };

@@ -47,6 +47,7 @@ describe("each role can do its own job", () => {
     await ensureBucket(runtime, n, "runs");
     const dispatcher = await as("hook-dispatcher");
     await ensureBucket(dispatcher, n, "hookHandlers");
+    await ensureBucket(dispatcher, n, "webhooks");
     const executor = await as("tool-executor");
     await ensureBucket(executor, n, "toolReceipts");
     await ensureBucket(executor, n, "tools");
@@ -61,8 +62,6 @@ describe("each role can do its own job", () => {
     await ensureBucket(gateway, n, "agents");
     await ensureBucket(gateway, n, "sessions");
     await ensureBucket(gateway, n, "runs");
-    await ensureBucket(gateway, n, "webhooks");
-    await ensureBucket(gateway, n, "hookHandlers");
     const jsm = await jetstreamManager(await as("operator"));
     const streams: string[] = [];
     for await (const s of jsm.streams.names()) streams.push(s);
@@ -145,6 +144,20 @@ describe("each role can do its own job", () => {
     const m = await consumer.next({ expires: 2_000 });
     expect(m?.subject).toBe(n.event("turn_completed"));
     expect(await m?.ackAck()).toBe(true);
+  });
+  it("the hook-dispatcher serves webhook handlers: reads the webhooks, keeps their registrations, serves their subjects", async () => {
+    await (await kv(await as("operator"), n.buckets.webhooks)).put("PreToolUse.hook", json({ name: "hook" }));
+    const dispatcher = await as("hook-dispatcher");
+    const webhooks = await kv(dispatcher, n.buckets.webhooks);
+    expect((await webhooks.get("PreToolUse.hook"))?.json()).toEqual({ name: "hook" });
+    await expect(webhooks.put("PreToolUse.intruder", json({}))).rejects.toThrow(denied);
+    const registry = await kv(dispatcher, n.buckets.hookHandlers);
+    await registry.put("PreToolUse.hook", json({ name: "hook" }));
+    await registry.delete("PreToolUse.hook");
+    const sub = dispatcher.subscribe(n.hookHandler("PreToolUse", "hook"), { queue: "hook" });
+    await dispatcher.flush();
+    expect(sub.isClosed()).toBe(false);
+    sub.unsubscribe();
   });
 });
 
@@ -250,19 +263,37 @@ describe("the agent gateway", () => {
     await expect(agents.delete("laptop")).rejects.toThrow(denied);
   });
 
-  it("serves webhook handlers: reads the webhooks an operator writes, keeps their registrations, serves their subjects", async () => {
-    await (await kv(await as("operator"), n.buckets.webhooks)).put("PreToolUse.hook", json({ name: "hook" }));
+  it("cannot serve a handler's subject, in the guard's queue group or in any other", async () => {
     const gateway = await as("agent-gateway");
-    const webhooks = await kv(gateway, n.buckets.webhooks);
-    expect((await webhooks.get("PreToolUse.hook"))?.json()).toEqual({ name: "hook" });
-    await expect(webhooks.put("PreToolUse.intruder", json({}))).rejects.toThrow(denied);
-    const registry = await kv(gateway, n.buckets.hookHandlers);
-    await registry.put("PreToolUse.hook", json({ name: "hook" }));
-    await registry.delete("PreToolUse.hook");
-    const sub = gateway.subscribe(n.hookHandler("PreToolUse", "hook"), { queue: "hook" });
-    await gateway.flush();
-    expect(sub.isClosed()).toBe(false);
-    sub.unsubscribe();
+    for (const queue of ["guard", "intruder", undefined]) {
+      const sub = gateway.subscribe(n.hookHandler("PreToolUse", "guard"), queue ? { queue } : {});
+      expect(await sub.closed, String(queue)).toMatchObject({
+        name: "PermissionViolationError",
+        operation: "subscription",
+      });
+    }
+    const all = gateway.subscribe(n.hookHandlerAll);
+    expect(await all.closed).toMatchObject({ name: "PermissionViolationError" });
+  });
+
+  it("cannot write, overwrite or delete a registration, nor read the webhooks' secrets", async () => {
+    const guard = await as("handler-guard");
+    const closed = json({ name: "guard", failure_mode: "closed" });
+    await (await kv(guard, n.buckets.hookHandlers)).put("PermissionRequest.guard", closed);
+    const registry = await kv(await as("agent-gateway"), n.buckets.hookHandlers);
+    const open = json({ name: "guard", failure_mode: "open" });
+    await expect(registry.put("PermissionRequest.guard", open)).rejects.toThrow(denied);
+    await expect(registry.create("Stop.intruder", json({ name: "intruder" }))).rejects.toThrow(denied);
+    await expect(registry.delete("PermissionRequest.guard")).rejects.toThrow(denied);
+    const operatorView = await kv(await as("operator"), n.buckets.hookHandlers);
+    expect((await operatorView.get("PermissionRequest.guard"))?.json()).toEqual({
+      name: "guard",
+      failure_mode: "closed",
+    });
+    expect(await operatorView.get("Stop.intruder")).toBeNull();
+    await (await kv(await as("operator"), n.buckets.webhooks)).put("Stop.hook", json({ secret: "s" }));
+    const webhooks = await kv(await as("agent-gateway"), n.buckets.webhooks);
+    await expect(webhooks.get("Stop.hook")).rejects.toThrow(denied);
   });
 
   it("cannot write receipts, nor answer approvals", async () => {

@@ -18,6 +18,8 @@ export interface SecuredNats {
   readonly users: NatsUser[];
   /** Connects as one of the generated users (with its own inbox prefix); closed by `stop()`. */
   as(user: string, options?: Partial<ConnectionOptions>): Promise<NatsConnection>;
+  /** `NATS_URL`, `NATS_USER` and `NATS_PASS` of one of the generated users (for the CLI, a process). */
+  envOf(user: string): Record<string, string>;
   /** Every error (permission violations, above all) any of those connections saw, as `user: message`. */
   readonly violations: string[];
   stop(): Promise<void>;
@@ -41,6 +43,11 @@ export async function startSecuredNats(roles: NatsRolesOptions): Promise<Secured
     server,
     users,
     violations,
+    envOf(user) {
+      const pass = passwords.get(user);
+      if (pass === undefined) throw new Error(`no user ${user}`);
+      return { NATS_URL: server.url, NATS_USER: user, NATS_PASS: pass };
+    },
     async as(user, options = {}) {
       const u = users.find((x) => x.user === user);
       if (!u) throw new Error(`no user ${user}`);

@@ -188,6 +188,9 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
       ],
       subscribe: [],
     }),
+    // The dispatcher calls every handler and decides every outcome, so serving the webhook handlers
+    // (read from `{ns}_webhooks`, never written: their handler subjects and their registrations'
+    // heartbeats) gives it no power it lacks in substance; the HTTP-facing gateway has none of it.
     user("hook-dispatcher", "hook-dispatcher", {
       publish: [
         n.hookHandlerAll,
@@ -196,8 +199,11 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...emitEvents(n),
         ...readBucket(b.hookHandlers),
         ...provisionBucket(b.hookHandlers),
+        ...writeBucket(b.hookHandlers),
+        ...readBucket(b.webhooks),
+        ...provisionBucket(b.webhooks),
       ],
-      subscribe: [n.hookInvokeAll, n.hookCancelAll, n.health("hook-dispatcher")],
+      subscribe: [n.hookInvokeAll, n.hookCancelAll, n.hookHandlerAll, n.health("hook-dispatcher")],
       allowResponses: true,
     }),
     user("tool-executor", "tool-executor", {
@@ -258,9 +264,8 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
     }),
     // The agent gateway plays the runtime for agents with hook systems of their own: it invokes
     // hooks, verifies, asks approvers, publishes its sessions' events and timeline, keeps their
-    // session and run records, and reads (never writes) the agents bucket. It also serves the
-    // webhook handlers (read from `{ns}_webhooks`, never written): their handler subjects and
-    // their registrations' heartbeats.
+    // session and run records, and reads (never writes) the agents bucket. It faces HTTP, so it
+    // may neither serve a handler subject nor touch a registration or a webhook's secret.
     user("agent-gateway", "agent-gateway", {
       publish: [
         n.hookInvokeAll,
@@ -273,13 +278,8 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...ownSessionsAndRuns(n),
         ...readBucket(b.agents),
         ...provisionBucket(b.agents),
-        ...readBucket(b.webhooks),
-        ...provisionBucket(b.webhooks),
-        ...readBucket(b.hookHandlers),
-        ...provisionBucket(b.hookHandlers),
-        ...writeBucket(b.hookHandlers),
       ],
-      subscribe: [n.health("agent-gateway"), n.hookHandlerAll],
+      subscribe: [n.health("agent-gateway")],
       allowResponses: true,
     }),
     // Approvers answer `{ns}.approval.request` (queue group `approvers`) and nothing else.

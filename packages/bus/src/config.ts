@@ -1,4 +1,10 @@
-import { DEFAULT_NAMESPACE, DEFAULT_RESULT_INLINE_BYTES, NAMESPACE_PATTERN } from "@geode/contracts";
+import {
+  DEFAULT_NAMESPACE,
+  DEFAULT_RESULT_INLINE_BYTES,
+  NAMESPACE_PATTERN,
+  WEBHOOK_ALLOWABLE,
+  type WebhookAllowable,
+} from "@geode/contracts";
 import { ConfigError, envSpec, envVar, read } from "./env-spec.js";
 import { checkDatabaseUrl, checkNatsUrl } from "./urls.js";
 
@@ -59,6 +65,21 @@ export const COMMON_ENV = envSpec({
     meaning:
       "a tool result whose JSON is larger travels by reference through the Object Store bucket `{ns}_results` (a remote tool's provider, tool-executor); keep it well under the server's `max_payload`",
   }),
+  webhookAllow: envVar(
+    "GEODE_WEBHOOK_ALLOW",
+    read.custom<WebhookAllowable[]>([], (v, name) => {
+      const kinds = v.split(",").map((s) => s.trim());
+      const bad = kinds.find((k) => !(WEBHOOK_ALLOWABLE as readonly string[]).includes(k));
+      return bad === undefined
+        ? { value: [...new Set(kinds as WebhookAllowable[])] }
+        : { error: `${name} must list ${WEBHOOK_ALLOWABLE.join(" and/or ")}, got ${JSON.stringify(v)}` };
+    }),
+    {
+      default: "empty: public addresses only",
+      meaning:
+        "what webhook handlers may reach besides public addresses: `loopback` and/or `private` (comma-separated); link-local, cloud metadata and unspecified addresses are always refused (hook-dispatcher, `geode handlers add`)",
+    },
+  ),
   streamReplicas: envVar(
     "GEODE_STREAM_REPLICAS",
     read.custom<number>(1, (v, name) =>

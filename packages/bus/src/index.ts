@@ -98,3 +98,12 @@ export {
 } from "./tracing.js";
 export { startTracing } from "./tracing-setup.js";
 export { checkDatabaseUrl, checkNatsUrl, redactUrl } from "./urls.js";
+export {
+  checkWebhookUrl,
+  guardedLookup,
+  type HostResolver,
+  type ResolvedAddress,
+  resolveWebhookHost,
+  WebhookTargetRefused,
+  type WebhookUrlCheck,
+} from "./webhook-target.js";

@@ -199,16 +199,32 @@ export {
   validateHookPayload,
 } from "./validate-payload.js";
 export {
+  DEFAULT_WEBHOOK_MAX_AGE_MS,
   newWebhookSecret,
+  type VerifyWebhookOptions,
   verifyWebhookSignature,
+  WEBHOOK_DELIVERY_HEADER,
   WEBHOOK_SIGNATURE_HEADER,
   WEBHOOK_TIMESTAMP_HEADER,
+  type WebhookHeaders,
   type WebhookRecord,
   WebhookRecordSchema,
   WebhookUrlSchema,
+  type WebhookVerification,
   webhookRegistration,
   webhookSignature,
 } from "./webhook.js";
+export {
+  type AddressKind,
+  addressKind,
+  addressRefusal,
+  checkHost,
+  type HostCheck,
+  METADATA_HOSTS,
+  urlHost,
+  WEBHOOK_ALLOWABLE,
+  type WebhookAllowable,
+} from "./webhook-address.js";
 export {
   type Codec,
   isMalformedReply,

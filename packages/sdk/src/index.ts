@@ -1,5 +1,6 @@
 // What a handler, tool or approver author imports: serve a hook handler, a remote tool or human
-// approvals, connect, and the contract's types. An agent runtime imports @geode/runtime.
+// approvals, connect, check a webhook delivery, and the contract's types. An agent runtime
+// imports @geode/runtime.
 export {
   type ConnectOptions,
   connectGeode,
@@ -10,6 +11,7 @@ export {
 export {
   type ApprovalRequest,
   type Correlation,
+  DEFAULT_WEBHOOK_MAX_AGE_MS,
   type FailureMode,
   GeodeError,
   type HandlerMatch,
@@ -19,6 +21,13 @@ export {
   HookName,
   SchemaVersion,
   type ToolDefinition,
+  type VerifyWebhookOptions,
+  verifyWebhookSignature,
+  WEBHOOK_DELIVERY_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  type WebhookHeaders,
+  type WebhookVerification,
 } from "@geode/contracts";
 export {
   type ApprovalAnswer,

@@ -5,7 +5,7 @@ import { KvRecords, type RecordChange, type RecordWatch } from "./kv-records.js"
 /**
  * Webhook handlers, KV `{ns}_webhooks`, key `{HookName}.{handler}`: the endpoint, its signing
  * secret and the registration it stands for. Owners: operators write (`geode handlers add --url`,
- * `geode handlers rm`); the agent gateway only reads, and serves each one.
+ * `geode handlers rm`); the hook-dispatcher only reads, and serves each one.
  */
 export class WebhookStore {
   private constructor(

@@ -10,7 +10,6 @@ import { claudeCodeAdapter } from "./claude-code/claude-code-adapter.js";
 import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
 import { createPlane } from "./plane.js";
-import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
 
 /** The agent kinds the gateway speaks for, one adapter each. */
 const ADAPTERS: readonly AnyAdapter[] = [claudeCodeAdapter];
@@ -33,8 +32,6 @@ export interface AgentGateway {
   readonly url: string;
   /** Agents currently known (tests and health). */
   agents(): number;
-  /** The webhook handlers it serves (`geode handlers add --url`). */
-  readonly webhooks: WebhookBridge;
   /** Stops taking requests, answers the ones in flight, flushes its events. */
   stop(): Promise<void>;
 }
@@ -73,7 +70,6 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   const directory = await AgentDirectory.start(plane);
   const sessions = new SessionTracker(plane, log);
   const toolCalls = new ToolCalls();
-  const webhooks = await startWebhookBridge({ nc, names, log });
   const http = await startHttpServer({
     host: config.host,
     port: config.port,
@@ -94,10 +90,8 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   return {
     url: http.url,
     agents: () => directory.size(),
-    webhooks,
     async stop() {
       await http.close();
-      await webhooks.stop();
       directory.stop();
       if (!options.events) await events.close();
     },

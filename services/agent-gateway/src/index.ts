@@ -8,4 +8,3 @@ export {
   type GatewayConfig,
   gatewayConfig,
 } from "./gateway-config.js";
-export { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";

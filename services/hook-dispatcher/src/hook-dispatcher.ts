@@ -16,6 +16,8 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { HandlerRegistry } from "./handler-registry.js";
 import { type ChainContext, runChain } from "./hook-chain.js";
 import { InvocationAudits } from "./invocation-audits.js";
+import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
+import type { WebhookCallOptions } from "./webhook-call.js";
 
 export interface HookDispatcherOptions {
   nc: NatsConnection;
@@ -23,6 +25,8 @@ export interface HookDispatcherOptions {
   log?: Logger;
   /** Where `extension_invoked` goes; default: a bus of its own with source `hook-dispatcher`. */
   events?: RuntimeEventBus;
+  /** What the webhook handlers may reach (`GEODE_WEBHOOK_ALLOW`; default public addresses only). */
+  webhooks?: WebhookCallOptions;
 }
 
 export interface HookDispatcher {
@@ -32,11 +36,15 @@ export interface HookDispatcher {
   handlers(): HandlerRegistration[];
   /** Invocations being answered now. */
   inFlight(): number;
+  /** The webhook handlers it serves (`geode handlers add --url`). */
+  readonly webhooks: WebhookBridge;
 }
 
 /**
  * Starts one hook-dispatcher replica: answers `{ns}.hook.invoke.>` in queue group
- * `hook-dispatcher`, runs each invocation's handler chain and replies with the outcome.
+ * `hook-dispatcher`, runs each invocation's handler chain and replies with the outcome. It also
+ * serves the webhook handlers (docs/webhooks.md), so that no component facing HTTP may answer a
+ * handler subject or write a registration.
  */
 export async function startHookDispatcher(options: HookDispatcherOptions): Promise<HookDispatcher> {
   const { nc, names } = options;
@@ -45,6 +53,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
   const events =
     options.events ?? (await RuntimeEventBus.create({ nc, names, source: "hook-dispatcher", log }));
   const registry = await HandlerRegistry.start({ nc, names, log });
+  const webhooks = await startWebhookBridge({ nc, names, log, ...options.webhooks });
   const prefix = names.hookInvoke("");
   // Audit events of an invocation not yet published; the last ones go right ahead of its reply.
   const audits = new WeakMap<Msg, InvocationAudits>();
@@ -90,9 +99,12 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
   return {
     handlers: () => registry.all(),
     inFlight: () => responder.inFlight(),
+    webhooks,
     stop() {
       stopped ??= (async () => {
         await responder.drain();
+        // After the invocations in flight: their webhook calls may be served by this replica.
+        await webhooks.stop();
         if (!cancels.isClosed()) cancels.unsubscribe();
         await registry.stop();
         await events.flush();

@@ -5,3 +5,5 @@ export {
   type HookDispatcherOptions,
   startHookDispatcher,
 } from "./hook-dispatcher.js";
+export type { WebhookBridge } from "./webhook-bridge.js";
+export type { WebhookCallOptions } from "./webhook-call.js";

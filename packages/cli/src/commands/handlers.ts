@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { checkWebhookUrl, connectBus, loadConfig } from "@geode/bus";
 import {
+  type AddressKind,
   names as buildNames,
   FailureModeSchema,
   GeodeError,
@@ -105,7 +106,7 @@ export const handlersRmCommand: CommandModule = {
     if (!isHookName(hook)) throw new UsageError(`unknown hook: ${hook}`);
     return withRegistry(io, "geode-handlers", async (registry, webhooks) => {
       const key = `${hook}.${name}`;
-      // The webhook first, so that no gateway registers it again on its next heartbeat.
+      // The webhook first, so that no dispatcher registers it again on its next heartbeat.
       const webhook = await (await webhooks()).remove(hook, name);
       const registration = await registry.remove(hook, name);
       if (!webhook && !registration) {
@@ -173,6 +174,13 @@ function webhookFromOptions(
   return parsed.data;
 }
 
+/** What allows a refused webhook address, if anything does. */
+function refusalHint(kind: AddressKind): string {
+  return kind === "loopback" || kind === "private"
+    ? `GEODE_WEBHOOK_ALLOW=${kind} allows it (for \`geode handlers add\` and the hook-dispatcher)`
+    : "webhooks never reach link-local, metadata, unspecified, multicast or reserved addresses";
+}
+
 export const handlersAddCommand: CommandModule = {
   async run(args, io) {
     const { values, positionals } = parseArgs({
@@ -193,6 +201,13 @@ export const handlersAddCommand: CommandModule = {
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
     const record = webhookFromOptions(values, newWebhookSecret());
     const key = `${record.hook}.${record.name}`;
+    const target = await checkWebhookUrl(record.url, loadConfig(io.env).webhookAllow);
+    if ("refused" in target) {
+      io.err(`--url refused: ${target.refused}; ${refusalHint(target.kind)}\n`);
+      return 2;
+    }
+    if (target.unresolved)
+      io.err(`note: ${target.unresolved} does not resolve now; the dispatcher checks it at each call\n`);
     return withRegistry(io, "geode-handlers", async (registry, webhooks) => {
       const store = await webhooks();
       const live = (await registry.list(record.hook)).find((r) => r.name === record.name);
@@ -204,8 +219,8 @@ export const handlersAddCommand: CommandModule = {
         io.err(`webhook ${key} already exists (geode handlers rm ${record.hook} ${record.name} first)\n`);
         return 1;
       }
-      // Registered at once, so a closed guard is in force before any gateway serves it (until one
-      // does, its calls fail closed); the gateways keep the heartbeat from then on.
+      // Registered at once, so a closed guard is in force before any dispatcher serves it (until
+      // one does, its calls fail closed); the dispatchers keep the heartbeat from then on.
       try {
         await registry.register(HandlerRegistrationSchema.parse(webhookRegistration(record)));
       } catch (err) {
@@ -215,7 +230,7 @@ export const handlersAddCommand: CommandModule = {
       }
       io.out(
         `registered webhook handler ${key} -> ${record.url} (${record.failure_mode}, priority ${record.priority}, timeout ${record.timeout_ms} ms)\n` +
-          `the agent gateway POSTs each envelope signed: Geode-Timestamp and Geode-Signature: sha256=HMAC-SHA256(secret, "<timestamp>.<body>")\n` +
+          `the hook-dispatcher POSTs each envelope signed: Geode-Timestamp, Geode-Delivery and Geode-Signature: sha256=HMAC-SHA256(secret, "<timestamp>.<delivery>.<body>")\n` +
           "its secret, shown once:\n" +
           `${record.secret}\n`,
       );

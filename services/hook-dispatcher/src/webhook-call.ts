@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
-import { guardedLookup, type HostResolver, WebhookTargetRefused } from "@geode/bus";
+import { decodeJson, guardedLookup, type HostResolver, WebhookTargetRefused } from "@geode/bus";
 import {
   checkHost,
   ErrorCode,
@@ -101,10 +101,12 @@ async function callWebhook(ctx: CallContext, record: WebhookRecord, msg: Msg): P
     throw new GeodeError(ErrorCode.Unavailable, `${where} answered HTTP ${status}`);
   let body: unknown;
   try {
-    body = JSON.parse(text ?? "");
+    // decodeJson checks the nesting first: a degenerate answer never reaches recursive code.
+    body = text ? decodeJson(Buffer.from(text, "utf8")) : undefined;
   } catch {
     throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
   }
+  if (body === undefined) throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
   // An error reply passes through as it came (the dispatcher records its message); anything else
   // must be {"decision": …}, whose rules the dispatcher checks.
   if (body !== null && typeof body === "object" && "error" in body) return body;

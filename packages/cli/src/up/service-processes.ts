@@ -79,7 +79,9 @@ export interface ServiceProcess {
 /**
  * Starts one service (compiled, or from its sources when this CLI runs from its own) with `env`, passing each output line through
  * `onLine` (already made human-readable). `detached`: in a process group of its own, so a
- * terminal's Ctrl-C reaches only the parent, which then stops the services in order.
+ * terminal's Ctrl-C reaches only the parent, which then stops the services in order. The service
+ * gets an IPC channel that nothing is sent on: it closes when this process dies, however it dies,
+ * and the service then drains and exits by itself (`runService`).
  */
 export function spawnServiceProcess(
   service: ServiceEntry,
@@ -90,7 +92,7 @@ export function spawnServiceProcess(
   const child = spawn(process.execPath, service.nodeArgs, {
     cwd: process.cwd(),
     env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
     detached: options.detached ?? false,
   });
   const last: string[] = [];

@@ -105,21 +105,26 @@ export function spawnServices(
   const width = Math.max(...services.map((s) => s.name.length));
   const paint = (i: number, s: string) => (io.isTTY ? `\x1b[${COLORS[i % COLORS.length]}m${s}\x1b[0m` : s);
   const prefixOf = new Map(services.map((s, i) => [s.name, paint(i, s.name.padEnd(width))]));
+  // Should `geode up` die, a nats-server it started stays up until the services have drained.
+  const holdNats = (pid: number | undefined) => plane.nats.embedded?.holdFor(pid);
   for (const [i, s] of services.entries()) {
-    plane.supervisors.push(
-      new ServiceSupervisor(s, {
-        env: { ...env, GEODE_METRICS_PORT: metricsPortOf(plane.config.metricsPort, i) },
-        detached: true,
-        ...(policy ? { policy } : {}),
-        onLine: (name, line, stream) =>
-          (stream === "stderr" ? io.err : io.out)(`${prefixOf.get(name)} | ${line}\n`),
-        onRestart: (notice) => {
-          if (!plane.recovering.has(notice.service)) plane.recovering.set(notice.service, Date.now());
-          io.err(restartLine(notice));
-        },
-        onRespawn: (name, pid) => io.out(`geode up: ${name} started again (pid ${pid ?? "?"})\n`),
-      }),
-    );
+    const supervisor = new ServiceSupervisor(s, {
+      env: { ...env, GEODE_METRICS_PORT: metricsPortOf(plane.config.metricsPort, i) },
+      detached: true,
+      ...(policy ? { policy } : {}),
+      onLine: (name, line, stream) =>
+        (stream === "stderr" ? io.err : io.out)(`${prefixOf.get(name)} | ${line}\n`),
+      onRestart: (notice) => {
+        if (!plane.recovering.has(notice.service)) plane.recovering.set(notice.service, Date.now());
+        io.err(restartLine(notice));
+      },
+      onRespawn: (name, pid) => {
+        holdNats(pid);
+        io.out(`geode up: ${name} started again (pid ${pid ?? "?"})\n`);
+      },
+    });
+    holdNats(supervisor.child.pid);
+    plane.supervisors.push(supervisor);
   }
 }
 

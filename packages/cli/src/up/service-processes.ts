@@ -30,6 +30,14 @@ export function discoverServices(root: string = REPO_ROOT): ServiceEntry[] {
     .map((name) => ({ name, nodeArgs: serviceNodeArgs(path.join(dir, name)) }));
 }
 
+/**
+ * The i-th service's metrics port (`GEODE_METRICS_PORT` of each process a supervisor starts):
+ * consecutive from `first`, so no two services compete for one port; all off when `first` is 0.
+ */
+export function metricsPortOf(first: number, i: number): string {
+  return first === 0 ? "0" : String(first + i);
+}
+
 const LEVELS: Record<number, string> = {
   10: "TRACE",
   20: "DEBUG",

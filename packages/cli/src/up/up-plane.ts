@@ -13,7 +13,7 @@ import { renderTable } from "../render-table.js";
 import { provideDatabase, type UpDatabase } from "./embedded-database.js";
 import type { NatsPlan } from "./ensure-nats.js";
 import { type HealthProbe, probeHealth } from "./health-probe.js";
-import type { ServiceEntry } from "./service-processes.js";
+import { metricsPortOf, type ServiceEntry } from "./service-processes.js";
 import { type RestartNotice, type RestartPolicy, ServiceSupervisor } from "./service-supervisor.js";
 
 /** The name `geode up` answers health under: `{ns}.health.geode-up`. */
@@ -83,11 +83,6 @@ function restartLine(n: RestartNotice): string {
   if (n.crashLooping)
     return `geode up: ${n.service} keeps crashing (${exit} after ${uptime}; ${n.attempt} exits in a row); ${next}; the other services keep serving\n`;
   return `geode up: ${n.service} exited unexpectedly (${exit} after ${uptime}); ${next}\n`;
-}
-
-/** The i-th service's metrics port: consecutive from `GEODE_METRICS_PORT`, all off when it is 0. */
-function metricsPortOf(first: number, i: number): string {
-  return first === 0 ? "0" : String(first + i);
 }
 
 /** Starts every service under a supervisor, with the plane's NATS and database in their environment. */

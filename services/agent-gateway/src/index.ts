@@ -7,5 +7,6 @@ export {
   GATEWAY_ENV,
   type GatewayConfig,
   gatewayConfig,
+  gatewayTimeouts,
 } from "./gateway-config.js";
 export { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";

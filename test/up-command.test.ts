@@ -244,6 +244,40 @@ describe("geode up", () => {
     }
   }, 240_000);
 
+  it("geode audit from another folder says in one line how to reach the plane's projection, and reads it that way", async () => {
+    const planeDir = mkdtempSync(path.join(tmpdir(), "geode-up-plane-"));
+    const handlerDir = mkdtempSync(path.join(tmpdir(), "geode-my-guard-"));
+    const ns = env().ns;
+    const common = { NATS_URL: env().natsUrl, GEODE_NAMESPACE: ns, LOG_LEVEL: "warn", DATABASE_URL: "" };
+    const up = geode(["up", "--only", "activity-recorder"], common, planeDir);
+    try {
+      const [, served] = await up.waitFor(
+        /database embedded PGlite \(\.geode\/pgdata\) served at (postgres:\/\/\S+)/,
+      );
+      await up.waitFor(/geode up: ready/);
+
+      const lost = geode(["audit"], common, handlerDir);
+      expect(await lost.exit).toBe(1);
+      const lines = lost.output().trimEnd().split("\n");
+      expect(lines, lost.output()).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^geode audit: no projection here: DATABASE_URL is unset and there is no \.geode\/pgdata in this folder; set DATABASE_URL to the plane's database/,
+      );
+      expect(existsSync(path.join(handlerDir, ".geode"))).toBe(false);
+
+      // What the line says to do: the URL geode up printed.
+      const found = geode(["audit"], { ...common, DATABASE_URL: served ?? "" }, handlerDir);
+      expect(await found.exit, found.output()).toBe(0);
+      expect(found.output()).toContain(`no extension invocations recorded in namespace ${ns}`);
+      expect(existsSync(path.join(handlerDir, ".geode"))).toBe(false);
+    } finally {
+      up.child.kill("SIGINT");
+      await up.exit;
+      rmSync(planeDir, { recursive: true, force: true });
+      rmSync(handlerDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("says how to get NATS and exits 1 when NATS_URL is unreachable and not local", async () => {
     const run = geode(["up"], { NATS_URL: "nats://192.0.2.1:4222", GEODE_NAMESPACE: env().ns }, REPO_ROOT);
     expect(await run.exit).toBe(1);

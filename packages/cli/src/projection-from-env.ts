@@ -24,7 +24,7 @@ export function projectionHere(config: GeodeConfig): boolean {
  * The one line a command that reads the projection says when there is none here (it never creates
  * an empty one in a folder the plane does not run in, say a handler's).
  */
-export function noProjectionHere(command: string): string {
+function noProjectionHere(command: string): string {
   return (
     `${command}: no projection here: DATABASE_URL is unset and there is no ${DEFAULT_PGLITE_DIR} in this folder; ` +
     `set DATABASE_URL to the plane's database (geode up prints the embedded one's as "served at postgres://…"), or run it where geode up runs\n`

@@ -1,15 +1,18 @@
+import { readFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
+import path from "node:path";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { runCliCaptured } from "@geode/cli/testing";
-import { HandlerRegistrationSchema, HookName, WebhookRecordSchema } from "@geode/contracts";
+import { decisionReason, HandlerRegistrationSchema, HookName, WebhookRecordSchema } from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { createHookClient } from "@geode/runtime";
-import { type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
+import { REPO_ROOT, type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDispatcher } from "./hooks-support.js";
 
 const env = useTestEnv();
+const webhooksGuide = readFileSync(path.join(REPO_ROOT, "docs/webhooks.md"), "utf8").replace(/\s+/g, " ");
 const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env });
 const procs: SpawnedProcess[] = [];
 const gateways: AgentGateway[] = [];
@@ -109,6 +112,13 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     expect(blocked.decisions).toEqual([
       { handler: "py-webhook", action: "block", reason: "recursive deletes are not allowed here" },
     ]);
+    // What an agent or a tool caller is told (docs/webhooks.md): the plane names the handler, once.
+    expect(decisionReason(blocked, ["block"], "blocked")).toBe(
+      "py-webhook: recursive deletes are not allowed here",
+    );
+    expect(webhooksGuide).toContain(
+      "reaches Claude Code as `py-webhook: recursive deletes are not allowed here`",
+    );
     const rewritten = await shell("sudo ls", "c2");
     expect(rewritten.payload).toEqual({ tool_name: "shell", arguments: { cmd: "ls" } });
     expect(rewritten.decision_sources).toEqual(["py-webhook"]);
@@ -155,7 +165,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
     await served("PreToolUse", "forged");
     const outcome = await shell("rm -rf /", "f1");
     expect(outcome).toMatchObject({ blocked: false, decisions: [] });
-    expect(outcome.handler_errors).toEqual(["forged: webhook forged answered HTTP 401"]);
+    expect(outcome.handler_errors).toEqual(["forged: webhook answered HTTP 401"]);
     expect(endpoint.output()).toMatch(/refused: bad signature/);
     expect(calls(endpoint)).toBe(0);
     expect((await geode("handlers", "rm", "PreToolUse", "forged")).code).toBe(0);
@@ -233,7 +243,7 @@ describe("webhook handlers (geode handlers add --url): the agent gateway POSTs s
       {
         handler: "gone-guard",
         action: "block",
-        reason: "failure_mode closed: webhook gone-guard unreachable (ECONNREFUSED)",
+        reason: "failure_mode closed: webhook unreachable (ECONNREFUSED)",
       },
     ]);
     expect((await geode("handlers", "rm", "UserPromptSubmit", "gone-guard")).code).toBe(0);

@@ -129,7 +129,8 @@ async function callWebhook(record: WebhookRecord, msg: Msg): Promise<unknown> {
   };
   const traceparent = msg.headers?.get("traceparent");
   if (traceparent) headers["traceparent"] = traceparent;
-  const where = `webhook ${record.name}`;
+  // The plane puts the handler's name before every error of its (`<name>: <message>`).
+  const where = "webhook";
   let res: Response;
   try {
     res = await fetch(record.url, {

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { HealthReplySchema } from "@geode/contracts";
-import { REPO_ROOT, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
+import { processAlive, REPO_ROOT, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
 // A service started by a supervisor (with an IPC channel, as `geode up` starts them) drains and
@@ -9,15 +9,6 @@ import { describe, expect, it } from "vitest";
 
 const env = useTestEnv();
 const DISPATCHER = path.join(REPO_ROOT, "services/hook-dispatcher/dist/main.js");
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function answersHealth(): Promise<boolean> {
   const { nc, names } = env();
@@ -66,16 +57,16 @@ describe("a service and the process that started it", () => {
     try {
       await shell.waitForOutput(/hook-dispatcher started/);
       pid = Number(/pid=(\d+)/.exec(shell.output())?.[1]);
-      expect(alive(pid)).toBe(true);
+      expect(processAlive(pid)).toBe(true);
       shell.child.kill("SIGKILL");
       await shell.exited;
       await new Promise((r) => setTimeout(r, 3_000));
-      expect(alive(pid)).toBe(true);
+      expect(processAlive(pid)).toBe(true);
       expect(await answersHealth()).toBe(true);
       process.kill(pid, "SIGTERM");
-      await waitFor(() => !alive(pid), 15_000, 100);
+      await waitFor(() => !processAlive(pid), 15_000, 100);
     } finally {
-      if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+      if (pid > 0 && processAlive(pid)) process.kill(pid, "SIGKILL");
     }
   }, 90_000);
 });

@@ -48,6 +48,7 @@ process.on("message", (m: unknown) => {
   if (typeof pid === "number" && Number.isInteger(pid) && pid > 0) users.add(pid);
 });
 
+/** True while the process exists (EPERM: it does, as another user). Here, not imported: the tether imports nothing, to start fast and stay small. */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);

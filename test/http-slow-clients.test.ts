@@ -167,6 +167,7 @@ describe("slow clients", () => {
       GEODE_GATEWAY_HEADERS_TIMEOUT_MS: "5000",
       GEODE_GATEWAY_REQUEST_TIMEOUT_MS: "1000",
     });
+    procs.push(bad); // stopped at the end should it start after all
     expect(await bad.exited).toBe(2);
     expect(bad.output()).toMatch(
       /GEODE_GATEWAY_HEADERS_TIMEOUT_MS \(5000\) must not exceed GEODE_GATEWAY_REQUEST_TIMEOUT_MS \(1000\)/,

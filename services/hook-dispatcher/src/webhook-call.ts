@@ -64,7 +64,8 @@ interface CallContext {
  * JSON is an error reply: the dispatcher records it and applies the handler's failure mode.
  */
 async function callWebhook(ctx: CallContext, record: WebhookRecord, msg: Msg): Promise<unknown> {
-  const where = `webhook ${record.name}`;
+  // The plane puts the handler's name before every error of its (`<name>: <message>`).
+  const where = "webhook";
   const url = new URL(record.url);
   // Node connects to an IP literal without a lookup: checked here; names are checked by the lookup.
   const host = checkHost(urlHost(url), ctx.allow);

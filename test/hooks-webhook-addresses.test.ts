@@ -131,9 +131,7 @@ describe("webhook addresses", () => {
     ]);
     const goesOn = await hooks.invoke(HookName.UserPromptSubmit, { user_input: "hi" });
     expect(goesOn).toMatchObject({ blocked: false, decisions: [] });
-    expect(goesOn.handler_errors).toEqual([
-      "lh-open: webhook refused: 127.0.0.1 is a loopback address",
-    ]);
+    expect(goesOn.handler_errors).toEqual(["lh-open: webhook refused: 127.0.0.1 is a loopback address"]);
     expect(reached).toBe(0);
 
     // The same webhooks with the switch on the dispatcher: the endpoint is reached.

@@ -129,8 +129,12 @@ describe("webhook handlers (geode handlers add --url): the hook-dispatcher POSTs
       { handler: "py-webhook", action: "block", reason: "recursive deletes are not allowed here" },
     ]);
     // What an agent or a tool caller is told (docs/webhooks.md): the plane names the handler, once.
-    expect(decisionReason(blocked, ["block"], "blocked")).toBe("py-webhook: recursive deletes are not allowed here");
-    expect(webhooksGuide).toContain("reaches Claude Code as `py-webhook: recursive deletes are not allowed here`");
+    expect(decisionReason(blocked, ["block"], "blocked")).toBe(
+      "py-webhook: recursive deletes are not allowed here",
+    );
+    expect(webhooksGuide).toContain(
+      "reaches Claude Code as `py-webhook: recursive deletes are not allowed here`",
+    );
     const rewritten = await shell("sudo ls", "c2");
     expect(rewritten.payload).toEqual({ tool_name: "shell", arguments: { cmd: "ls" } });
     expect(rewritten.decision_sources).toEqual(["py-webhook"]);

@@ -1,6 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { decodeJson, type HttpTimeouts, httpServerOptions, type Logger, runInTrace, withSpan } from "@geode/bus";
+import {
+  decodeJson,
+  type HttpTimeouts,
+  httpServerOptions,
+  type Logger,
+  runInTrace,
+  withSpan,
+} from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,

@@ -107,7 +107,8 @@ async function callWebhook(ctx: CallContext, record: WebhookRecord, msg: Msg): P
   } catch {
     throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
   }
-  if (body === undefined) throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
+  if (body === undefined)
+    throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
   // An error reply passes through as it came (the dispatcher records its message); anything else
   // must be {"decision": …}, whose rules the dispatcher checks.
   if (body !== null && typeof body === "object" && "error" in body) return body;

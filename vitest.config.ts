@@ -1,8 +1,10 @@
 import { defineConfig } from "vitest/config";
 
 // The workspace packages resolve to their TypeScript sources ("geode-source" in their exports);
-// compiled code (dist/) is what the services and the `geode` bin that tests start run.
-const conditions = ["geode-source", "module", "node", "development|production"];
+// compiled code (dist/) is what the services and the `geode` bin that tests start run. Other
+// packages resolve as Node resolves them: no bundlers' "module" condition, whose builds (e.g. the
+// OpenTelemetry API's) are not all loadable by Node.
+const conditions = ["geode-source", "node", "development|production"];
 
 export default defineConfig({
   resolve: { conditions },

@@ -7,13 +7,13 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { REPO_ROOT } from "@geode/testing";
 
-/** The npm package's launcher: it runs the native binary of the platform package. */
-const CLAUDE_WRAPPER = createRequire(import.meta.url).resolve("@anthropic-ai/claude-code/cli-wrapper.cjs");
+/** The pinned Claude Code as docs/claude-code.md runs it: its native binary, put there by its postinstall. */
+const CLAUDE_BIN = path.join(REPO_ROOT, "node_modules/.bin/claude");
 
 /** One scripted answer of the model: a tool call, or text that ends the turn. */
 export type Turn = { tool: { name: string; input: Record<string, unknown> } } | { text: string };
@@ -207,7 +207,6 @@ export function runClaude(options: {
   timeoutMs?: number;
 }): Promise<ClaudeRun> {
   const args = [
-    CLAUDE_WRAPPER,
     "-p",
     options.prompt,
     "--settings",
@@ -216,7 +215,7 @@ export function runClaude(options: {
     "json",
     ...(options.args ?? []),
   ];
-  const child = spawn(process.execPath, args, {
+  const child = spawn(CLAUDE_BIN, args, {
     cwd: options.cwd,
     detached: true,
     env: {

@@ -10,14 +10,18 @@ import { natsNamespaces } from "../packages/cli/src/namespaces/namespace-invento
 describe("geode demo", () => {
   let env: TestEnv;
   let result: DemoResult;
+  const progress: string[] = [];
 
   beforeAll(async () => {
     env = await createTestEnv();
+    // As a newcomer runs it: GEODE_METRICS_PORT unset.
+    const { GEODE_METRICS_PORT: _unset, ...parentEnv } = process.env;
     result = await runDemo({
       natsUrl: env.natsUrl,
       databaseUrl: env.databaseUrl,
       namespace: env.ns,
-      env: { ...process.env, LOG_LEVEL: "warn" },
+      env: { ...parentEnv, LOG_LEVEL: "warn" },
+      progress: (line) => progress.push(line),
     });
   }, 180_000);
 
@@ -35,6 +39,11 @@ describe("geode demo", () => {
     expect(hook("PreToolUse").extensions).toEqual(["observer", "policy-guard"]);
     expect(hook("PreToolUse").statuses["block"]).toBe(1);
     expect(hook("PostVerify").extensions).toContain("ci-evaluator");
+  });
+
+  it("starts its services without competing for one metrics port (no service warns it cannot bind one)", () => {
+    expect(progress.some((l) => l.includes("starting the services"))).toBe(true);
+    expect(progress.filter((l) => /metrics not served|EADDRINUSE/.test(l))).toEqual([]);
   });
 
   it("records the same rows of the run in Postgres and in its events.jsonl", () => {

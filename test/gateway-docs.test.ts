@@ -1,4 +1,6 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { CLAUDE_CODE_EVENTS } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
@@ -33,4 +35,26 @@ describe("docs/claude-code.md", () => {
     for (const command of ["geode up", "geode agents add", "geode connect claude-code --write"])
       expect(guide).toContain(command);
   });
+
+  it("runs the pinned Claude Code from node_modules/.bin/claude, as its headless section says", () => {
+    const pinned = (
+      JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+        devDependencies: Record<string, string>;
+      }
+    ).devDependencies["@anthropic-ai/claude-code"];
+    expect(guide).toContain(`pnpm exec claude --version      # ${pinned} (Claude Code)`);
+    expect(guide).toMatch(/pnpm exec claude -p "[^"]+" \\\n\s+--settings \S+ --output-format json/);
+    const run = spawnSync(path.join(REPO_ROOT, "node_modules/.bin/claude"), ["--version"], {
+      encoding: "utf8",
+      env: {
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        HOME: tmpdir(),
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      },
+      timeout: 60_000,
+    });
+    expect(run.stderr).not.toMatch(/native binary not installed/);
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(`${pinned} (Claude Code)`);
+  }, 90_000);
 });

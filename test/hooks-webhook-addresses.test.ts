@@ -125,15 +125,13 @@ describe("webhook addresses", () => {
         handler: "lh-guard",
         action: "block",
         reason: expect.stringMatching(
-          /^failure_mode closed: webhook lh-guard refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address$/,
+          /^failure_mode closed: webhook refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address$/,
         ),
       },
     ]);
     const goesOn = await hooks.invoke(HookName.UserPromptSubmit, { user_input: "hi" });
     expect(goesOn).toMatchObject({ blocked: false, decisions: [] });
-    expect(goesOn.handler_errors).toEqual([
-      "lh-open: webhook lh-open refused: 127.0.0.1 is a loopback address",
-    ]);
+    expect(goesOn.handler_errors).toEqual(["lh-open: webhook refused: 127.0.0.1 is a loopback address"]);
     expect(reached).toBe(0);
 
     // The same webhooks with the switch on the dispatcher: the endpoint is reached.

@@ -1,20 +1,27 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { runCliCaptured } from "@geode/cli/testing";
-import { HandlerRegistrationSchema, HookName, WebhookRecordSchema, webhookSignature } from "@geode/contracts";
+import {
+  decisionReason,
+  HandlerRegistrationSchema,
+  HookName,
+  WebhookRecordSchema,
+  webhookSignature,
+} from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
 import { createHookClient } from "@geode/runtime";
 import { verifyWebhookSignature } from "@geode/sdk";
-import { type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
+import { REPO_ROOT, type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
 const env = useTestEnv();
+const webhooksGuide = readFileSync(path.join(REPO_ROOT, "docs/webhooks.md"), "utf8").replace(/\s+/g, " ");
 // The endpoints listen on loopback: both the CLI and the dispatchers must allow it.
 const ALLOW = { GEODE_WEBHOOK_ALLOW: "loopback" };
 const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env, ...ALLOW });
@@ -121,6 +128,13 @@ describe("webhook handlers (geode handlers add --url): the hook-dispatcher POSTs
     expect(blocked.decisions).toEqual([
       { handler: "py-webhook", action: "block", reason: "recursive deletes are not allowed here" },
     ]);
+    // What an agent or a tool caller is told (docs/webhooks.md): the plane names the handler, once.
+    expect(decisionReason(blocked, ["block"], "blocked")).toBe(
+      "py-webhook: recursive deletes are not allowed here",
+    );
+    expect(webhooksGuide).toContain(
+      "reaches Claude Code as `py-webhook: recursive deletes are not allowed here`",
+    );
     const rewritten = await shell("sudo ls", "c2");
     expect(rewritten.payload).toEqual({ tool_name: "shell", arguments: { cmd: "ls" } });
     expect(rewritten.decision_sources).toEqual(["py-webhook"]);
@@ -167,7 +181,7 @@ describe("webhook handlers (geode handlers add --url): the hook-dispatcher POSTs
     await served("PreToolUse", "forged");
     const outcome = await shell("rm -rf /", "f1");
     expect(outcome).toMatchObject({ blocked: false, decisions: [] });
-    expect(outcome.handler_errors).toEqual(["forged: webhook forged answered HTTP 401"]);
+    expect(outcome.handler_errors).toEqual(["forged: webhook answered HTTP 401"]);
     expect(endpoint.output()).toMatch(/refused: bad signature/);
     expect(calls(endpoint)).toBe(0);
     expect((await geode("handlers", "rm", "PreToolUse", "forged")).code).toBe(0);
@@ -245,7 +259,7 @@ describe("webhook handlers (geode handlers add --url): the hook-dispatcher POSTs
       {
         handler: "gone-guard",
         action: "block",
-        reason: "failure_mode closed: webhook gone-guard unreachable (ECONNREFUSED)",
+        reason: "failure_mode closed: webhook unreachable (ECONNREFUSED)",
       },
     ]);
     expect((await geode("handlers", "rm", "UserPromptSubmit", "gone-guard")).code).toBe(0);

@@ -88,6 +88,9 @@ describe("README: run your own handler, from a folder outside the repository", (
       `npm install --no-audit --no-fund --prefer-offline ${packed.map((p) => p.file).join(" ")}`,
     );
     expect(install.status, install.stderr).toBe(0);
+    // Every dependency supports the Node the README asks for: npm has no engine to warn about.
+    expect(install.stderr).not.toMatch(/EBADENGINE/);
+    expect(install.stdout).not.toMatch(/EBADENGINE/);
     // Nothing of the workspace is reachable from here: no tsx, no TypeScript sources.
     expect(sh("node -e \"import('tsx').then(() => process.exit(1), () => process.exit(0))\"").status).toBe(0);
 

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
 import { names as buildNames, HealthReplySchema, SERVICE_NAMES } from "@geode/contracts";
-import { GEODE_BIN, REPO_ROOT, useTestEnv } from "@geode/testing";
+import { GEODE_BIN, processAlive, REPO_ROOT, useTestEnv, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
@@ -21,13 +21,17 @@ interface Run {
   exit: Promise<number | null>;
 }
 
-/** Runs the compiled `geode <args>` (the bin users run) as a real child process in `cwd` with `env` added. */
-function geode(args: string[], env: Record<string, string>, cwd: string): Run {
+/**
+ * Runs the compiled `geode <args>` (the bin users run) as a real child process in `cwd` with `env`
+ * added; `detached`: in a process group of its own, as `setsid geode up` in a terminal.
+ */
+function geode(args: string[], env: Record<string, string>, cwd: string, detached = false): Run {
   const child = spawn(process.execPath, [GEODE_BIN, ...args], {
     cwd,
     // The agent gateway listens on a free port, never on the default one.
     env: { ...process.env, GEODE_GATEWAY_ADDR: "127.0.0.1:0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached,
   });
   let out = "";
   const waiters = new Set<() => void>();
@@ -79,13 +83,19 @@ function pidsOf(output: string, services: string[]): Map<string, number> {
   return pids;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** The processes whose working folder is `cwd`: everything `geode up` started there, and itself. */
+function processesIn(cwd: string): number[] {
+  const real = realpathSync(cwd);
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`) === real;
+      } catch {
+        return false; // gone meanwhile, or not ours to read
+      }
+    })
+    .map(Number);
 }
 
 const env = useTestEnv();
@@ -127,7 +137,7 @@ describe("geode up", () => {
       run.child.kill("SIGINT");
       expect(await run.exit).toBe(0);
       expect(run.output()).toMatch(/geode up: stopped/);
-      for (const [s, pid] of pids) expect(alive(pid), `${s} (pid ${pid}) still running`).toBe(false);
+      for (const [s, pid] of pids) expect(processAlive(pid), `${s} (pid ${pid}) still running`).toBe(false);
       // One after the other, the reverse of start, the recorder last (it records the others' drain).
       const stoppedAt = (s: string) => run.output().search(new RegExp(`\\| .*INFO +${s} stopped`));
       const started = [...SERVICE_NAMES, ...SERVICES].filter(
@@ -171,6 +181,91 @@ describe("geode up", () => {
     } finally {
       run.child.kill("SIGKILL");
       rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("leaves nothing running when it is SIGKILLed, so the next geode up starts on the same ports", async () => {
+    // Its own nats-server and embedded PGlite, in a folder of its own: everything it starts runs there.
+    const cwd = mkdtempSync(path.join(tmpdir(), "geode-up-kill-"));
+    const [natsPort, gatewayPort] = [await freePort(), await freePort()];
+    const upEnv = {
+      NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      GEODE_NAMESPACE: env().ns,
+      GEODE_GATEWAY_ADDR: `127.0.0.1:${gatewayPort}`,
+      GEODE_METRICS_PORT: "0",
+      DATABASE_URL: "",
+      LOG_LEVEL: "info",
+    };
+    const first = geode(["up"], upEnv, cwd, true);
+    let second: Run | undefined;
+    try {
+      await first.waitFor(/geode up: ready/);
+      expect(first.output()).toContain("(embedded)");
+      expect(first.output()).toMatch(/database embedded PGlite/);
+      const started = processesIn(cwd);
+      // geode up, its services and the nats-server (with its tether).
+      expect(started.length).toBeGreaterThanOrEqual(SERVICES.length + 2);
+
+      // The whole process group at once, as `kill -KILL -- -<pgid>` (or an OOM kill of geode up alone).
+      process.kill(-(first.child.pid as number), "SIGKILL");
+      const t0 = Date.now();
+      await waitFor(() => processesIn(cwd).length === 0, 15_000, 100).catch(() => {
+        throw new Error(`still running after 15 s: ${processesIn(cwd).join(", ")}`);
+      });
+      expect(Date.now() - t0).toBeLessThan(15_000);
+
+      second = geode(["up"], upEnv, cwd, true);
+      await second.waitFor(/geode up: ready/);
+      expect(second.output()).not.toMatch(/EADDRINUSE|already open/);
+      expect(await (await fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).json()).toEqual({ status: "ok" });
+      second.child.kill("SIGINT");
+      expect(await second.exit).toBe(0);
+      await waitFor(() => processesIn(cwd).length === 0, 10_000, 100);
+    } finally {
+      for (const run of [first, second])
+        if (run?.child.pid !== undefined) {
+          try {
+            process.kill(-run.child.pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }
+      for (const pid of processesIn(cwd)) process.kill(pid, "SIGKILL");
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it("geode audit from another folder says in one line how to reach the plane's projection, and reads it that way", async () => {
+    const planeDir = mkdtempSync(path.join(tmpdir(), "geode-up-plane-"));
+    const handlerDir = mkdtempSync(path.join(tmpdir(), "geode-my-guard-"));
+    const ns = env().ns;
+    const common = { NATS_URL: env().natsUrl, GEODE_NAMESPACE: ns, LOG_LEVEL: "warn", DATABASE_URL: "" };
+    const up = geode(["up", "--only", "activity-recorder"], common, planeDir);
+    try {
+      const [, served] = await up.waitFor(
+        /database embedded PGlite \(\.geode\/pgdata\) served at (postgres:\/\/\S+)/,
+      );
+      await up.waitFor(/geode up: ready/);
+
+      const lost = geode(["audit"], common, handlerDir);
+      expect(await lost.exit).toBe(1);
+      const lines = lost.output().trimEnd().split("\n");
+      expect(lines, lost.output()).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^geode audit: no projection here: DATABASE_URL is unset and there is no \.geode\/pgdata in this folder; set DATABASE_URL to the plane's database/,
+      );
+      expect(existsSync(path.join(handlerDir, ".geode"))).toBe(false);
+
+      // What the line says to do: the URL geode up printed.
+      const found = geode(["audit"], { ...common, DATABASE_URL: served ?? "" }, handlerDir);
+      expect(await found.exit, found.output()).toBe(0);
+      expect(found.output()).toContain(`no extension invocations recorded in namespace ${ns}`);
+      expect(existsSync(path.join(handlerDir, ".geode"))).toBe(false);
+    } finally {
+      up.child.kill("SIGINT");
+      await up.exit;
+      rmSync(planeDir, { recursive: true, force: true });
+      rmSync(handlerDir, { recursive: true, force: true });
     }
   }, 120_000);
 

@@ -118,8 +118,14 @@ type Values<F extends Record<string, EnvVar<unknown>>> = {
   [K in keyof F]: F[K] extends EnvVar<infer T> ? T : never;
 };
 
-/** The spec of a component's environment, keyed by the names its code uses. */
-export function envSpec<F extends Record<string, EnvVar<unknown>>>(fields: F): EnvSpec<Values<F>> {
+/**
+ * The spec of a component's environment, keyed by the names its code uses. `check` sees the values
+ * once each is valid on its own and says what is wrong across them (e.g. one timeout over another).
+ */
+export function envSpec<F extends Record<string, EnvVar<unknown>>>(
+  fields: F,
+  check?: (values: Values<F>) => string | undefined,
+): EnvSpec<Values<F>> {
   const entries = Object.entries(fields);
   const schema = z.object(Object.fromEntries(entries.map(([, v]) => [v.name, v.schema])));
   return {
@@ -131,7 +137,10 @@ export function envSpec<F extends Record<string, EnvVar<unknown>>>(fields: F): E
         throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
       }
       const data = parsed.data as Record<string, unknown>;
-      return Object.fromEntries(entries.map(([key, v]) => [key, data[v.name]])) as Values<F>;
+      const values = Object.fromEntries(entries.map(([key, v]) => [key, data[v.name]])) as Values<F>;
+      const problem = check?.(values);
+      if (problem !== undefined) throw new ConfigError(`invalid configuration: ${problem}`);
+      return values;
     },
   };
 }

@@ -36,6 +36,7 @@ export {
   type HookClient,
   type InvokeOptions,
 } from "./hook-client.js";
+export { checkHttpTimeouts, type HttpTimeouts, httpServerOptions, httpTimeoutVars } from "./http-timeouts.js";
 export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
   disableMetrics,

@@ -8,6 +8,7 @@ import { disableMetrics, enableMetrics } from "./metrics.js";
 import { type MetricsServer, serveMetrics } from "./metrics-server.js";
 import { assertReplicasFit } from "./provision.js";
 import { type Responder, serveRequests } from "./responder.js";
+import { supervisorGone } from "./supervisor-channel.js";
 import { startTracing } from "./tracing-setup.js";
 
 export const GEODE_VERSION = "0.1.0";
@@ -75,7 +76,8 @@ function exitOnStartFailure(log: Logger, err: unknown): never {
 /**
  * The whole life of a service process: read the common environment and the service's own (`env`:
  * its spec in `services/<name>/src/*-config.ts`; a bad value exits 2 with one message naming every
- * bad variable), connect, start, answer health, and drain on SIGTERM/SIGINT.
+ * bad variable), connect, start, answer health, and drain on SIGTERM/SIGINT, or by itself when
+ * the supervisor that started it with an IPC channel (`geode up`) is gone.
  */
 export async function runService<S = undefined>(
   service: string,
@@ -91,6 +93,8 @@ export async function runService<S = undefined>(
     process.stderr.write(`${service}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     process.exit(2);
   }
+  // Watched from the start: a supervisor that dies while this process starts is noticed too.
+  const supervisor = supervisorGone();
   const log = createLogger(service, config.logLevel);
   const metricsServer = await openMetrics(config.metricsPort, log);
   const stopTracing = await startTracing(service, GEODE_VERSION);
@@ -138,17 +142,32 @@ export async function runService<S = undefined>(
     { namespace: config.namespace, version: GEODE_VERSION, metrics_url: metricsServer?.url ?? null },
     `${service} started`,
   );
+  drainOnStop(service, log, supervisor, [
+    () => health.drain(),
+    () => running.stop(),
+    () => nc.drain(),
+    () => metricsServer?.close(),
+    () => stopTracing?.(),
+  ]);
+}
+
+/**
+ * Drains on SIGTERM/SIGINT, and when the supervisor that started this process is gone (see
+ * `supervisorGone`): each step in order (the first error is logged and ends the drain), then exit 0.
+ */
+function drainOnStop(
+  service: string,
+  log: Logger,
+  supervisor: Promise<void> | undefined,
+  steps: ReadonlyArray<() => Promise<unknown> | undefined>,
+): void {
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, `${service} draining`);
     try {
-      await health.drain();
-      await running.stop();
-      await nc.drain();
-      await metricsServer?.close();
-      await stopTracing?.();
+      for (const step of steps) await step();
     } catch (err) {
       log.error({ err }, "error while draining");
     }
@@ -157,6 +176,10 @@ export async function runService<S = undefined>(
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+  void supervisor?.then(() => {
+    log.warn(`${service}: the process that started it is gone; draining`);
+    void shutdown("supervisor-gone");
+  });
 }
 
 /**

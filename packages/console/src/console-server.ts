@@ -3,11 +3,19 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type GeodeConnection, type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
+import {
+  type GeodeConnection,
+  type HttpTimeouts,
+  httpServerOptions,
+  type Logger,
+  RuntimeEventBus,
+  silentLogger,
+} from "@geode/bus";
 import { createVerifyClient } from "@geode/runtime";
 import { AttemptStore, HandlerRegistrations, ReceiptStore, RunStore } from "@geode/state";
 import { type ConsoleDeps, ROUTES } from "./console-api.js";
 import { ConsoleAuth, OPERATOR_PATTERN } from "./console-auth.js";
+import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
 import {
   ApiError,
   badRequest,
@@ -39,6 +47,8 @@ export interface ConsoleOptions {
   log?: Logger;
   /** The built page; default WEB_DIST. */
   webDir?: string;
+  /** How long a client may take to send a request (408 after), and stay idle between requests. */
+  timeouts?: HttpTimeouts;
 }
 
 export interface RunningConsole {
@@ -89,7 +99,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     maxStreams: 32,
   };
   const webDir = options.webDir ?? WEB_DIST;
-  const server = createServer((req, res) => {
+  const server = createServer(httpServerOptions(options.timeouts ?? DEFAULT_CONSOLE_TIMEOUTS), (req, res) => {
     void handle(req, res).catch((err) => {
       log.error({ err }, "console request failed");
       if (!res.headersSent) sendError(res, toApiError(err));

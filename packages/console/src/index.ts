@@ -1,5 +1,5 @@
 export { ConsoleAuth, OPERATOR_PATTERN, SESSION_COOKIE } from "./console-auth.js";
-export { CONSOLE_ENV } from "./console-config.js";
+export { CONSOLE_ENV, consoleTimeouts } from "./console-config.js";
 export {
   type ConsoleOptions,
   DEFAULT_CONSOLE_PORT,

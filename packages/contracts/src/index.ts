@@ -245,3 +245,14 @@ export {
   WIRE_LEGS,
   type WireLeg,
 } from "./wire-legs.js";
+export {
+  AGENT_TOOLS,
+  safetyLevelOfKind,
+  TOOL_KINDS,
+  type ToolFacts,
+  toolFacts,
+  type ToolKind,
+  type ToolKindEntry,
+  toolKindOf,
+  type ToolOwner,
+} from "./tool-kinds.js";

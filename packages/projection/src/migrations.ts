@@ -1,6 +1,4 @@
-import type { Kysely } from "kysely";
-import { sql } from "kysely";
-import { type Migration, Migrator } from "kysely/migration";
+import { type Kysely, type Migration, Migrator, sql } from "kysely";
 
 const CORRELATION_TEXT = ["session_id", "turn_id", "step_id", "run_id"] as const;
 const CORRELATION_TEXT_TAIL = ["tool_call_id", "llm_call_id", "llm_attempt_id"] as const;

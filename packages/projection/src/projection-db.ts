@@ -1,6 +1,6 @@
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { registerCopyTarget } from "./copy-writer.js";
 import { type ServedEmbeddedDatabase, useEmbeddedDatabase } from "./embedded-database.js";
@@ -12,6 +12,7 @@ import {
   redactDatabaseUrl,
 } from "./errors.js";
 import { migrateProjection } from "./migrations.js";
+import { type PgliteServer, servePglite } from "./pglite-server.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
 /** Where the embedded database lives when `DATABASE_URL` is unset (docs/protocol.md#configuration). */
@@ -71,6 +72,7 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
   let served: ServedEmbeddedDatabase | undefined;
   let where: string;
   let copyPool: pg.Pool | undefined;
+  let memory: { url: string; close(): Promise<void> } | undefined;
   const dir = options.pgliteDir ?? DEFAULT_PGLITE_DIR;
   if (options.databaseUrl) {
     kind = "postgres";
@@ -78,10 +80,14 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
     copyPool = resilientPool(options.databaseUrl, options.poolSize);
     root = new Kysely({ dialect: new PostgresDialect({ pool: copyPool }) });
   } else if (dir.startsWith("memory://")) {
-    // In memory: nobody else can open it, so no owner and no server.
+    // In memory: nobody else can open it, so no owner; served on loopback to this process alone,
+    // so its queries go through pg like every other kind's.
     kind = "pglite";
     where = "the in-memory database";
-    root = new Kysely({ dialect: new PGliteDialect({ pglite: await PGlite.create() }) });
+    memory = await serveInMemory();
+    root = new Kysely({
+      dialect: new PostgresDialect({ pool: resilientPool(memory.url, options.poolSize) }),
+    });
   } else {
     kind = "pglite";
     where = `the embedded database ${dir}`;
@@ -96,6 +102,7 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
       await root.destroy();
     } finally {
       await served?.close();
+      await memory?.close();
     }
   };
   let server: Promise<DatabaseServer> | undefined;
@@ -126,6 +133,28 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
     }
   }
   return handle;
+}
+
+/** A PGlite in memory, served on loopback (closing it closes both). */
+async function serveInMemory(): Promise<{ url: string; close(): Promise<void> }> {
+  const lite = await PGlite.create();
+  let server: PgliteServer;
+  try {
+    server = await servePglite(lite);
+  } catch (err) {
+    await lite.close();
+    throw err;
+  }
+  return {
+    url: server.url,
+    async close() {
+      try {
+        await server.close();
+      } finally {
+        await lite.close();
+      }
+    },
+  };
 }
 
 /** PGlite names itself in `version()`, also when served over the wire protocol. */

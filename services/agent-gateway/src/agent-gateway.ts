@@ -74,6 +74,7 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
+    timeouts: config.timeouts,
     log,
     routes: {
       identify: (authorization) => directory.identify(authorization),

@@ -1,4 +1,4 @@
-import { envSpec, envVar, read } from "@geode/bus";
+import { checkHttpTimeouts, envSpec, envVar, type HttpTimeouts, httpTimeoutVars, read } from "@geode/bus";
 
 /** The agent gateway's settings. */
 export interface GatewayConfig {
@@ -7,6 +7,8 @@ export interface GatewayConfig {
   port: number;
   /** Largest request body accepted; larger is 413. */
   maxBodyBytes: number;
+  /** How long a client may take to send a request, and stay idle between requests. */
+  timeouts: HttpTimeouts;
   /** Budget of one hook invocation through the hook-dispatcher. */
   hookTimeoutMs: number;
   /** Budget of one verification (three hook chains run inside it). */
@@ -29,6 +31,18 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  * plane then stores them before it routes that request.
  */
 const DEFAULT_EVENT_DELAY_MS = 0;
+/**
+ * An agent sends its hook call at once (bodies are small): 10 s for the headers and 30 s for the
+ * whole request are plenty on a slow link, and a client trickling bytes is gone by then. Idle
+ * keep-alive connections stay 65 s, longer than the 60 s idle timeout of common balancers, so the
+ * gateway never closes a connection that a balancer in front of it is about to reuse.
+ */
+const DEFAULT_GATEWAY_TIMEOUTS: HttpTimeouts = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  idleMs: 65_000,
+};
+const TIMEOUT_VARS = httpTimeoutVars("GEODE_GATEWAY", "agent-gateway", DEFAULT_GATEWAY_TIMEOUTS);
 
 const ADDR = /^(?<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?<port>\d{1,5})$/;
 
@@ -43,16 +57,31 @@ function parseAddr(raw: string, name: string): { value: { host: string; port: nu
 const DEFAULT_ADDR = parseAddr(DEFAULT_GATEWAY_ADDR, "") as { value: { host: string; port: number } };
 
 /** The agent gateway's own environment (docs/operations.md, "Configuration"), beside the common one. */
-export const GATEWAY_ENV = envSpec({
-  addr: envVar("GEODE_GATEWAY_ADDR", read.custom(DEFAULT_ADDR.value, parseAddr), {
-    default: `\`${DEFAULT_GATEWAY_ADDR}\` (\`0.0.0.0:4280\` in compose)`,
-    meaning: "the agent gateway's HTTP `host:port`; port 0 picks a free one (agent-gateway)",
-  }),
-  maxBodyBytes: envVar("GEODE_GATEWAY_MAX_BODY_BYTES", read.int(DEFAULT_MAX_BODY_BYTES, 1024), {
-    default: "1 MiB",
-    meaning: "largest hook request body; a larger one is 413 (agent-gateway)",
-  }),
-});
+export const GATEWAY_ENV = envSpec(
+  {
+    addr: envVar("GEODE_GATEWAY_ADDR", read.custom(DEFAULT_ADDR.value, parseAddr), {
+      default: `\`${DEFAULT_GATEWAY_ADDR}\` (\`0.0.0.0:4280\` in compose)`,
+      meaning: "the agent gateway's HTTP `host:port`; port 0 picks a free one (agent-gateway)",
+    }),
+    maxBodyBytes: envVar("GEODE_GATEWAY_MAX_BODY_BYTES", read.int(DEFAULT_MAX_BODY_BYTES, 1024), {
+      default: "1 MiB",
+      meaning: "largest hook request body; a larger one is 413 (agent-gateway)",
+    }),
+    headersTimeoutMs: TIMEOUT_VARS.headersMs,
+    requestTimeoutMs: TIMEOUT_VARS.requestMs,
+    idleTimeoutMs: TIMEOUT_VARS.idleMs,
+  },
+  (v) => checkHttpTimeouts("GEODE_GATEWAY", gatewayTimeouts(v)),
+);
+
+/** The HTTP timeouts of what `GATEWAY_ENV` read. */
+export function gatewayTimeouts(v: {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  idleTimeoutMs: number;
+}): HttpTimeouts {
+  return { headersMs: v.headersTimeoutMs, requestMs: v.requestTimeoutMs, idleMs: v.idleTimeoutMs };
+}
 
 /** Fills the defaults of what is not given (the service passes what it read from its environment). */
 export function gatewayConfig(partial: Partial<GatewayConfig> = {}): GatewayConfig {
@@ -60,6 +89,7 @@ export function gatewayConfig(partial: Partial<GatewayConfig> = {}): GatewayConf
     host: partial.host ?? DEFAULT_ADDR.value.host,
     port: partial.port ?? DEFAULT_ADDR.value.port,
     maxBodyBytes: partial.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    timeouts: partial.timeouts ?? DEFAULT_GATEWAY_TIMEOUTS,
     hookTimeoutMs: partial.hookTimeoutMs ?? 30_000,
     verifyTimeoutMs: partial.verifyTimeoutMs ?? 90_000,
     approvalTimeoutMs: partial.approvalTimeoutMs ?? 60_000,

@@ -1,6 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { decodeJson, type Logger, runInTrace, withSpan } from "@geode/bus";
+import {
+  decodeJson,
+  type HttpTimeouts,
+  httpServerOptions,
+  type Logger,
+  runInTrace,
+  withSpan,
+} from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
@@ -78,13 +85,15 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
 /**
  * The gateway's HTTP front door (node:http): `GET /healthz`, and `POST` to each agent kind's hook
  * path (`/v1/claude-code/hook`, …). Every request to a hook path needs a known bearer token (401
- * otherwise, nothing invoked); a
- * body over `maxBodyBytes` is 413, one that is not a UTF-8 JSON object is 400.
+ * otherwise, nothing invoked); a body over `maxBodyBytes` is 413, one that is not a UTF-8 JSON
+ * object (or nests too deep) is 400. A client slower than `timeouts` to send its request gets 408
+ * and its socket closed.
  */
 export async function startHttpServer(options: {
   host: string;
   port: number;
   maxBodyBytes: number;
+  timeouts: HttpTimeouts;
   routes: HttpRoutes;
   log: Logger;
 }): Promise<GatewayHttpServer> {
@@ -130,7 +139,7 @@ export async function startHttpServer(options: {
     if (!res.destroyed) send(res, reply.status, reply.body);
   };
 
-  const server = createServer((req, res) => {
+  const server = createServer(httpServerOptions(options.timeouts), (req, res) => {
     const url = req.url ?? "/";
     const path = url.split("?", 1)[0];
     let work: Promise<void>;
@@ -159,7 +168,6 @@ export async function startHttpServer(options: {
       .finally(() => inflight.delete(p));
     inflight.add(p);
   });
-  server.keepAliveTimeout = 65_000;
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

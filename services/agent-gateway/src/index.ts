@@ -7,4 +7,5 @@ export {
   GATEWAY_ENV,
   type GatewayConfig,
   gatewayConfig,
+  gatewayTimeouts,
 } from "./gateway-config.js";

@@ -1,5 +1,5 @@
 import { runService } from "@geode/bus";
-import { GATEWAY_ENV, startAgentGateway } from "./index.js";
+import { GATEWAY_ENV, gatewayTimeouts, startAgentGateway } from "./index.js";
 
 await runService("agent-gateway", { env: GATEWAY_ENV }, async ({ nc, names, log, config, settings }) => {
   const { host, port } = settings.addr;
@@ -12,6 +12,7 @@ await runService("agent-gateway", { env: GATEWAY_ENV }, async ({ nc, names, log,
         host,
         port,
         maxBodyBytes: settings.maxBodyBytes,
+        timeouts: gatewayTimeouts(settings),
         approvalTimeoutMs: config.approvalTimeoutMs,
       },
     });

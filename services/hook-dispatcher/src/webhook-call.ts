@@ -64,7 +64,8 @@ interface CallContext {
  * JSON is an error reply: the dispatcher records it and applies the handler's failure mode.
  */
 async function callWebhook(ctx: CallContext, record: WebhookRecord, msg: Msg): Promise<unknown> {
-  const where = `webhook ${record.name}`;
+  // The plane puts the handler's name before every error of its (`<name>: <message>`).
+  const where = "webhook";
   const url = new URL(record.url);
   // Node connects to an IP literal without a lookup: checked here; names are checked by the lookup.
   const host = checkHost(urlHost(url), ctx.allow);
@@ -106,7 +107,8 @@ async function callWebhook(ctx: CallContext, record: WebhookRecord, msg: Msg): P
   } catch {
     throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
   }
-  if (body === undefined) throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
+  if (body === undefined)
+    throw new GeodeError(ErrorCode.Internal, `${where} answered something that is not JSON`);
   // An error reply passes through as it came (the dispatcher records its message); anything else
   // must be {"decision": …}, whose rules the dispatcher checks.
   if (body !== null && typeof body === "object" && "error" in body) return body;

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { normalizeRow } from "@geode/projection";
 import { type CommandModule, intOption } from "../command.js";
-import { openProjectionFromEnv } from "../projection-from-env.js";
+import { openExistingProjection } from "../projection-from-env.js";
 import { renderTable } from "../render-table.js";
 
 const DEFAULT_LIMIT = 20;
@@ -10,7 +10,8 @@ const DEFAULT_LIMIT = 20;
 /**
  * `geode audit [--session ID] [--limit N] [--json]`: the latest `extension_invocations` rows of the
  * namespace (every hook handler and join point call, payload-free), oldest of them first. The
- * embedded PGlite is read through its owner, like `replay` and `prune`.
+ * embedded PGlite is read through its owner, like `replay` and `prune`; in a folder without one
+ * (and no DATABASE_URL) it says how to point at the plane's instead of creating an empty one.
  */
 export const auditCommand: CommandModule = {
   async run(args, io) {
@@ -24,7 +25,8 @@ export const auditCommand: CommandModule = {
     });
     const limit = intOption(values.limit, "limit", 1, 10_000) ?? DEFAULT_LIMIT;
     const config = loadConfig(io.env);
-    const projection = await openProjectionFromEnv(config, "geode audit");
+    const projection = await openExistingProjection(config, "geode audit", io.err);
+    if (!projection) return 1;
     try {
       let query = projection.db
         .selectFrom("extension_invocations")

@@ -11,13 +11,16 @@ import { type CommandModule, intOption, UsageError } from "../command.js";
 export const consoleCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { port: { type: "string" }, host: { type: "string" } } });
-    const { CONSOLE_ENV, DEFAULT_CONSOLE_PORT, startConsole } = await import("@geode/console");
+    const { CONSOLE_ENV, consoleTimeouts, DEFAULT_CONSOLE_PORT, startConsole } = await import(
+      "@geode/console"
+    );
     const port = intOption(values.port, "port", 0, 65_535) ?? DEFAULT_CONSOLE_PORT;
     const host = values.host ?? "127.0.0.1";
     if (!/^[0-9.]+$|^localhost$/.test(host))
       throw new UsageError(`--host must be an IPv4 address, got ${host}`);
     const config = loadConfig(io.env);
-    const { token } = CONSOLE_ENV.parse(io.env);
+    const settings = CONSOLE_ENV.parse(io.env);
+    const { token } = settings;
     if (!token) {
       io.err("GEODE_CONSOLE_TOKEN is not set: the console serves nothing without a token\n");
       return 2;
@@ -36,6 +39,7 @@ export const consoleCommand: CommandModule = {
       port,
       host,
       approvalTimeoutMs: config.approvalTimeoutMs,
+      timeouts: consoleTimeouts(settings),
       log,
     });
     io.out(`console on ${running.url} (namespace ${config.namespace})\n`);

@@ -3,13 +3,14 @@ import { loadConfig } from "@geode/bus";
 import { RETENTION_DAYS } from "@geode/contracts";
 import { pruneExpired } from "@geode/projection";
 import type { CommandModule } from "../command.js";
-import { openProjectionFromEnv } from "../projection-from-env.js";
+import { openExistingProjection } from "../projection-from-env.js";
 
 export const pruneCommand: CommandModule = {
   async run(args, io) {
     parseArgs({ args, options: {} });
     const config = loadConfig(io.env);
-    const db = await openProjectionFromEnv(config, "geode prune");
+    const db = await openExistingProjection(config, "geode prune", io.err);
+    if (!db) return 1;
     try {
       const counts = await pruneExpired(db.db);
       const buckets = Object.entries(RETENTION_DAYS)

@@ -19,6 +19,7 @@ import {
 import { demoExampleModule, demoExampleNodeArgs } from "../up/node-entry.js";
 import {
   discoverServices,
+  metricsPortOf,
   REPO_ROOT,
   type ServiceProcess,
   spawnServiceProcess,
@@ -115,7 +116,8 @@ async function demoNats(
     );
   }
   const port = (await portOpen(DEFAULT_NATS_PORT)) ? await freePort() : DEFAULT_NATS_PORT;
-  const server = await startNatsServer({ port, storeDir: path.resolve(".geode/nats") });
+  // Tethered: should the demo die, the server stops once the services have drained into it.
+  const server = await startNatsServer({ port, storeDir: path.resolve(".geode/nats"), tethered: true });
   progress(`no NATS at ${url}; started nats-server with JetStream on ${server.url} (stopped at the end)`);
   return { url: server.url, server };
 }
@@ -244,12 +246,28 @@ interface DemoProcesses {
 }
 
 /**
+ * The metrics port of the demo's i-th service: off unless `GEODE_METRICS_PORT` is set (a running
+ * `geode up` holds the default ports, and nobody scrapes a demo), else consecutive from it as under
+ * `geode up`. A value that is not a port goes to the services as it is: they say what is wrong.
+ */
+export function demoMetricsPort(env: NodeJS.ProcessEnv, i: number): string {
+  const raw = env["GEODE_METRICS_PORT"]?.trim() ?? "";
+  if (raw === "") return "0";
+  return /^\d+$/.test(raw) ? metricsPortOf(Number(raw), i) : raw;
+}
+
+/**
  * The plane's services but the agent gateway: the scripted session is the demo's runtime, and the
  * gateway's HTTP port may already be bound by a running `geode up`.
  */
 function startServices(procs: DemoProcesses, env: NodeJS.ProcessEnv, progress: (line: string) => void): void {
-  for (const s of discoverServices().filter((d) => d.name !== "agent-gateway"))
-    procs.services.push(spawnServiceProcess(s, env, (name, line) => progress(`[${name}] ${line}`)));
+  const services = discoverServices().filter((d) => d.name !== "agent-gateway");
+  for (const [i, s] of services.entries()) {
+    const serviceEnv = { ...env, GEODE_METRICS_PORT: demoMetricsPort(env, i) };
+    const proc = spawnServiceProcess(s, serviceEnv, (name, line) => progress(`[${name}] ${line}`));
+    procs.nats?.holdFor(proc.child.pid);
+    procs.services.push(proc);
+  }
 }
 
 async function waitHealthy(conn: GeodeConnection, services: ServiceProcess[]): Promise<void> {

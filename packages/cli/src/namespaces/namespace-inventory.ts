@@ -1,10 +1,9 @@
-import { existsSync } from "node:fs";
-import path from "node:path";
 import type { GeodeConfig } from "@geode/bus";
 import { names as buildNames, NAMESPACE_PATTERN } from "@geode/contracts";
-import { DEFAULT_PGLITE_DIR, openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { projectionHere } from "../projection-from-env.js";
 
 /** The bucket names of a namespace without the `{ns}_` prefix: `hook_handlers`, `tool_receipts`, … */
 const BUCKET_SUFFIXES: readonly string[] = Object.values(buildNames("x").buckets).map((b) => b.slice(2));
@@ -85,7 +84,7 @@ export async function openInventoryDb(
   config: GeodeConfig,
   command: string,
 ): Promise<ProjectionDb | undefined> {
-  if (!config.databaseUrl && !existsSync(path.resolve(DEFAULT_PGLITE_DIR))) return undefined;
+  if (!projectionHere(config)) return undefined;
   return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate: false, command });
 }
 

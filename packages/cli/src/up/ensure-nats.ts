@@ -54,7 +54,7 @@ export async function ensureNats(config: GeodeConfig, io: CommandIO): Promise<Na
   const usePort = (await portOpen(port)) ? await freePort() : port;
   io.out(`geode up: no NATS at ${shown}; starting ${binary} with JetStream in ${storeDir}\n`);
   try {
-    const embedded = await startNatsServer({ binary, port: usePort, storeDir, detached: true });
+    const embedded = await startNatsServer({ binary, port: usePort, storeDir, tethered: true });
     return { url: embedded.url, embedded };
   } catch (err) {
     io.err(`geode up: could not start nats-server: ${err instanceof Error ? err.message : err}\n`);

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** Where Debian's `nats-server` package puts the binary (often not on a user's PATH). */
 const WELL_KNOWN = ["/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server"];
@@ -64,6 +65,11 @@ export interface NatsServerOptions {
    * the services that use it have drained. Default false.
    */
   detached?: boolean;
+  /**
+   * Run it under `nats-tether` (in a process group of its own), which stops it when this process
+   * dies, however it dies, after the processes named with `holdFor` have exited. Default false.
+   */
+  tethered?: boolean;
   /** How long to wait for the port to open. Default 10 s. */
   startTimeoutMs?: number;
 }
@@ -71,9 +77,15 @@ export interface NatsServerOptions {
 export interface NatsServerProcess {
   readonly url: string;
   readonly port: number;
+  /** The server's process, or its tether's when `tethered`. */
   readonly child: ChildProcess;
   /** Everything the server logged so far. */
   output(): string;
+  /**
+   * A process that uses this server (a service): should this process die, a tethered server stays
+   * up until that one has exited, so it can drain into it. Nothing for a server that is not tethered.
+   */
+  holdFor(pid: number | undefined): void;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -94,11 +106,17 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     "-sd",
     options.storeDir,
   ];
-  const child = spawn(binary, args, {
-    env: { ...process.env, ...options.env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: options.detached ?? false,
-  });
+  const tethered = options.tethered ?? false;
+  const child = spawn(
+    tethered ? process.execPath : binary,
+    tethered ? [...tetherNodeArgs(), binary, ...args] : args,
+    {
+      env: { ...process.env, ...options.env },
+      stdio: tethered ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
+      // The tether's group holds the server too: a SIGKILL of the group leaves neither behind.
+      detached: tethered || (options.detached ?? false),
+    },
+  );
   let out = "";
   const collect = (chunk: Buffer) => {
     out = (out + chunk.toString("utf8")).slice(-20_000);
@@ -112,9 +130,19 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    const timer = setTimeout(() => {
+      try {
+        if (tethered && child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+        else child.kill("SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }, 5_000);
     await exited;
     clearTimeout(timer);
+  };
+  const holdFor = (pid: number | undefined) => {
+    if (tethered && pid !== undefined && child.connected) child.send({ await_pid: pid }, () => undefined);
   };
   const deadline = Date.now() + (options.startTimeoutMs ?? 10_000);
   for (;;) {
@@ -128,5 +156,19 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { url: `nats://${host}:${options.port}`, port: options.port, child, output: () => out, stop };
+  return {
+    url: `nats://${host}:${options.port}`,
+    port: options.port,
+    child,
+    output: () => out,
+    stop,
+    holdFor,
+  };
+}
+
+/** Node's arguments that run `nats-tether` beside this module (its source through tsx's loader when this CLI runs from its own). */
+function tetherNodeArgs(): string[] {
+  const self = fileURLToPath(import.meta.url);
+  const script = self.replace(/nats-server\.(ts|js)$/, "nats-tether.$1");
+  return self.endsWith(".ts") ? ["--import", import.meta.resolve("tsx"), script] : [script];
 }

@@ -30,6 +30,14 @@ export function discoverServices(root: string = REPO_ROOT): ServiceEntry[] {
     .map((name) => ({ name, nodeArgs: serviceNodeArgs(path.join(dir, name)) }));
 }
 
+/**
+ * The i-th service's metrics port (`GEODE_METRICS_PORT` of each process a supervisor starts):
+ * consecutive from `first`, so no two services compete for one port; all off when `first` is 0.
+ */
+export function metricsPortOf(first: number, i: number): string {
+  return first === 0 ? "0" : String(first + i);
+}
+
 const LEVELS: Record<number, string> = {
   10: "TRACE",
   20: "DEBUG",
@@ -79,7 +87,9 @@ export interface ServiceProcess {
 /**
  * Starts one service (compiled, or from its sources when this CLI runs from its own) with `env`, passing each output line through
  * `onLine` (already made human-readable). `detached`: in a process group of its own, so a
- * terminal's Ctrl-C reaches only the parent, which then stops the services in order.
+ * terminal's Ctrl-C reaches only the parent, which then stops the services in order. The service
+ * gets an IPC channel that nothing is sent on: it closes when this process dies, however it dies,
+ * and the service then drains and exits by itself (`runService`).
  */
 export function spawnServiceProcess(
   service: ServiceEntry,
@@ -90,7 +100,7 @@ export function spawnServiceProcess(
   const child = spawn(process.execPath, service.nodeArgs, {
     cwd: process.cwd(),
     env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
     detached: options.detached ?? false,
   });
   const last: string[] = [];

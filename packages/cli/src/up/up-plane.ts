@@ -13,7 +13,7 @@ import { renderTable } from "../render-table.js";
 import { provideDatabase, type UpDatabase } from "./embedded-database.js";
 import type { NatsPlan } from "./ensure-nats.js";
 import { type HealthProbe, probeHealth } from "./health-probe.js";
-import type { ServiceEntry } from "./service-processes.js";
+import { metricsPortOf, type ServiceEntry } from "./service-processes.js";
 import { type RestartNotice, type RestartPolicy, ServiceSupervisor } from "./service-supervisor.js";
 
 /** The name `geode up` answers health under: `{ns}.health.geode-up`. */
@@ -85,11 +85,6 @@ function restartLine(n: RestartNotice): string {
   return `geode up: ${n.service} exited unexpectedly (${exit} after ${uptime}); ${next}\n`;
 }
 
-/** The i-th service's metrics port: consecutive from `GEODE_METRICS_PORT`, all off when it is 0. */
-function metricsPortOf(first: number, i: number): string {
-  return first === 0 ? "0" : String(first + i);
-}
-
 /** Starts every service under a supervisor, with the plane's NATS and database in their environment. */
 export function spawnServices(
   plane: UpPlane,
@@ -105,21 +100,26 @@ export function spawnServices(
   const width = Math.max(...services.map((s) => s.name.length));
   const paint = (i: number, s: string) => (io.isTTY ? `\x1b[${COLORS[i % COLORS.length]}m${s}\x1b[0m` : s);
   const prefixOf = new Map(services.map((s, i) => [s.name, paint(i, s.name.padEnd(width))]));
+  // Should `geode up` die, a nats-server it started stays up until the services have drained.
+  const holdNats = (pid: number | undefined) => plane.nats.embedded?.holdFor(pid);
   for (const [i, s] of services.entries()) {
-    plane.supervisors.push(
-      new ServiceSupervisor(s, {
-        env: { ...env, GEODE_METRICS_PORT: metricsPortOf(plane.config.metricsPort, i) },
-        detached: true,
-        ...(policy ? { policy } : {}),
-        onLine: (name, line, stream) =>
-          (stream === "stderr" ? io.err : io.out)(`${prefixOf.get(name)} | ${line}\n`),
-        onRestart: (notice) => {
-          if (!plane.recovering.has(notice.service)) plane.recovering.set(notice.service, Date.now());
-          io.err(restartLine(notice));
-        },
-        onRespawn: (name, pid) => io.out(`geode up: ${name} started again (pid ${pid ?? "?"})\n`),
-      }),
-    );
+    const supervisor = new ServiceSupervisor(s, {
+      env: { ...env, GEODE_METRICS_PORT: metricsPortOf(plane.config.metricsPort, i) },
+      detached: true,
+      ...(policy ? { policy } : {}),
+      onLine: (name, line, stream) =>
+        (stream === "stderr" ? io.err : io.out)(`${prefixOf.get(name)} | ${line}\n`),
+      onRestart: (notice) => {
+        if (!plane.recovering.has(notice.service)) plane.recovering.set(notice.service, Date.now());
+        io.err(restartLine(notice));
+      },
+      onRespawn: (name, pid) => {
+        holdNats(pid);
+        io.out(`geode up: ${name} started again (pid ${pid ?? "?"})\n`);
+      },
+    });
+    holdNats(supervisor.child.pid);
+    plane.supervisors.push(supervisor);
   }
 }
 

@@ -1,0 +1,131 @@
+import type { AgentKind } from "./messages.js";
+
+/** What a tool does, in one word every agent's tools map to: one policy for every agent. */
+export const TOOL_KINDS = ["shell", "file_read", "file_write", "file_edit", "web_fetch", "mcp", "other"] as const;
+export type ToolKind = (typeof TOOL_KINDS)[number];
+
+/**
+ * One tool of one agent: its kind, and where its shell command, its file paths and its URL sit in
+ * its arguments (argument names; a path field may hold one path or a list of them).
+ */
+export interface ToolKindEntry {
+  kind: ToolKind;
+  command?: string;
+  paths?: readonly string[];
+  url?: string;
+}
+
+/** Whose tool names: an agent kind, or a runtime's own tools (the tool-executor's built-ins and the demo's). */
+export type ToolOwner = AgentKind | "runtime";
+
+const shell = (command: string): ToolKindEntry => ({ kind: "shell", command });
+const read = (...paths: string[]): ToolKindEntry => ({ kind: "file_read", paths });
+const write = (...paths: string[]): ToolKindEntry => ({ kind: "file_write", paths });
+const edit = (...paths: string[]): ToolKindEntry => ({ kind: "file_edit", paths });
+const fetchUrl = (url: string): ToolKindEntry => ({ kind: "web_fetch", url });
+const OTHER: ToolKindEntry = { kind: "other" };
+const WEB: ToolKindEntry = { kind: "web_fetch" };
+
+/**
+ * Every pinned agent's tool names as its hooks name them (checked against the real CLIs by the
+ * gateway tests: Claude Code 2.1.332, Codex CLI 0.171.0, Gemini CLI 0.61.0, Copilot CLI 1.0.102).
+ * MCP tools are recognized by their names' form (`toolKindOf`); any other tool is `other`.
+ */
+export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, ToolKindEntry>>>> = {
+  "claude-code": {
+    Bash: shell("command"),
+    BashOutput: OTHER,
+    KillShell: OTHER,
+    Read: read("file_path"),
+    NotebookRead: read("notebook_path"),
+    Glob: read("path"),
+    Grep: read("path"),
+    LS: read("path"),
+    Write: write("file_path"),
+    Edit: edit("file_path"),
+    MultiEdit: edit("file_path"),
+    NotebookEdit: edit("notebook_path"),
+    WebFetch: fetchUrl("url"),
+    WebSearch: WEB,
+  },
+  // Codex names its shell tool (exec_command) `Bash` for hooks, with the command as `command`.
+  codex: {
+    Bash: shell("command"),
+    apply_patch: edit(),
+    view_image: read("path"),
+  },
+  "gemini-cli": {
+    run_shell_command: shell("command"),
+    read_file: read("file_path"),
+    read_many_files: read("include"),
+    list_directory: read("dir_path"),
+    glob: read("dir_path"),
+    grep_search: read("dir_path"),
+    write_file: write("file_path"),
+    replace: edit("file_path"),
+    web_fetch: WEB,
+    google_web_search: WEB,
+  },
+  copilot: {
+    bash: shell("command"),
+  },
+  runtime: {
+    "shell.exec": shell("command"),
+    "fs.read": read("path"),
+    "fs.write": write("path"),
+  },
+};
+
+/** MCP tools as agents name them: `mcp__<server>__<tool>` (Claude Code, Codex), `mcp_<server>_<tool>` (Gemini CLI). */
+const MCP_TOOL = /^mcp__?[A-Za-z0-9_-]+/;
+
+/** The entry of `toolName` of `owner` (a runtime when unknown): its table row, `mcp` by its name's form, else `other`. */
+export function toolKindOf(owner: ToolOwner | undefined, toolName: string): ToolKindEntry {
+  const entry = AGENT_TOOLS[owner ?? "runtime"][toolName];
+  if (entry) return entry;
+  return MCP_TOOL.test(toolName) ? { kind: "mcp" } : OTHER;
+}
+
+/** What a tool call touches, read from its arguments by its table entry. */
+export interface ToolFacts {
+  kind: ToolKind;
+  command?: string;
+  paths?: string[];
+  url?: string;
+}
+
+const URL_IN_TEXT = /\bhttps?:\/\/[^\s"'<>]+/;
+
+/**
+ * The kind of a call and the command, paths and URL it names (strings only; a web tool without a
+ * URL field yields the first URL in its text arguments).
+ */
+export function toolFacts(owner: ToolOwner | undefined, toolName: string, args: Record<string, unknown>): ToolFacts {
+  const entry = toolKindOf(owner, toolName);
+  const facts: ToolFacts = { kind: entry.kind };
+  if (entry.command !== undefined && typeof args[entry.command] === "string")
+    facts.command = args[entry.command] as string;
+  const paths = (entry.paths ?? []).flatMap((f) => {
+    const v = args[f];
+    return typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+  });
+  if (paths.length > 0) facts.paths = paths;
+  if (entry.url !== undefined && typeof args[entry.url] === "string") facts.url = args[entry.url] as string;
+  else if (entry.kind === "web_fetch") {
+    const text = Object.values(args).find((v): v is string => typeof v === "string" && URL_IN_TEXT.test(v));
+    const m = text === undefined ? null : URL_IN_TEXT.exec(text);
+    if (m) facts.url = m[0];
+  }
+  return facts;
+}
+
+/**
+ * A tool's `safety_level` in the tool-executor's effect words: `read` for reading kinds,
+ * `communication` for web tools, else `mutation` (shell, writes, edits, MCP tools and any tool not
+ * known to only read: the safer reading).
+ */
+export function safetyLevelOfKind(kind: ToolKind): "read" | "communication" | "mutation" {
+  if (kind === "file_read") return "read";
+  if (kind === "web_fetch") return "communication";
+  return "mutation";
+}

@@ -1,0 +1,226 @@
+/**
+ * Runs the real Codex CLI headless and offline: `codex exec --json`, with `HOME` and `CODEX_HOME`
+ * a temp folder whose `config.toml` points its model provider at a scripted stand-in for the
+ * OpenAI Responses API on loopback. The stand-in answers each request with the next turn of a
+ * script (a shell call, or text that ends the turn), streaming SSE as the API does.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+/** The npm package's launcher: it runs the native binary of the platform package. */
+export const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
+
+/** One scripted answer of the model: a shell command to run, or text that ends the turn. */
+export type CodexTurn = { shell: string } | { call: { name: string; arguments: Record<string, unknown> } } | { text: string };
+
+export interface RecordedRequest {
+  url: string;
+  body: Record<string, unknown>;
+  raw: string;
+}
+
+export interface ResponsesStandIn {
+  readonly url: string;
+  readonly requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+function itemOf(turn: CodexTurn, n: number): Record<string, unknown> {
+  if ("text" in turn)
+    return {
+      type: "message",
+      id: `msg_standin_${n}`,
+      role: "assistant",
+      status: "completed",
+      content: [{ type: "output_text", text: turn.text, annotations: [] }],
+    };
+  const call = "shell" in turn ? { name: "exec_command", arguments: { cmd: turn.shell } } : turn.call;
+  return {
+    type: "function_call",
+    id: `fc_standin_${n}`,
+    call_id: `call_standin_${n}`,
+    name: call.name,
+    arguments: JSON.stringify(call.arguments),
+    status: "completed",
+  };
+}
+
+function eventsOf(turn: CodexTurn, n: number): Array<[string, Record<string, unknown>]> {
+  const id = `resp_standin_${n}`;
+  const item = itemOf(turn, n);
+  return [
+    ["response.created", { type: "response.created", response: { id, status: "in_progress", output: [] } }],
+    ["response.output_item.added", { type: "response.output_item.added", output_index: 0, item }],
+    ["response.output_item.done", { type: "response.output_item.done", output_index: 0, item }],
+    [
+      "response.completed",
+      {
+        type: "response.completed",
+        response: {
+          id,
+          status: "completed",
+          output: [item],
+          usage: {
+            input_tokens: 12,
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens: 8,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: 20,
+          },
+        },
+      },
+    ],
+  ];
+}
+
+/** Serves `POST /v1/responses` on 127.0.0.1: request i gets `script[i]` (then "Done."). */
+export async function startResponsesStandIn(script: CodexTurn[]): Promise<ResponsesStandIn> {
+  const requests: RecordedRequest[] = [];
+  let n = 0;
+  const server: Server = createServer((req, res) => {
+    let raw = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (raw += c));
+    req.on("end", () => {
+      let body: Record<string, unknown> = {};
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        // not JSON: answered like any other request
+      }
+      const url = req.url ?? "/";
+      if (!url.startsWith("/v1/responses")) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: `no route ${url}` } }));
+        return;
+      }
+      requests.push({ url, body, raw });
+      const i = n++;
+      const turn = script[i] ?? { text: "Done." };
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      for (const [event, data] of eventsOf(turn, i)) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A scratch CODEX_HOME (also HOME) and a working folder; removed by `cleanup`. */
+export function codexScratch(): { home: string; work: string; cleanup(): void } {
+  const home = mkdtempSync(path.join(tmpdir(), "geode-codex-home-"));
+  const work = mkdtempSync(path.join(tmpdir(), "geode-codex-work-"));
+  return {
+    home,
+    work,
+    cleanup() {
+      rmSync(home, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The provider part of `config.toml`: the stand-in as a custom Responses provider, no approvals, no sandbox. */
+export function providerConfig(apiUrl: string): string {
+  return [
+    'model = "gpt-5-codex"',
+    'model_provider = "standin"',
+    'approval_policy = "never"',
+    'sandbox_mode = "danger-full-access"',
+    "",
+    "[model_providers.standin]",
+    'name = "standin"',
+    `base_url = "${apiUrl}/v1"`,
+    'env_key = "STANDIN_API_KEY"',
+    'wire_api = "responses"',
+    "",
+  ].join("\n");
+}
+
+export interface CodexRun {
+  code: number | null;
+  /** The `--json` event lines of stdout, parsed. */
+  events: Array<Record<string, unknown>>;
+  stdout: string;
+  stderr: string;
+}
+
+/** Writes `config` as `{home}/config.toml` (creating the folder). */
+export function writeCodexConfig(home: string, config: string): string {
+  mkdirSync(home, { recursive: true });
+  const file = path.join(home, "config.toml");
+  writeFileSync(file, config);
+  return file;
+}
+
+/** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
+export function runCodex(options: {
+  prompt: string;
+  home: string;
+  cwd: string;
+  env?: Record<string, string>;
+  args?: string[];
+  timeoutMs?: number;
+}): Promise<CodexRun> {
+  const args = [
+    CODEX_BIN,
+    "exec",
+    "--skip-git-repo-check",
+    "--ephemeral",
+    "--json",
+    ...(options.args ?? []),
+    options.prompt,
+  ];
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd,
+    detached: true,
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      HOME: options.home,
+      CODEX_HOME: options.home,
+      STANDIN_API_KEY: "standin-not-a-real-key",
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+  const timer = setTimeout(() => {
+    try {
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }, options.timeoutMs ?? 120_000);
+  return new Promise((resolve) => {
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      const events: Array<Record<string, unknown>> = [];
+      for (const line of stdout.split("\n")) {
+        if (!line.startsWith("{")) continue;
+        try {
+          events.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          // not an event line
+        }
+      }
+      resolve({ code, events, stdout, stderr });
+    });
+  });
+}

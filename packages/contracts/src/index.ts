@@ -183,6 +183,17 @@ export {
   toolGlob,
 } from "./tool-glob.js";
 export {
+  AGENT_TOOLS,
+  safetyLevelOfKind,
+  TOOL_KINDS,
+  type ToolFacts,
+  type ToolKind,
+  type ToolKindEntry,
+  type ToolOwner,
+  toolFacts,
+  toolKindOf,
+} from "./tool-kinds.js";
+export {
   formatTraceparent,
   newSpanId,
   newTraceContext,
@@ -245,14 +256,3 @@ export {
   WIRE_LEGS,
   type WireLeg,
 } from "./wire-legs.js";
-export {
-  AGENT_TOOLS,
-  safetyLevelOfKind,
-  TOOL_KINDS,
-  type ToolFacts,
-  toolFacts,
-  type ToolKind,
-  type ToolKindEntry,
-  toolKindOf,
-  type ToolOwner,
-} from "./tool-kinds.js";

@@ -1,7 +1,15 @@
 import type { AgentKind } from "./messages.js";
 
 /** What a tool does, in one word every agent's tools map to: one policy for every agent. */
-export const TOOL_KINDS = ["shell", "file_read", "file_write", "file_edit", "web_fetch", "mcp", "other"] as const;
+export const TOOL_KINDS = [
+  "shell",
+  "file_read",
+  "file_write",
+  "file_edit",
+  "web_fetch",
+  "mcp",
+  "other",
+] as const;
 export type ToolKind = (typeof TOOL_KINDS)[number];
 
 /**
@@ -100,14 +108,22 @@ const URL_IN_TEXT = /\bhttps?:\/\/[^\s"'<>]+/;
  * The kind of a call and the command, paths and URL it names (strings only; a web tool without a
  * URL field yields the first URL in its text arguments).
  */
-export function toolFacts(owner: ToolOwner | undefined, toolName: string, args: Record<string, unknown>): ToolFacts {
+export function toolFacts(
+  owner: ToolOwner | undefined,
+  toolName: string,
+  args: Record<string, unknown>,
+): ToolFacts {
   const entry = toolKindOf(owner, toolName);
   const facts: ToolFacts = { kind: entry.kind };
   if (entry.command !== undefined && typeof args[entry.command] === "string")
     facts.command = args[entry.command] as string;
   const paths = (entry.paths ?? []).flatMap((f) => {
     const v = args[f];
-    return typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+    return typeof v === "string"
+      ? [v]
+      : Array.isArray(v)
+        ? v.filter((x): x is string => typeof x === "string")
+        : [];
   });
   if (paths.length > 0) facts.paths = paths;
   if (entry.url !== undefined && typeof args[entry.url] === "string") facts.url = args[entry.url] as string;

@@ -108,7 +108,7 @@ export async function askPermission(call: AgentCall, use: ToolUse): Promise<Perm
     },
     {
       tool_name: use.tool_name,
-      safety_level: safetyLevelOf(use.tool_name),
+      safety_level: safetyLevelOf(call.agent.kind, use.tool_name),
       args: use.args,
       correlation: corr,
       signal,
@@ -130,7 +130,7 @@ function recordStarted(call: AgentCall, use: ToolUse): void {
   const id = corr.tool_call_id;
   if (id !== "" && !toolCalls.start(corr.session_id, id)) return;
   const rewritten = id !== "" && toolCalls.rewritten(corr.session_id, id);
-  const effect = safetyLevelOf(use.tool_name);
+  const effect = safetyLevelOf(call.agent.kind, use.tool_name);
   const ids = (what: string) => (id === "" ? undefined : derivedId(corr.session_id, id, what));
   plane.emit(
     RuntimeEvent.TOOL_EXEC_STARTED,
@@ -171,7 +171,7 @@ export async function postToolUse(call: AgentCall, done: ToolResult): Promise<Po
   const { tool_name: toolName, failed } = done;
   const ended = {
     tool_name: toolName,
-    effect: safetyLevelOf(toolName),
+    effect: safetyLevelOf(call.agent.kind, toolName),
     has_error: failed,
     outcome: failed ? (done.interrupted === true ? "interrupted" : "error") : "ok",
     ...(done.duration_ms !== undefined && Number.isFinite(done.duration_ms)

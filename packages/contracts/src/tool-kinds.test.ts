@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import { AGENT_TOOLS, safetyLevelOfKind, TOOL_KINDS, toolFacts, toolKindOf } from "./tool-kinds.js";
+
+describe("the tool-kind table", () => {
+  it("maps each agent's shell tool to `shell`, with its command", () => {
+    expect(toolFacts("claude-code", "Bash", { command: "rm -rf x" })).toEqual({
+      kind: "shell",
+      command: "rm -rf x",
+    });
+    expect(toolFacts("codex", "Bash", { command: "ls" })).toEqual({ kind: "shell", command: "ls" });
+    expect(toolFacts("gemini-cli", "run_shell_command", { command: "ls", description: "d" })).toEqual({
+      kind: "shell",
+      command: "ls",
+    });
+    expect(toolFacts("copilot", "bash", { command: "ls", mode: "sync" })).toEqual({
+      kind: "shell",
+      command: "ls",
+    });
+  });
+
+  it("reads file paths (one or a list) and URLs from where each tool keeps them", () => {
+    expect(toolFacts("claude-code", "Read", { file_path: "/p/.env" })).toEqual({
+      kind: "file_read",
+      paths: ["/p/.env"],
+    });
+    expect(toolFacts("gemini-cli", "read_many_files", { include: ["a.ts", 3, "b.ts"] })).toEqual({
+      kind: "file_read",
+      paths: ["a.ts", "b.ts"],
+    });
+    expect(toolFacts("claude-code", "WebFetch", { url: "https://x.test/a", prompt: "p" })).toEqual({
+      kind: "web_fetch",
+      url: "https://x.test/a",
+    });
+    // Gemini's web_fetch names its URLs inside its prompt.
+    expect(toolFacts("gemini-cli", "web_fetch", { prompt: "summarize https://evil.test/x please" })).toEqual({
+      kind: "web_fetch",
+      url: "https://evil.test/x",
+    });
+  });
+
+  it("knows MCP tools by their names' form, and calls anything else `other`", () => {
+    expect(toolKindOf("claude-code", "mcp__github__create_issue").kind).toBe("mcp");
+    expect(toolKindOf("gemini-cli", "mcp_files_read").kind).toBe("mcp");
+    expect(toolKindOf("codex", "write_stdin").kind).toBe("other");
+    expect(toolKindOf(undefined, "fs.write")).toEqual({ kind: "file_write", paths: ["path"] });
+    expect(toolFacts("claude-code", "Bash", { command: 42 })).toEqual({ kind: "shell" });
+  });
+
+  it("uses only the declared kinds, and reads a safety level from each", () => {
+    for (const tools of Object.values(AGENT_TOOLS))
+      for (const entry of Object.values(tools)) expect(TOOL_KINDS).toContain(entry.kind);
+    expect(safetyLevelOfKind("file_read")).toBe("read");
+    expect(safetyLevelOfKind("web_fetch")).toBe("communication");
+    expect(safetyLevelOfKind("shell")).toBe("mutation");
+    expect(safetyLevelOfKind("other")).toBe("mutation");
+  });
+});

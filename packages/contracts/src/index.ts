@@ -1,5 +1,15 @@
 export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
+  CODEX_EVENTS,
+  CODEX_HOOK_PATH,
+  type CodexEventName,
+  CodexEventFields,
+  type CodexHookInput,
+  CodexHookInputCodec,
+  CodexHookInputSchema,
+  type CodexHookOutput,
+} from "./codex.js";
+export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,

@@ -1,32 +1,33 @@
 import {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
-  type ClaudeCodeEventName,
   type ClaudeCodeHookInput,
   ClaudeCodeHookInputCodec,
   type ClaudeCodeHookOutput,
 } from "@geode/contracts";
 import type { AgentAdapter } from "../agent-adapter.js";
-import { CLAUDE_CODE_HANDLERS, type ClaudeCodeEvent, recordOnlyEvent } from "./events.js";
-import { block, denyTool, NOTHING, permissionAnswer } from "./outputs.js";
+import {
+  type ClaudeStyleEvent,
+  claudeStyleHandlers,
+  recordOnlyEvent,
+} from "../agent-plane/claude-style-events.js";
+import { refuseGuarded } from "../agent-plane/claude-style-outputs.js";
 
 const GUARDED: ReadonlySet<string> = new Set(CLAUDE_CODE_EVENTS.filter((e) => e.guards).map((e) => e.event));
-const HANDLERS: Readonly<Record<ClaudeCodeEventName, ClaudeCodeEvent>> = CLAUDE_CODE_HANDLERS;
-
-const handlerOf = (event: string): ClaudeCodeEvent =>
-  Object.hasOwn(HANDLERS, event) ? HANDLERS[event as ClaudeCodeEventName] : recordOnlyEvent;
 
 /**
- * What a guarded event answers when the plane cannot decide (the hook-dispatcher or NATS is
- * unreachable, a dependency fails): the call is refused, as a `failure_mode: closed` guard would.
- * Events that guard nothing answer `{}`, so Claude Code goes on.
+ * The mapping of docs/claude-code.md: Claude Code takes a rewritten input alone (`updatedInput`,
+ * no allow), can ask its user, and skips a deferred compaction.
  */
+const HANDLERS: Readonly<Record<string, ClaudeStyleEvent>> = claudeStyleHandlers({
+  rewrite: "always",
+  unanswered: "ask",
+  defer: "block",
+});
+
+/** What a guarded Claude Code event answers when the plane cannot decide; the others answer `{}`. */
 export function unavailableOutput(event: string, message: string): ClaudeCodeHookOutput {
-  if (!GUARDED.has(event)) return NOTHING;
-  const reason = `geode: the extension plane could not decide (${message}); a guarded call is refused`;
-  if (event === "PreToolUse") return denyTool(reason);
-  if (event === "PermissionRequest") return permissionAnswer("deny", reason);
-  return block(reason);
+  return refuseGuarded(GUARDED, event, message);
 }
 
 /**
@@ -47,6 +48,6 @@ export const claudeCodeAdapter: AgentAdapter<ClaudeCodeHookInput, ClaudeCodeHook
     model: typeof input["model"] === "string" ? input["model"] : undefined,
   }),
   startsSession: (input) => input.hook_event_name === "SessionStart",
-  handle: (call, input) => handlerOf(input.hook_event_name)(call, input),
+  handle: (call, input) => (HANDLERS[input.hook_event_name] ?? recordOnlyEvent)(call, input),
   unavailable: unavailableOutput,
 };

@@ -1,0 +1,49 @@
+/** `'…'` for a POSIX shell. */
+export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** The environment variable the agent's hook commands read their gateway token from. */
+export const TOKEN_ENV = "GEODE_AGENT_TOKEN";
+
+export interface HookCommandOptions {
+  /** The gateway's endpoint for this agent (`http://127.0.0.1:4280/v1/codex/hook`). */
+  endpoint: string;
+  /**
+   * A guarded event of a fail-closed set-up: when the gateway cannot be reached or answers an
+   * error, the command exits 2 with the reason on stderr, which the agents read as a refusal.
+   * Otherwise it exits 1, which they read as "go on" (and show as a warning).
+   */
+  failClosed: boolean;
+  /** How long one call may take (the agent's own hook timeout should be a little longer). */
+  timeoutSeconds: number;
+}
+
+/**
+ * The command hook an agent runs for each of its hook calls: one `curl` that POSTs the hook input
+ * (stdin) to the gateway with the agent's bearer token and prints the gateway's answer, which is
+ * already in the agent's own output format (its refusals included). A shell and curl start in a
+ * few milliseconds, where a Node process takes tens; nothing of the hook process's environment but
+ * the token is sent.
+ */
+export function hookCommand(options: HookCommandOptions): string {
+  const reason = options.failClosed
+    ? "geode: the agent gateway could not answer; a guarded call is refused"
+    : "geode: the agent gateway could not answer; going on ungoverned";
+  return [
+    "curl -sS -f",
+    `--max-time ${Math.max(1, Math.round(options.timeoutSeconds))}`,
+    "-H 'content-type: application/json'",
+    `-H "authorization: Bearer \${${TOKEN_ENV}:-}"`,
+    "--data-binary @-",
+    shellQuote(options.endpoint),
+    `|| { echo ${shellQuote(reason)} >&2; exit ${options.failClosed ? 2 : 1}; }`,
+  ].join(" ");
+}
+
+/** True for a hook command this CLI wrote (a second `geode connect` replaces it, never doubles it). */
+export function isGeodeHookCommand(command: unknown): boolean {
+  return (
+    typeof command === "string" &&
+    (/(^|[\s'"])hook-shim(['"\s]|$)/.test(command) ||
+      (command.startsWith("curl ") && command.includes(`\${${TOKEN_ENV}:-}`) && /\/v1\/[a-z-]+\/hook/.test(command)))
+  );
+}

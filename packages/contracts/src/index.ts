@@ -1,15 +1,5 @@
 export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
-  CODEX_EVENTS,
-  CODEX_HOOK_PATH,
-  type CodexEventName,
-  CodexEventFields,
-  type CodexHookInput,
-  CodexHookInputCodec,
-  CodexHookInputSchema,
-  type CodexHookOutput,
-} from "./codex.js";
-export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,
@@ -19,6 +9,16 @@ export {
   ClaudeCodeHookInputSchema,
   type ClaudeCodeHookOutput,
 } from "./claude-code.js";
+export {
+  CODEX_EVENTS,
+  CODEX_HOOK_PATH,
+  CodexEventFields,
+  type CodexEventName,
+  type CodexHookInput,
+  CodexHookInputCodec,
+  CodexHookInputSchema,
+  type CodexHookOutput,
+} from "./codex.js";
 export {
   CORRELATION_FIELDS,
   type Correlation,

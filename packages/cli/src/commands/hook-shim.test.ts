@@ -3,9 +3,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { freePort } from "@geode/cli";
-import { CLAUDE_CODE_HOOK_PATH } from "@geode/contracts";
+import { CLAUDE_CODE_HOOK_PATH, CODEX_HOOK_PATH } from "@geode/contracts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOOK_PATH, hookEndpoint, refusalOf } from "./hook-shim.js";
+import { hookEndpoint, refusalOf } from "./hook-shim.js";
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/geode.mjs");
 
@@ -66,12 +66,12 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 const SPAWNS = { timeout: 120_000 };
 
 describe("geode hook-shim", () => {
-  it("uses the contract's path", () => {
-    expect(HOOK_PATH).toBe(CLAUDE_CODE_HOOK_PATH);
-    expect(hookEndpoint("http://gw:4280", {})).toBe(`http://gw:4280${HOOK_PATH}`);
+  it("uses the contract's paths", () => {
+    expect(hookEndpoint("http://gw:4280", {})).toBe(`http://gw:4280${CLAUDE_CODE_HOOK_PATH}`);
+    expect(hookEndpoint("http://gw:4280", {}, "codex")).toBe(`http://gw:4280${CODEX_HOOK_PATH}`);
     expect(hookEndpoint("https://gw/custom/path", {})).toBe("https://gw/custom/path");
     expect(hookEndpoint(undefined, { GEODE_GATEWAY_ADDR: "0.0.0.0:5000" })).toBe(
-      `http://127.0.0.1:5000${HOOK_PATH}`,
+      `http://127.0.0.1:5000${CLAUDE_CODE_HOOK_PATH}`,
     );
     expect(refusalOf({ hookSpecificOutput: { decision: { behavior: "deny", message: "m" } } })).toBe("m");
     expect(refusalOf({ hookSpecificOutput: { permissionDecision: "allow" } })).toBeNull();

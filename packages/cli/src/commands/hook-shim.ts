@@ -5,21 +5,27 @@ import { request as httpsRequest } from "node:https";
 import { parseArgs } from "node:util";
 import type { CommandModule } from "../command.js";
 
-/** The agent gateway's Claude Code endpoint (`CLAUDE_CODE_HOOK_PATH` of the contract). */
-export const HOOK_PATH = "/v1/claude-code/hook";
+/** The agent kinds the gateway has an endpoint for (`/v1/<kind>/hook` of the contract). */
+export const SHIM_AGENTS = ["claude-code", "codex", "gemini-cli", "copilot"] as const;
+export type ShimAgent = (typeof SHIM_AGENTS)[number];
 const DEFAULT_GATEWAY_URL = "http://127.0.0.1:4280";
 const DEFAULT_TIMEOUT_MS = 120_000;
 
 /**
- * The hook endpoint for `--url`: a gateway base URL gets the Claude Code path; a URL with a path is
- * taken as given. Without one: `GEODE_GATEWAY_URL`, else `GEODE_GATEWAY_ADDR`, else the default.
+ * The hook endpoint for `--url`: a gateway base URL gets the agent's path (`/v1/<agent>/hook`); a
+ * URL with a path is taken as given. Without one: `GEODE_GATEWAY_URL`, else `GEODE_GATEWAY_ADDR`,
+ * else the default.
  */
-export function hookEndpoint(url: string | undefined, env: NodeJS.ProcessEnv): string {
+export function hookEndpoint(
+  url: string | undefined,
+  env: NodeJS.ProcessEnv,
+  agent: ShimAgent = "claude-code",
+): string {
   let base = url ?? env["GEODE_GATEWAY_URL"];
   if (!base && env["GEODE_GATEWAY_ADDR"])
     base = `http://${env["GEODE_GATEWAY_ADDR"].replace(/^0\.0\.0\.0:/, "127.0.0.1:")}`;
   const u = new URL(base || DEFAULT_GATEWAY_URL);
-  if (u.pathname === "/" || u.pathname === "") u.pathname = HOOK_PATH;
+  if (u.pathname === "/" || u.pathname === "") u.pathname = `/v1/${agent}/hook`;
   return u.toString();
 }
 
@@ -88,21 +94,29 @@ function post(
 }
 
 /**
- * `geode hook-shim`: a command hook that forwards its stdin (the agent's hook input) to the agent
- * gateway and prints the gateway's hook output. Exit 0 with the output; exit 2 with the reason on
- * stderr when the gateway denies or blocks; when the gateway cannot be reached or answers an error,
- * exit 2 with `--fail-closed`, else exit 1 (the agent goes on).
+ * `geode hook-shim [--agent A]`: a command hook that forwards its stdin (the agent's hook input)
+ * to the agent gateway's endpoint for agent A (default claude-code) and prints the gateway's hook
+ * output. Exit 0 with the output; for Claude Code, exit 2 with the reason on stderr when the
+ * gateway denies or blocks (the other agents read their refusal from the JSON itself); when the
+ * gateway cannot be reached or answers an error, exit 2 with `--fail-closed`, else exit 1 (the
+ * agent goes on).
  */
 export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
   const { values } = parseArgs({
     args,
     options: {
       url: { type: "string" },
+      agent: { type: "string", default: "claude-code" },
       "fail-closed": { type: "boolean", default: false },
       "timeout-ms": { type: "string" },
     },
   });
   const failCode = values["fail-closed"] ? 2 : 1;
+  const agent = values.agent as ShimAgent;
+  if (!SHIM_AGENTS.includes(agent)) {
+    io.err(`geode hook-shim: --agent must be one of ${SHIM_AGENTS.join(", ")}\n`);
+    return failCode;
+  }
   const timeoutMs = values["timeout-ms"] === undefined ? DEFAULT_TIMEOUT_MS : Number(values["timeout-ms"]);
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
     io.err(`geode hook-shim: --timeout-ms must be a positive integer\n`);
@@ -110,7 +124,7 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
   }
   let endpoint: string;
   try {
-    endpoint = hookEndpoint(values.url, io.env);
+    endpoint = hookEndpoint(values.url, io.env, agent);
   } catch {
     io.err(`geode hook-shim: not a URL: ${values.url}\n`);
     return failCode;
@@ -140,7 +154,7 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
     io.err("geode hook-shim: the agent gateway answered something other than JSON\n");
     return failCode;
   }
-  const refusal = refusalOf(output);
+  const refusal = agent === "claude-code" ? refusalOf(output) : null;
   if (refusal !== null) {
     io.err(`${refusal}\n`);
     return 2;

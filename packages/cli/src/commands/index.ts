@@ -157,7 +157,8 @@ export const COMMANDS: CommandSpec[] = [
   {
     path: ["hook-shim"],
     summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
-    usage: "geode hook-shim [--url <gateway url>] [--fail-closed] [--timeout-ms <ms>]",
+    usage:
+      "geode hook-shim [--agent claude-code|codex|gemini-cli|copilot] [--url <gateway url>] [--fail-closed] [--timeout-ms <ms>]",
     load: async () => (await import("./hook-shim.js")).hookShimCommand,
   },
   {

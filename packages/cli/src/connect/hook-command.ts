@@ -44,6 +44,8 @@ export function isGeodeHookCommand(command: unknown): boolean {
   return (
     typeof command === "string" &&
     (/(^|[\s'"])hook-shim(['"\s]|$)/.test(command) ||
-      (command.startsWith("curl ") && command.includes(`\${${TOKEN_ENV}:-}`) && /\/v1\/[a-z-]+\/hook/.test(command)))
+      (command.startsWith("curl ") &&
+        command.includes(`\${${TOKEN_ENV}:-}`) &&
+        /\/v1\/[a-z-]+\/hook/.test(command)))
   );
 }

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { registerCopyTarget } from "./copy-writer.js";
@@ -11,6 +10,7 @@ import {
   ProjectionUnavailableError,
   redactDatabaseUrl,
 } from "./errors.js";
+import { loadPglite } from "./load-pglite.js";
 import { migrateProjection } from "./migrations.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
@@ -81,7 +81,7 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
     // In memory: nobody else can open it, so no owner and no server.
     kind = "pglite";
     where = "the in-memory database";
-    root = new Kysely({ dialect: new PGliteDialect({ pglite: await PGlite.create() }) });
+    root = new Kysely({ dialect: new PGliteDialect({ pglite: await (await loadPglite()).create() }) });
   } else {
     kind = "pglite";
     where = `the embedded database ${dir}`;

@@ -88,6 +88,10 @@ async function runtimeBus(stack: ComposeStack): Promise<RuntimeEventBus> {
   });
 }
 
+/** A handler outside the stack: the policy guard's own NATS user, with its private inbox prefix. */
+const asGuard = (stack: ComposeStack) =>
+  natsAs(stack, "handler-policy-guard", privateInboxPrefix("handler-policy-guard"));
+
 /** Publishes `n` runtime events of one session as the runtime user; returns their ids. */
 async function publishEvents(bus: RuntimeEventBus, session: string, n: number): Promise<string[]> {
   const ids = Array.from({ length: n }, () => randomUUID());
@@ -263,8 +267,7 @@ describe("the compose stack, deployed as the README says", () => {
   it(
     "a guard handler on this host, through the published NATS port, blocks a tool call",
     async () => {
-      const user = "handler-policy-guard";
-      const nc = await natsAs(stack, user, privateInboxPrefix(user));
+      const nc = await asGuard(stack);
       const seen: string[] = [];
       const guard = await serveHook(
         { nc, names: ns },
@@ -306,8 +309,7 @@ describe("the compose stack, deployed as the README says", () => {
   it(
     "the per-role users refuse a handler that tries to publish runtime events",
     async () => {
-      const user = "handler-policy-guard";
-      const nc = await natsAs(stack, user, privateInboxPrefix(user));
+      const nc = await asGuard(stack);
       const operator = await jetstreamManager(await natsAs(stack, "operator"));
       const before = (await operator.streams.info(ns.eventsStream)).state.messages;
       await expect(
@@ -358,9 +360,8 @@ describe("the compose stack, deployed as the README says", () => {
         { tool: { name: "Bash", input: { command: "touch blocked.txt", description: "run it" } } },
         { text: "Could not do it." },
       ]);
-      const user = "handler-policy-guard";
       const guard = await serveHook(
-        { nc: await natsAs(stack, user, privateInboxPrefix(user)), names: ns },
+        { nc: await asGuard(stack), names: ns },
         HookName.PreToolUse,
         { name: "policy-guard", match: { tool_name: ["Bash"] } },
         (e) =>

@@ -13,6 +13,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { processAlive as alive } from "@geode/testing";
 import { runCommand } from "../infra/docker/local-bases.js";
 
 export interface DockerEngine {
@@ -29,15 +30,6 @@ const PACKAGES = ["docker.io", "iptables", "debootstrap", "docker-compose", "ipr
 const TOOLS = ["dockerd", "docker", "iptables", "debootstrap", "ip"];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const readPid = (file: string) => {
   const pid = existsSync(file) ? Number(readFileSync(file, "utf8").trim()) : Number.NaN;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
 import { names as buildNames, HealthReplySchema, SERVICE_NAMES } from "@geode/contracts";
-import { GEODE_BIN, REPO_ROOT, useTestEnv } from "@geode/testing";
+import { GEODE_BIN, processAlive, REPO_ROOT, useTestEnv } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
@@ -79,15 +79,6 @@ function pidsOf(output: string, services: string[]): Map<string, number> {
   return pids;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const env = useTestEnv();
 
 describe("geode up", () => {
@@ -127,7 +118,7 @@ describe("geode up", () => {
       run.child.kill("SIGINT");
       expect(await run.exit).toBe(0);
       expect(run.output()).toMatch(/geode up: stopped/);
-      for (const [s, pid] of pids) expect(alive(pid), `${s} (pid ${pid}) still running`).toBe(false);
+      for (const [s, pid] of pids) expect(processAlive(pid), `${s} (pid ${pid}) still running`).toBe(false);
       // One after the other, the reverse of start, the recorder last (it records the others' drain).
       const stoppedAt = (s: string) => run.output().search(new RegExp(`\\| .*INFO +${s} stopped`));
       const started = [...SERVICE_NAMES, ...SERVICES].filter(

@@ -1,6 +1,7 @@
 export { findPostgresBin, type PostgresServer, startPostgresServer } from "./postgres-server.js";
 export {
   GEODE_BIN,
+  processAlive,
   REPO_ROOT,
   type SpawnedProcess,
   spawnProgram,

@@ -36,6 +36,20 @@ const readPid = (file: string) => {
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 };
 
+/**
+ * The pid in `file` when that process runs and its command line names `mark` (this engine's
+ * folder): a pid file left behind may name a pid reused by an unrelated process.
+ */
+function runningPid(file: string, mark: string): number | undefined {
+  const pid = readPid(file);
+  if (pid === undefined || !alive(pid)) return undefined;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(mark) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The server's version, or undefined when nothing answers at `host`. */
 async function serverVersion(host: string): Promise<string | undefined> {
   const r = await runCommand("docker", ["version", "--format", "{{.Server.Version}}"], {
@@ -158,8 +172,8 @@ function layout(dir: string): OwnEngine {
 
 /** Starts dockerd (or takes over one a dead run left) and waits for it to answer. */
 async function startDaemon(e: OwnEngine, host: string): Promise<string> {
-  const left = readPid(e.pidFile);
-  if (left !== undefined && alive(left)) {
+  const left = runningPid(e.pidFile, e.dir);
+  if (left !== undefined) {
     const v = await serverVersion(host);
     if (v) return v;
     process.kill(left, "SIGTERM");
@@ -217,9 +231,9 @@ export async function useDockerEngine(options: { lockWaitMs?: number } = {}): Pr
   try {
     // A daemon of ours that a dead run left: taken over when it runs (its FORWARD policy replaced
     // one that was Linux's default), cleaned up after when it died (its pid file stays).
-    const left = readPid(e.pidFile);
-    if (left !== undefined && !alive(left)) await removeNetworkLeftovers("ACCEPT");
-    if (left === undefined || !alive(left)) policy = await forwardPolicy();
+    const running = runningPid(e.pidFile, e.dir);
+    if (running === undefined && existsSync(e.pidFile)) await removeNetworkLeftovers("ACCEPT");
+    if (running === undefined) policy = await forwardPolicy();
     v = await startDaemon(e, host);
   } catch (err) {
     rmSync(e.lock, { recursive: true, force: true });
@@ -245,15 +259,14 @@ export async function useDockerEngine(options: { lockWaitMs?: number } = {}): Pr
 
 /** SIGTERM to dockerd (it stops every container, then its containerd), SIGKILL after a minute. */
 async function stopDaemon(e: OwnEngine): Promise<void> {
-  const pid = readPid(e.pidFile);
-  const containerd = readPid(e.containerdPid);
-  if (pid !== undefined && alive(pid)) {
+  const pid = runningPid(e.pidFile, e.dir);
+  const containerd = runningPid(e.containerdPid, e.dir);
+  if (pid !== undefined) {
     process.kill(pid, "SIGTERM");
     if (!(await waitGone(pid, 60_000))) process.kill(pid, "SIGKILL");
     await waitGone(pid, 10_000);
   }
-  if (containerd !== undefined && alive(containerd) && !(await waitGone(containerd, 10_000)))
-    process.kill(containerd, "SIGKILL");
+  if (containerd !== undefined && !(await waitGone(containerd, 10_000))) process.kill(containerd, "SIGKILL");
 }
 
 /** Processes of this module's engine still running (dockerd, its containerd), by their pid files. */
@@ -261,7 +274,7 @@ export function enginePids(
   dir = process.env["GEODE_TEST_DOCKER_DIR"] || "/var/cache/geode-test-docker",
 ): number[] {
   const e = layout(dir);
-  return [readPid(e.pidFile), readPid(e.containerdPid)].filter(
-    (p): p is number => p !== undefined && alive(p),
+  return [runningPid(e.pidFile, e.dir), runningPid(e.containerdPid, e.dir)].filter(
+    (p): p is number => p !== undefined,
   );
 }

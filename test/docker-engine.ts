@@ -26,6 +26,23 @@ export interface DockerEngine {
   stop(): Promise<void>;
 }
 
+/**
+ * Removes every container (with its anonymous volumes), volume and network of an engine of this
+ * module's own; images stay (the base images and the build cache). Its data outlives a run, and a
+ * run that died leaves its stacks there, which the daemon would start again.
+ */
+async function clearEngine(env: NodeJS.ProcessEnv): Promise<void> {
+  const ids = async (args: string[]) =>
+    (await runCommand("docker", args, { env, timeoutMs: 60_000 })).stdout.split("\n").filter(Boolean);
+  const containers = await ids(["ps", "-a", "-q"]);
+  if (containers.length > 0)
+    await runCommand("docker", ["rm", "-f", "-v", ...containers], { env, timeoutMs: 300_000 });
+  const volumes = await ids(["volume", "ls", "-q"]);
+  if (volumes.length > 0)
+    await runCommand("docker", ["volume", "rm", "-f", ...volumes], { env, timeoutMs: 300_000 });
+  await runCommand("docker", ["network", "prune", "-f"], { env, timeoutMs: 60_000 });
+}
+
 const PACKAGES = ["docker.io", "iptables", "debootstrap", "docker-compose", "iproute2"];
 const TOOLS = ["dockerd", "docker", "iptables", "debootstrap", "ip"];
 
@@ -235,6 +252,7 @@ export async function useDockerEngine(options: { lockWaitMs?: number } = {}): Pr
     if (running === undefined && existsSync(e.pidFile)) await removeNetworkLeftovers("ACCEPT");
     if (running === undefined) policy = await forwardPolicy();
     v = await startDaemon(e, host);
+    await clearEngine(dockerEnv(host));
   } catch (err) {
     rmSync(e.lock, { recursive: true, force: true });
     throw err;

@@ -274,9 +274,14 @@ describe("Claude Code governed through the agent gateway", () => {
           `select name, extension, status from ${schema}.extension_invocations where session_id = $1`,
         );
         expect(invocations).toContainEqual({ name: "PreToolUse", extension: "audit-tools", status: "ok" });
-        const timeline = (
-          await q(`select kind from ${schema}.session_events where session_id = $1 order by stream_seq`)
-        ).map((r) => r.kind as string);
+        // The timeline is a stream of its own, projected by its own consumer: wait for its end too.
+        const timeline =
+          (await waitFor(async () => {
+            const kinds = (
+              await q(`select kind from ${schema}.session_events where session_id = $1 order by stream_seq`)
+            ).map((r) => r.kind as string);
+            return kinds.includes("session.ended") ? kinds : undefined;
+          }, 60_000)) ?? [];
         expect(timeline[0]).toBe("session.started");
         expect(timeline).toEqual(
           expect.arrayContaining(["tool.called", "tool.completed", "verification.decided"]),

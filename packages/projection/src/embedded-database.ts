@@ -1,9 +1,10 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { claimDataFolder, type EmbeddedOwner, OWNER_FILE, readLiveOwner } from "./embedded-owner.js";
 import { describeDbError, ProjectionUnavailableError } from "./errors.js";
+import { loadPglite } from "./load-pglite.js";
 import { type PgliteServer, servePglite } from "./pglite-server.js";
 
 /** An embedded database this process owns, served on loopback to every other process. */
@@ -41,7 +42,7 @@ export async function serveEmbeddedDatabase(options: {
   let lite: PGlite | undefined;
   let server: PgliteServer | undefined;
   try {
-    lite = await PGlite.create(dir);
+    lite = await (await loadPglite()).create(dir);
     server = await servePglite(lite);
     claim.advertise(server.url);
   } catch (err) {

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { registerCopyTarget } from "./copy-writer.js";
@@ -11,6 +10,7 @@ import {
   ProjectionUnavailableError,
   redactDatabaseUrl,
 } from "./errors.js";
+import { loadPglite } from "./load-pglite.js";
 import { migrateProjection } from "./migrations.js";
 import { type PgliteServer, servePglite } from "./pglite-server.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
@@ -137,7 +137,7 @@ export async function openProjectionDb(options: ProjectionDbOptions): Promise<Pr
 
 /** A PGlite in memory, served on loopback (closing it closes both). */
 async function serveInMemory(): Promise<{ url: string; close(): Promise<void> }> {
-  const lite = await PGlite.create();
+  const lite = await (await loadPglite()).create();
   let server: PgliteServer;
   try {
     server = await servePglite(lite);

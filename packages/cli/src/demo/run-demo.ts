@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { connectGeode, type GeodeConnection, NatsUnavailableError } from "@geode/bus";
+import { connectGeode, type GeodeConnection, loadConfig, NatsUnavailableError } from "@geode/bus";
 import { HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -81,13 +81,28 @@ export interface DemoResult {
   seconds: number;
 }
 
-/** Undefined when a NATS answers at `url`, else why not. */
-async function natsDown(url: string): Promise<unknown> {
+/** The credentials of `NATS_USER`/`NATS_PASS` or `NATS_TOKEN`, as connect options. */
+type NatsAuth = { user?: string; pass?: string; token?: string };
+
+function natsAuth(env: NodeJS.ProcessEnv): NatsAuth {
+  const c = loadConfig(env);
+  const auth: NatsAuth = {};
+  if (c.natsUser !== undefined && c.natsPass !== undefined) {
+    auth.user = c.natsUser;
+    auth.pass = c.natsPass;
+  }
+  if (c.natsToken !== undefined) auth.token = c.natsToken;
+  return auth;
+}
+
+/** Undefined when a NATS answers at `url` and lets `auth` in, else why not. */
+async function natsDown(url: string, auth: NatsAuth): Promise<unknown> {
   try {
     const nc = await connect({
       servers: url.split(",").map((s) => s.trim()),
       timeout: 1_500,
       reconnect: false,
+      ...auth,
     });
     await nc.close();
     return undefined;
@@ -107,7 +122,7 @@ async function demoNats(
   progress: (line: string) => void,
 ): Promise<{ url: string; server: NatsServerProcess | undefined }> {
   const url = natsUrl ?? DEFAULT_NATS_URL;
-  const down = await natsDown(url);
+  const down = await natsDown(url, natsAuth(env));
   if (down === undefined) return { url, server: undefined };
   if (natsUrl !== undefined) throw new NatsUnavailableError(url, down);
   if (!findNatsServerBinary(env)) {
@@ -312,7 +327,12 @@ async function stopProcesses(procs: DemoProcesses, stopNats: boolean): Promise<v
 
 /** The session against the running plane: handlers up, the story played, the recorder caught up. */
 async function playSession(ctx: DemoContext, env: NodeJS.ProcessEnv, procs: DemoProcesses, natsUrl: string) {
-  const conn = await connectGeode({ natsUrl, namespace: ctx.ns, name: "demo-runtime" });
+  const conn = await connectGeode({
+    natsUrl,
+    namespace: ctx.ns,
+    name: "demo-runtime",
+    ...natsAuth(ctx.baseEnv),
+  });
   try {
     await waitHealthy(conn, procs.services);
     ctx.progress("services healthy; starting the example handlers");
@@ -407,7 +427,7 @@ function jsonlRowCount(file: string): number {
 
 /** Removes the demo's namespace (streams, buckets, schema, run files) through the open projection. */
 async function removeDemoNamespace(ctx: DemoContext, natsUrl: string, projection: ProjectionDb) {
-  const nc = await connect({ servers: natsUrl.split(",").map((u) => u.trim()) });
+  const nc = await connect({ servers: natsUrl.split(",").map((u) => u.trim()), ...natsAuth(ctx.baseEnv) });
   try {
     const removal = await removeNamespace({ nc, ns: ctx.ns, db: projection, runsDir: ctx.runsDir });
     ctx.progress(`removed namespace ${ctx.ns} (geode demo --keep keeps it)`);

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { discoverServices, humanLogLine } from "./service-processes.js";
 
@@ -29,5 +32,20 @@ describe("discoverServices", () => {
     );
     expect(found.slice(0, known.length)).toEqual(known);
     for (const s of discoverServices()) expect(s.nodeArgs.at(-1)).toMatch(/services\/[^/]+\/dist\/main\.js$/); // GEODE_FROM_SOURCE=0 in the suite
+  });
+
+  it("finds a service by its compiled main.js alone, as in the container image (no sources)", () => {
+    const root = mkdtempSync(path.join(tmpdir(), "geode-services-"));
+    try {
+      mkdirSync(path.join(root, "services/verifier/dist"), { recursive: true });
+      writeFileSync(path.join(root, "services/verifier/dist/main.js"), "");
+      mkdirSync(path.join(root, "services/not-a-service/docs"), { recursive: true });
+      expect(discoverServices(root).map((s) => s.name)).toEqual(["verifier"]);
+      expect(discoverServices(root)[0]?.nodeArgs).toEqual([
+        path.join(root, "services/verifier/dist/main.js"),
+      ]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

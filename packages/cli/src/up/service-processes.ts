@@ -13,12 +13,20 @@ export interface ServiceEntry {
   nodeArgs: string[];
 }
 
-/** Every service with a `services/<name>/src/main.ts`, the known four first, in DESIGN order. */
+/**
+ * Every service with a `services/<name>/src/main.ts` (a checkout) or only its compiled
+ * `dist/main.js` (the container image ships no sources), the known ones first, in their order.
+ */
 export function discoverServices(root: string = REPO_ROOT): ServiceEntry[] {
   const dir = path.join(root, "services");
   const found = existsSync(dir)
     ? readdirSync(dir, { withFileTypes: true })
-        .filter((d) => d.isDirectory() && existsSync(path.join(dir, d.name, "src/main.ts")))
+        .filter(
+          (d) =>
+            d.isDirectory() &&
+            (existsSync(path.join(dir, d.name, "src/main.ts")) ||
+              existsSync(path.join(dir, d.name, "dist/main.js"))),
+        )
         .map((d) => d.name)
     : [];
   const rank = (s: string) => {

@@ -16,7 +16,10 @@ import path from "node:path";
 export const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
 
 /** One scripted answer of the model: a shell command to run, or text that ends the turn. */
-export type CodexTurn = { shell: string } | { call: { name: string; arguments: Record<string, unknown> } } | { text: string };
+export type CodexTurn =
+  | { shell: string }
+  | { call: { name: string; arguments: Record<string, unknown> } }
+  | { text: string };
 
 export interface RecordedRequest {
   url: string;
@@ -103,7 +106,8 @@ export async function startResponsesStandIn(script: CodexTurn[]): Promise<Respon
       const i = n++;
       const turn = script[i] ?? { text: "Done." };
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const [event, data] of eventsOf(turn, i)) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      for (const [event, data] of eventsOf(turn, i))
+        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
       res.end();
     });
   });

@@ -155,6 +155,14 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./connect.js")).connectClaudeCodeCommand,
   },
   {
+    path: ["connect", "codex"],
+    summary:
+      "print (or --write into a Codex config, trusted; --managed: as managed hooks) the Codex hooks that go through the agent gateway; --check proves Codex runs them",
+    usage:
+      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-closed] [--check] [--codex <codex binary>]",
+    load: async () => (await import("./connect-codex.js")).connectCodexCommand,
+  },
+  {
     path: ["hook-shim"],
     summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
     usage:

@@ -1,7 +1,8 @@
 import { CLAUDE_CODE_EVENTS, CLAUDE_CODE_HOOK_PATH } from "@geode/contracts";
 
-/** The header every gateway call carries; Claude Code fills in the variable (allowedEnvVars). */
-export const TOKEN_ENV = "GEODE_AGENT_TOKEN";
+import { hookTimeoutSeconds, TOKEN_ENV } from "./hook-command.js";
+
+export { TOKEN_ENV };
 
 type HookEntry = Record<string, unknown> & { type: string };
 interface MatcherGroup {
@@ -26,10 +27,9 @@ export interface ClaudeCodeSettingsOptions {
 
 /** Seconds Claude Code waits for one hook call of `event`. */
 function timeoutOf(event: string, approvalTimeoutMs: number): number {
-  if (event === "PreToolUse" || event === "PermissionRequest")
-    return Math.ceil(approvalTimeoutMs / 1000) + 30;
-  if (event === "Stop") return 120;
-  return 30;
+  const kind =
+    event === "PreToolUse" || event === "PermissionRequest" ? "tool" : event === "Stop" ? "stop" : "other";
+  return hookTimeoutSeconds(kind, approvalTimeoutMs);
 }
 
 /**

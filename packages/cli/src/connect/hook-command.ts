@@ -49,3 +49,13 @@ export function isGeodeHookCommand(command: unknown): boolean {
         /\/v1\/[a-z-]+\/hook/.test(command)))
   );
 }
+
+/**
+ * Seconds an agent should wait for one hook call: tool hooks longer than a human approval may take
+ * (the gateway waits `approvalTimeoutMs` for one), Stop for a verification, the rest 30 s.
+ */
+export function hookTimeoutSeconds(kind: "tool" | "stop" | "other", approvalTimeoutMs: number): number {
+  if (kind === "tool") return Math.ceil(approvalTimeoutMs / 1000) + 30;
+  if (kind === "stop") return 120;
+  return 30;
+}

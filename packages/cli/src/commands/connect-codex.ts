@@ -1,0 +1,210 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "@geode/bus";
+import { parse } from "smol-toml";
+import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import { listCodexHooks } from "../connect/codex-app-server.js";
+import {
+  BLOCK_BEGIN,
+  codexHooks,
+  hooksToml,
+  mergeCodexConfig,
+  trustKeysOutsideBlock,
+  trustToml,
+} from "../connect/codex-config.js";
+import { gatewayProblem } from "../connect/gateway-check.js";
+import { TOKEN_ENV } from "../connect/hook-command.js";
+import { hookEndpoint } from "./hook-shim.js";
+
+/** Where Codex reads managed hooks (trusted by definition; writing there needs root). */
+const MANAGED_FILE = "/etc/codex/requirements.toml";
+
+/** The user config Codex reads: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`. */
+function userConfig(env: NodeJS.ProcessEnv): string {
+  const home = env["CODEX_HOME"] || path.join(env["HOME"] || os.homedir(), ".codex");
+  return path.join(home, "config.toml");
+}
+
+function writeAtomically(file: string, text: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.geode-${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+const isGeodeHook = (command: string | null, endpoint: string) => command?.includes(endpoint) === true;
+
+interface Options {
+  endpoint: string;
+  file: string;
+  managed: boolean;
+  codex: string;
+  failClosed: boolean;
+}
+
+/**
+ * Records trust for the hooks just written, the way Codex does: `codex app-server` lists each hook
+ * with the hash Codex computes, and `[hooks.state."<key>"] trusted_hash` goes into geode's block.
+ * Returns null once Codex lists every one as trusted, else what is wrong.
+ */
+async function trustHooks(o: Options, hooksBody: string, io: CommandIO): Promise<string | null> {
+  let listing: Awaited<ReturnType<typeof listCodexHooks>>;
+  try {
+    listing = await listCodexHooks({ codex: o.codex, cwd: process.cwd(), env: io.env });
+  } catch (err) {
+    return `${err instanceof Error ? err.message : err}`;
+  }
+  const ours = listing.hooks.filter((h) => h.sourcePath === o.file && isGeodeHook(h.command, o.endpoint));
+  if (ours.length === 0)
+    return `Codex does not list the hooks written to ${o.file} (does it read this file? CODEX_HOME)`;
+  const text = readFileSync(o.file, "utf8");
+  const taken = trustKeysOutsideBlock(text);
+  const clash = ours.find((h) => taken.has(h.key));
+  if (clash)
+    return `${o.file} already has a trust record for ${clash.key} outside geode's block: remove it and run again`;
+  writeAtomically(
+    o.file,
+    mergeCodexConfig(
+      text,
+      `${hooksBody}\n${trustToml(ours.map((h) => ({ key: h.key, hash: h.currentHash })))}`,
+    ),
+  );
+  const after = await listCodexHooks({ codex: o.codex, cwd: process.cwd(), env: io.env });
+  const untrusted = after.hooks.find(
+    (h) => h.sourcePath === o.file && isGeodeHook(h.command, o.endpoint) && h.trustStatus !== "trusted",
+  );
+  return untrusted ? `Codex still lists ${untrusted.key} as ${untrusted.trustStatus}` : null;
+}
+
+async function write(o: Options, io: CommandIO): Promise<number> {
+  const hooksBody = hooksToml(
+    codexHooks({
+      endpoint: o.endpoint,
+      approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
+      failClosed: o.failClosed,
+    }),
+  );
+  const current = existsSync(o.file) ? readFileSync(o.file, "utf8") : "";
+  let merged: string;
+  try {
+    merged = mergeCodexConfig(current, hooksBody);
+  } catch (err) {
+    io.err(
+      `${o.file} would not be valid TOML with the hooks (${err instanceof Error ? err.message.split("\n")[0] : err}); nothing written\n`,
+    );
+    return 1;
+  }
+  writeAtomically(o.file, merged);
+  io.out(`wrote the hooks of the Codex events to ${o.file} (gateway ${o.endpoint}).\n`);
+  if (o.managed) {
+    io.out(`Managed hooks need no trust. Codex reads the agent token from ${TOKEN_ENV}.\n`);
+    return 0;
+  }
+  const problem = await trustHooks(o, hooksBody, io);
+  if (problem !== null) {
+    io.err(
+      `the hooks are written but not trusted: ${problem}.\nCodex skips untrusted hooks silently in \`codex exec\`: approve them in Codex (/hooks), run this again where \`codex\` runs (--codex BIN), or write them as managed hooks (--managed, as root).\n`,
+    );
+    return 1;
+  }
+  io.out(`Codex trusts them now (recorded in ${o.file}). Codex reads the agent token from ${TOKEN_ENV}.\n`);
+  return 0;
+}
+
+/** The checks a user cannot see: hooks where Codex reads them, valid, trusted; the gateway and the token. */
+async function check(o: Options, io: CommandIO): Promise<number> {
+  const fail = (line: string) => {
+    io.err(`${line}\n`);
+    return 1;
+  };
+  const files = [o.file, ...(o.file === MANAGED_FILE ? [] : [MANAGED_FILE])].filter((f) => existsSync(f));
+  const withBlock = files.filter((f) => readFileSync(f, "utf8").includes(BLOCK_BEGIN));
+  if (withBlock.length === 0)
+    return fail(
+      `no geode hooks in ${[o.file, MANAGED_FILE].join(" or ")}: run geode connect codex --write ${o.file}`,
+    );
+  for (const f of withBlock) {
+    try {
+      parse(readFileSync(f, "utf8"));
+    } catch (err) {
+      return fail(
+        `${f} is not valid TOML, so Codex ignores all of it: ${err instanceof Error ? err.message.split("\n")[0] : err}`,
+      );
+    }
+  }
+  let listing: Awaited<ReturnType<typeof listCodexHooks>>;
+  try {
+    listing = await listCodexHooks({ codex: o.codex, cwd: process.cwd(), env: io.env });
+  } catch (err) {
+    return fail(
+      `cannot ask Codex which hooks it runs: ${err instanceof Error ? err.message : err} (pass --codex BIN)`,
+    );
+  }
+  if (listing.errors.length > 0) return fail(`Codex cannot read its hooks: ${listing.errors[0]}`);
+  const ours = listing.hooks.filter((h) => isGeodeHook(h.command, o.endpoint));
+  if (ours.length === 0) return fail(`Codex lists no hook that calls ${o.endpoint} (another --url?)`);
+  const skipped = ours.find((h) => h.trustStatus !== "trusted" && h.trustStatus !== "managed");
+  if (skipped)
+    return fail(
+      `hook ${skipped.key} is ${skipped.trustStatus}: codex exec skips it silently; run geode connect codex --write ${skipped.sourcePath} again`,
+    );
+  const gateway = await gatewayProblem(o.endpoint, io.env);
+  if (gateway !== null) return fail(gateway);
+  io.out(
+    `ok: ${ours.length} hooks, each ${ours.every((h) => h.trustStatus === "managed") ? "managed" : "trusted"}; the gateway at ${new URL(o.endpoint).origin} knows the token\n`,
+  );
+  return 0;
+}
+
+/**
+ * `geode connect codex`: prints (or `--write`s into a Codex config, trusted the way Codex records
+ * trust; `--managed` into its managed requirements) the hooks that send every mapped Codex event to
+ * the agent gateway; `--check` proves Codex will run them.
+ */
+export const connectCodexCommand: CommandModule = {
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        url: { type: "string" },
+        write: { type: "string" },
+        managed: { type: "boolean", default: false },
+        "fail-closed": { type: "boolean", default: false },
+        check: { type: "boolean", default: false },
+        codex: { type: "string" },
+      },
+    });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+    let endpoint: string;
+    try {
+      endpoint = hookEndpoint(values.url, io.env, "codex");
+    } catch {
+      throw new UsageError(`--url is not a URL: ${values.url}`);
+    }
+    const managed = values.managed === true;
+    const o: Options = {
+      endpoint,
+      file: path.resolve(values.write ?? (managed ? MANAGED_FILE : userConfig(io.env))),
+      managed,
+      codex: values.codex ?? "codex",
+      failClosed: values["fail-closed"] === true,
+    };
+    if (values.check) return check(o, io);
+    if (values.write === undefined && !managed) {
+      io.out(
+        hooksToml(
+          codexHooks({
+            endpoint,
+            approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
+            failClosed: o.failClosed,
+          }),
+        ),
+      );
+      return 0;
+    }
+    return write(o, io);
+  },
+};

@@ -5,7 +5,7 @@
  * script (a shell call, or text that ends the turn), streaming SSE as the API does.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
-export const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
+const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
 
 /** One scripted answer of the model: a shell command to run, or text that ends the turn. */
 export type CodexTurn =
@@ -21,7 +21,7 @@ export type CodexTurn =
   | { call: { name: string; arguments: Record<string, unknown> } }
   | { text: string };
 
-export interface RecordedRequest {
+interface RecordedRequest {
   url: string;
   body: Record<string, unknown>;
   raw: string;
@@ -161,14 +161,6 @@ export interface CodexRun {
   events: Array<Record<string, unknown>>;
   stdout: string;
   stderr: string;
-}
-
-/** Writes `config` as `{home}/config.toml` (creating the folder). */
-export function writeCodexConfig(home: string, config: string): string {
-  mkdirSync(home, { recursive: true });
-  const file = path.join(home, "config.toml");
-  writeFileSync(file, config);
-  return file;
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */

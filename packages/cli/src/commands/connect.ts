@@ -4,10 +4,8 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { type CommandModule, UsageError } from "../command.js";
 import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
+import { shellQuote } from "../connect/hook-command.js";
 import { hookEndpoint } from "./hook-shim.js";
-
-/** `'…'` for a POSIX shell. */
-const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** The command that runs this CLI's hook shim (this Node, this checkout's `geode`). */
 function shimCommand(hookUrl: string, failClosed: boolean): string {

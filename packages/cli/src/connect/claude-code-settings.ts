@@ -1,6 +1,6 @@
 import { CLAUDE_CODE_EVENTS, CLAUDE_CODE_HOOK_PATH } from "@geode/contracts";
 
-import { hookTimeoutSeconds, TOKEN_ENV } from "./hook-command.js";
+import { hookTimeoutSeconds, isGeodeHookCommand, TOKEN_ENV } from "./hook-command.js";
 
 export { TOKEN_ENV };
 
@@ -62,9 +62,7 @@ function isOurs(entry: unknown): boolean {
   if (entry === null || typeof entry !== "object") return false;
   const e = entry as Record<string, unknown>;
   if (e["type"] === "http" && typeof e["url"] === "string") return e["url"].endsWith(CLAUDE_CODE_HOOK_PATH);
-  if (e["type"] === "command" && typeof e["command"] === "string")
-    return /(^|[\s'"])hook-shim(['"\s]|$)/.test(e["command"]);
-  return false;
+  return e["type"] === "command" && isGeodeHookCommand(e["command"]);
 }
 
 /**

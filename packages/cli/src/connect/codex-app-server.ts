@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 
 /** One hook as Codex itself lists it (`hooks/list` of `codex app-server`). */
-export interface CodexListedHook {
+interface CodexListedHook {
   key: string;
   eventName: string;
   command: string | null;

@@ -5,7 +5,7 @@ import { hookCommand, hookTimeoutSeconds } from "./hook-command.js";
 /** The lines around what `geode connect codex` writes into a Codex config: a second run replaces them. */
 export const BLOCK_BEGIN =
   "# >>> geode connect codex: the agent gateway's hooks (rewritten by geode; edit outside)";
-export const BLOCK_END = "# <<< geode connect codex";
+const BLOCK_END = "# <<< geode connect codex";
 
 /** Codex hook events whose timeout it clamps to 3 s (it warns about a longer one). */
 const SHORT_EVENTS: ReadonlySet<string> = new Set(["SessionEnd", "Interrupt"]);
@@ -74,7 +74,7 @@ export function trustToml(trusted: ReadonlyArray<{ key: string; hash: string }>)
 }
 
 /** The file without the block `geode connect codex` wrote into it before. */
-export function withoutBlock(text: string): string {
+function withoutBlock(text: string): string {
   const begin = text.indexOf(BLOCK_BEGIN);
   if (begin < 0) return text;
   const end = text.indexOf(BLOCK_END, begin);

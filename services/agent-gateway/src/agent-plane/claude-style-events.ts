@@ -24,7 +24,7 @@ import { askPermission, asObject, permissionDenied, postToolUse, preToolUse } fr
  */
 
 /** An input of such an agent: its common fields checked by its codec, the rest as it sent them. */
-export interface ClaudeStyleInput {
+interface ClaudeStyleInput {
   session_id: string;
   hook_event_name: string;
   [field: string]: unknown;

@@ -46,7 +46,7 @@ export interface GatewayFixture {
   /** POSTs a hook input; resolves with the status and the parsed body. */
   post(
     body: unknown,
-    options?: { token?: string | null; raw?: string },
+    options?: { token?: string | null; raw?: string; path?: string },
   ): Promise<{ status: number; body: unknown }>;
 }
 
@@ -90,7 +90,7 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
     token: () => token,
     async post(body, options = {}) {
       const t = options.token === undefined ? token : options.token;
-      const res = await fetch(`${ready(gateway).url}${CLAUDE_CODE_HOOK_PATH}`, {
+      const res = await fetch(`${ready(gateway).url}${options.path ?? CLAUDE_CODE_HOOK_PATH}`, {
         method: "POST",
         headers: {
           "content-type": "application/json",

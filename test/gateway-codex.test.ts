@@ -316,6 +316,25 @@ describe("Codex CLI governed through the agent gateway", () => {
       expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
       const jsonl = readFileSync(path.join(runsDir, sessionId, "events.jsonl"), "utf8");
       expect(jsonl).toContain("session_started");
+      // geode agents ls: the agent's kind, sessions and audited hook calls, from the projection.
+      await waitFor(async () => {
+        const r = await db.query(
+          `select count(*)::int as n from ${schema}.extension_invocations where session_id = $1`,
+          [sessionId],
+        );
+        return r.rows[0].n > 0;
+      });
+      const ls = await geode(["agents", "ls", "--json"]);
+      expect(ls.code, ls.err).toBe(0);
+      const mine = (JSON.parse(ls.out) as Array<Record<string, unknown>>).find(
+        (a) => a["name"] === "codex-laptop",
+      );
+      expect(mine).toMatchObject({ kinds: ["codex"] });
+      expect(mine?.["sessions"]).toBeGreaterThanOrEqual(1);
+      expect(mine?.["hook_calls"]).toBeGreaterThan(0);
+      expect(mine?.["last_seen"]).toBeGreaterThan(0);
+      const table = await geode(["agents", "ls"]);
+      expect(table.out).toMatch(/codex-laptop .*codex/);
     },
   );
 

@@ -4,6 +4,7 @@ import { uniqueNamespace } from "@geode/testing";
 import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { agentActivity } from "./agent-activity.js";
 import { writeBatch } from "./batch-writer.js";
 import { dropSecondaryIndexes, SECONDARY_INDEXES } from "./migrations.js";
 import { type PgliteServer, servePglite } from "./pglite-server.js";
@@ -95,6 +96,62 @@ for (const kind of ["postgres", "pglite", "pglite by URL"] as const) {
         }
       },
     );
+
+    it("sums each gateway agent's sessions, kinds, hook calls and blocks", async () => {
+      const now = Date.now();
+      const started = (id: string, session: string, agent: string, kind: string) => {
+        const body = JSON.parse(
+          new TextDecoder().decode(eventMsg(id, "session_started", now, { agent, agent_kind: kind })),
+        ) as {
+          correlation: Record<string, unknown>;
+        };
+        body.correlation["session_id"] = session;
+        return enc(body);
+      };
+      const call = (id: string, session: string, status: string) => {
+        const body = JSON.parse(
+          new TextDecoder().decode(
+            eventMsg(id, "extension_invoked", now + 5, {
+              surface: "hook",
+              name: "PreToolUse",
+              extension: "g",
+              status,
+              duration_ms: 1,
+            }),
+          ),
+        ) as { correlation: Record<string, unknown> };
+        body.correlation["session_id"] = session;
+        return enc(body);
+      };
+      const msgs: Array<[number, Uint8Array]> = [
+        [1001, started("aa1", "sa1", "alpha", "codex")],
+        [1002, started("aa2", "sa2", "alpha", "claude-code")],
+        [1003, started("ab1", "sb1", "beta", "gemini-cli")],
+        [1004, call("ac1", "sa1", "ok")],
+        [1005, call("ac2", "sa1", "block")],
+        [1006, call("ac3", "sa2", "deny")],
+      ];
+      const decoded = msgs.map(([seq, data]) => decodeStreamMessage("events", seq, data));
+      await writeBatch(p.db, {
+        consumer: "agents",
+        stream: "S2",
+        lastSeq: 1006,
+        activity: decoded.flatMap((d) => (d.type === "event" ? [d.activity] : [])),
+        extension: decoded.flatMap((d) => (d.type === "event" && d.extension ? [d.extension] : [])),
+      });
+      const activity = await agentActivity(p.db, ns);
+      expect(activity).toEqual([
+        {
+          agent: "alpha",
+          kinds: ["claude-code", "codex"],
+          sessions: 2,
+          last_seen: now + 5,
+          hook_calls: 3,
+          blocks: 2,
+        },
+        { agent: "beta", kinds: ["gemini-cli"], sessions: 1, last_seen: now, hook_calls: 0, blocks: 0 },
+      ]);
+    });
 
     it("stores each row once across interleaved and redelivered batches; offset is a high-water mark", async () => {
       const now = Date.now();

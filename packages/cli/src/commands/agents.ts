@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
 import { AgentNameSchema, names as buildNames, ErrorCode, GeodeError, sha256 } from "@geode/contracts";
+import { type AgentActivity, agentActivity } from "@geode/projection";
 import { AgentStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import { openExistingProjection } from "../projection-from-env.js";
 import { renderTable } from "../render-table.js";
 
 /** A fresh bearer token: 256 random bits, prefixed so it is recognisable in a secret scanner. */
@@ -52,30 +54,74 @@ export const agentsAddCommand: CommandModule = {
         return 1;
       }
       io.out(
-        `agent ${name} added. Its token is shown only now; Claude Code reads it from GEODE_AGENT_TOKEN:\n${token}\n`,
+        `agent ${name} added. Its token is shown only now; its hooks read it from GEODE_AGENT_TOKEN:\n${token}\n`,
       );
       return 0;
     });
   },
 };
 
+/** What the projection knows of each agent's work; undefined (said on stderr) when there is no projection here. */
+async function activityOf(io: CommandIO): Promise<Map<string, AgentActivity> | undefined> {
+  const projection = await openExistingProjection(loadConfig(io.env), "geode agents ls", io.err).catch(
+    (err: unknown) => {
+      io.err(`geode agents ls: no activity shown: ${err instanceof Error ? err.message : err}\n`);
+      return undefined;
+    },
+  );
+  if (!projection) return undefined;
+  try {
+    return new Map((await agentActivity(projection.db, projection.ns)).map((a) => [a.agent, a]));
+  } finally {
+    await projection.close();
+  }
+}
+
+const when = (ms: number) => (ms > 0 ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "-");
+
+/**
+ * `geode agents ls [--json]`: every agent allowed to call the gateway, with what the projection
+ * knows of its work: the agent kinds its sessions were, when it was last seen, its sessions, the
+ * hook calls audited in them and how many blocked or denied.
+ */
 export const agentsLsCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
     return withAgents(io, async (store) => {
       const agents = await store.list((key) => io.err(`skipping malformed agent record ${key}\n`));
-      if (values.json) {
-        io.out(`${JSON.stringify(agents.map(({ name, created_at }) => ({ name, created_at })))}\n`);
+      if (agents.length === 0) {
+        io.out(values.json ? "[]\n" : "no agents (add one with 'geode agents add <name>')\n");
         return 0;
       }
-      if (agents.length === 0) {
-        io.out("no agents (add one with 'geode agents add <name>')\n");
+      const activity = await activityOf(io);
+      const rows = agents.map(({ name, created_at }) => {
+        const a = activity?.get(name);
+        return {
+          name,
+          created_at,
+          kinds: a?.kinds ?? [],
+          last_seen: a?.last_seen ?? null,
+          sessions: a?.sessions ?? 0,
+          hook_calls: a?.hook_calls ?? 0,
+          blocks: a?.blocks ?? 0,
+        };
+      });
+      if (values.json) {
+        io.out(`${JSON.stringify(rows)}\n`);
         return 0;
       }
       io.out(
         renderTable(
-          ["name", "created"],
-          agents.map((a) => [a.name, new Date(a.created_at).toISOString()]),
+          ["name", "created", "kinds", "last seen", "sessions", "hook calls", "blocks"],
+          rows.map((r) => [
+            r.name,
+            when(r.created_at),
+            r.kinds.join(", ") || "-",
+            when(r.last_seen ?? 0),
+            String(r.sessions),
+            String(r.hook_calls),
+            String(r.blocks),
+          ]),
         ),
       );
       return 0;

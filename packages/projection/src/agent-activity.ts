@@ -1,0 +1,83 @@
+import { type Kysely, sql } from "kysely";
+import type { ProjectionDatabase } from "./projection-schema.js";
+
+/** What the projection knows of one gateway agent's work. */
+export interface AgentActivity {
+  /** The agent's name (its token's, as its sessions recorded it). */
+  agent: string;
+  /** The agent kinds its sessions were (`claude-code`, `codex`, …), sorted. */
+  kinds: string[];
+  sessions: number;
+  /** The latest record of any of its sessions, epoch ms. */
+  last_seen: number;
+  /** Hook handler calls audited in its sessions. */
+  hook_calls: number;
+  /** Of those, the ones that blocked or denied. */
+  blocks: number;
+}
+
+/**
+ * Per gateway agent (as each session's `session_started` names it): its kinds, sessions, last
+ * activity, audited hook calls and blocks, from the projection in `schema` (the namespace).
+ * Sessions of a runtime name no agent and are left out.
+ */
+export async function agentActivity(
+  db: Kysely<ProjectionDatabase>,
+  schema: string,
+): Promise<AgentActivity[]> {
+  // Raw SQL is not rewritten by `withSchema`: the tables are named with their schema here.
+  const activity = sql.id(schema, "activity_events");
+  const invocations = sql.id(schema, "extension_invocations");
+  const rows = await sql<{
+    agent: string;
+    kind: string | null;
+    sessions: string | number;
+    last_seen: string | number | null;
+    hook_calls: string | number;
+    blocks: string | number;
+  }>`
+    with s as (
+      select distinct session_id, payload->>'agent' as agent, payload->>'agent_kind' as kind
+      from ${activity}
+      where event = 'session_started' and payload->>'agent' is not null
+    ),
+    calls as (
+      select session_id, count(*) as calls,
+             count(*) filter (where status in ('block', 'deny')) as blocks
+      from ${invocations}
+      where surface = 'hook' and session_id in (select session_id from s)
+      group by session_id
+    ),
+    seen as (
+      select session_id, max(ts) as last_ts
+      from ${activity}
+      where session_id in (select session_id from s)
+      group by session_id
+    )
+    select s.agent, s.kind, count(distinct s.session_id) as sessions, max(seen.last_ts) as last_seen,
+           coalesce(sum(calls.calls), 0) as hook_calls, coalesce(sum(calls.blocks), 0) as blocks
+    from s
+    left join calls on calls.session_id = s.session_id
+    left join seen on seen.session_id = s.session_id
+    group by s.agent, s.kind
+  `.execute(db);
+  const byAgent = new Map<string, AgentActivity>();
+  for (const r of rows.rows) {
+    const a = byAgent.get(r.agent) ?? {
+      agent: r.agent,
+      kinds: [],
+      sessions: 0,
+      last_seen: 0,
+      hook_calls: 0,
+      blocks: 0,
+    };
+    if (r.kind && !a.kinds.includes(r.kind)) a.kinds.push(r.kind);
+    a.sessions += Number(r.sessions);
+    a.last_seen = Math.max(a.last_seen, Number(r.last_seen ?? 0));
+    a.hook_calls += Number(r.hook_calls);
+    a.blocks += Number(r.blocks);
+    byAgent.set(r.agent, a);
+  }
+  for (const a of byAgent.values()) a.kinds.sort();
+  return [...byAgent.values()].sort((x, y) => x.agent.localeCompare(y.agent));
+}

@@ -81,3 +81,18 @@ export async function agentActivity(
   for (const a of byAgent.values()) a.kinds.sort();
   return [...byAgent.values()].sort((x, y) => x.agent.localeCompare(y.agent));
 }
+
+/** The agent kind each of `sessions` recorded in its `session_started` (sessions of a runtime name none). */
+export async function sessionAgentKinds(
+  db: Kysely<ProjectionDatabase>,
+  sessions: readonly string[],
+): Promise<Map<string, string>> {
+  if (sessions.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("activity_events")
+    .select(["session_id", sql<string | null>`payload->>'agent_kind'`.as("kind")])
+    .where("event", "=", "session_started")
+    .where("session_id", "in", [...sessions])
+    .execute();
+  return new Map(rows.flatMap((r) => (r.kind ? [[r.session_id, r.kind] as const] : [])));
+}

@@ -1,4 +1,4 @@
-export { type AgentActivity, agentActivity } from "./agent-activity.js";
+export { type AgentActivity, agentActivity, sessionAgentKinds } from "./agent-activity.js";
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
 export { copyLines, copyRows, stageAndInsert } from "./copy-writer.js";
 export {

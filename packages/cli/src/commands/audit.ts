@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
-import { normalizeRow } from "@geode/projection";
+import { normalizeRow, sessionAgentKinds } from "@geode/projection";
 import { type CommandModule, intOption } from "../command.js";
 import { openExistingProjection } from "../projection-from-env.js";
 import { renderTable } from "../render-table.js";
@@ -9,7 +9,8 @@ const DEFAULT_LIMIT = 20;
 
 /**
  * `geode audit [--session ID] [--limit N] [--json]`: the latest `extension_invocations` rows of the
- * namespace (every hook handler and join point call, payload-free), oldest of them first. The
+ * namespace (every hook handler and join point call, payload-free), oldest of them first, each with
+ * the agent kind of its session (from the session's `session_started`; `-` for a runtime's). The
  * embedded PGlite is read through its owner, like `replay` and `prune`; in a folder without one
  * (and no DATABASE_URL) it says how to point at the plane's instead of creating an empty one.
  */
@@ -34,7 +35,9 @@ export const auditCommand: CommandModule = {
         .orderBy("stream_seq", "desc")
         .limit(limit);
       if (values.session !== undefined) query = query.where("session_id", "=", values.session);
-      const rows = (await query.execute()).map(normalizeRow).reverse();
+      const found = (await query.execute()).map(normalizeRow).reverse();
+      const kinds = await sessionAgentKinds(projection.db, [...new Set(found.map((r) => r.session_id))]);
+      const rows = found.map((r) => ({ ...r, agent_kind: kinds.get(r.session_id) ?? null }));
       if (values.json) {
         io.out(`${JSON.stringify(rows)}\n`);
         return 0;
@@ -46,10 +49,11 @@ export const auditCommand: CommandModule = {
       }
       io.out(
         renderTable(
-          ["time", "session", "surface", "name", "extension", "status", "latency"],
+          ["time", "session", "agent", "surface", "name", "extension", "status", "latency"],
           rows.map((r) => [
             new Date(r.ts).toISOString().replace("T", " ").slice(0, 23),
             r.session_id,
+            r.agent_kind ?? "-",
             r.surface,
             r.name,
             r.extension,

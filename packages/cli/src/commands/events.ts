@@ -8,6 +8,7 @@ import {
   type TimelineKind,
   TimelineRecordSchema,
 } from "@geode/contracts";
+import { SessionStore } from "@geode/state";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { type CommandModule, intOption, UsageError } from "../command.js";
 import { connectFromEnv } from "./replay.js";
@@ -26,18 +27,39 @@ function summarizePayload(payload: Record<string, unknown>): string {
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
 }
 
-/** One human-readable line: time, event, source, session/turn, short payload summary. */
-function formatEventLine(e: {
-  ts: number;
-  name: string;
-  source: string;
-  session_id: string;
-  turn_id: string;
-  payload: Record<string, unknown>;
-}): string {
+/**
+ * One human-readable line: time, event, source, session/turn, short payload summary, and for an
+ * agent's session the agent kind (`agent_kind=codex`) when the summary does not name it already.
+ */
+function formatEventLine(
+  e: {
+    ts: number;
+    name: string;
+    source: string;
+    session_id: string;
+    turn_id: string;
+    payload: Record<string, unknown>;
+  },
+  agentKind: string | undefined,
+): string {
   const time = new Date(e.ts).toISOString().replace("T", " ").replace("Z", "");
   const where = `${e.session_id || "-"}/${e.turn_id || "-"}`;
-  return `${time}  ${e.name.padEnd(28)} ${e.source.padEnd(18)} ${where.padEnd(24)} ${summarizePayload(e.payload)}\n`;
+  const summary = summarizePayload(e.payload);
+  const kind = agentKind && !summary.includes(`agent_kind=${agentKind}`) ? ` agent_kind=${agentKind}` : "";
+  return `${time}  ${e.name.padEnd(28)} ${e.source.padEnd(18)} ${where.padEnd(24)} ${summary}${kind}\n`;
+}
+
+/** The agent kind of each session, as its record in KV `{ns}_sessions` says (looked up once per session). */
+function sessionKinds(sessions: SessionStore): (sessionId: string) => Promise<string | undefined> {
+  const known = new Map<string, string | undefined>();
+  return async (sessionId) => {
+    if (sessionId === "") return undefined;
+    if (!known.has(sessionId)) {
+      if (known.size >= 10_000) known.clear();
+      known.set(sessionId, (await sessions.get(sessionId).catch(() => null))?.agent_kind);
+    }
+    return known.get(sessionId);
+  };
 }
 
 export const eventsTailCommand: CommandModule = {
@@ -80,6 +102,7 @@ export const eventsTailCommand: CommandModule = {
         ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
         : { deliver_policy: DeliverPolicy.New }),
     });
+    const kindOf = sessionKinds(await SessionStore.open({ nc, names: n }));
     const iter = await oc.consume();
     // Said on stderr, so a quiet namespace is not mistaken for a hang and stdout stays the events.
     const from =
@@ -103,13 +126,20 @@ export const eventsTailCommand: CommandModule = {
           if (!r.success) continue;
           const t = r.data;
           if (values.session !== undefined && t.correlation.session_id !== values.session) continue;
-          io.out(formatEventLine({ ...t, name: t.kind, ...t.correlation }));
+          io.out(
+            formatEventLine({ ...t, name: t.kind, ...t.correlation }, await kindOf(t.correlation.session_id)),
+          );
         } else {
           const r = EventEnvelopeSchema.safeParse(body);
           if (!r.success) continue;
           const e = r.data;
           if (values.session !== undefined && e.correlation.session_id !== values.session) continue;
-          io.out(formatEventLine({ ...e, name: e.event, ...e.correlation }));
+          io.out(
+            formatEventLine(
+              { ...e, name: e.event, ...e.correlation },
+              await kindOf(e.correlation.session_id),
+            ),
+          );
         }
         if (++printed >= limit) break;
       }

@@ -337,7 +337,9 @@ describe("Codex CLI governed through the agent gateway", () => {
       expect(table.out).toMatch(/codex-laptop .*codex/);
       // geode audit and geode events tail name the session's agent kind.
       const audit = await geode(["audit", "--session", sessionId, "--json"]);
-      expect((JSON.parse(audit.out) as Array<Record<string, unknown>>)[0]).toMatchObject({ agent_kind: "codex" });
+      expect((JSON.parse(audit.out) as Array<Record<string, unknown>>)[0]).toMatchObject({
+        agent_kind: "codex",
+      });
       const tail = await geode(["events", "tail", "--session", sessionId, "--from-seq", "1", "--limit", "3"]);
       expect(tail.out).toMatch(/session_started\s+agent-gateway .*agent_kind=codex/);
       expect(tail.out).toMatch(/user_input_received\s+agent-gateway .*agent_kind=codex/);

@@ -2,17 +2,18 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLAUDE_CODE_EVENTS } from "@geode/contracts";
+import { CLAUDE_CODE_EVENTS, CODEX_EVENTS } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
-const guide = readFileSync(path.join(REPO_ROOT, "docs/claude-code.md"), "utf8");
+const read = (file: string) => readFileSync(path.join(REPO_ROOT, file), "utf8");
+const guide = read("docs/claude-code.md");
 
-/** The rows of the guide's mapping table: event → its cells. */
-function mappingRows(): Map<string, string[]> {
-  const start = guide.indexOf("| Claude Code event |");
+/** The rows of a guide's mapping table (the one headed `| <agent> event |`): event → its cells. */
+function mappingRows(text: string, header: string): Map<string, string[]> {
+  const start = text.indexOf(header);
   const rows = new Map<string, string[]>();
-  for (const line of guide.slice(start).split("\n").slice(2)) {
+  for (const line of text.slice(start).split("\n").slice(2)) {
     if (!line.startsWith("|")) break;
     const cells = line.split(" | ").map((c) => c.replace(/^\| |\s*\|$/g, "").trim());
     rows.set((cells[0] ?? "").replaceAll("`", ""), cells);
@@ -20,17 +21,37 @@ function mappingRows(): Map<string, string[]> {
   return rows;
 }
 
-describe("docs/claude-code.md", () => {
-  it("has one mapping row per event the gateway maps, in the runtime's order, with its guarded flag", () => {
-    const rows = mappingRows();
-    expect([...rows.keys()]).toEqual(CLAUDE_CODE_EVENTS.map((e) => e.event));
-    for (const e of CLAUDE_CODE_EVENTS) {
+/** Each agent's guide has one row per event its adapter maps, in the contract's order, with its guarded flag. */
+const GUIDES = [
+  { file: "docs/claude-code.md", header: "| Claude Code event |", events: CLAUDE_CODE_EVENTS },
+  { file: "docs/codex.md", header: "| Codex event |", events: CODEX_EVENTS },
+] as const;
+
+describe.each(GUIDES)("$file", ({ file, header, events }) => {
+  it("has one mapping row per event the gateway maps, in the contract's order, with its guarded flag", () => {
+    const rows = mappingRows(read(file), header);
+    expect([...rows.keys()]).toEqual(events.map((e) => e.event));
+    for (const e of events) {
       const cells = rows.get(e.event) ?? [];
       expect(cells.at(-1), e.event).toBe(e.guards ? "yes" : "no");
       if (e.plane !== null && e.plane !== "verifier") expect(cells[1], e.event).toContain(`\`${e.plane}\``);
     }
   });
+});
 
+describe("docs/codex.md", () => {
+  it("names the three commands from nothing to a guarded session, and --check", () => {
+    for (const command of [
+      "geode up",
+      "geode agents add",
+      "geode connect codex --write",
+      "geode connect codex --check",
+    ])
+      expect(read("docs/codex.md")).toContain(command);
+  });
+});
+
+describe("docs/claude-code.md", () => {
   it("names the three commands from nothing to a guarded session", () => {
     for (const command of ["geode up", "geode agents add", "geode connect claude-code --write"])
       expect(guide).toContain(command);

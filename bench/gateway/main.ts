@@ -4,7 +4,8 @@
  * answers the same request directly, in one run, each in its own process. Also the gateway with no
  * hook to call (Notification) and with a hook that has no handler (PostToolUse), and the same
  * PreToolUse invoked directly over NATS, so the gateway's own share shows. Target: the gateway adds
- * at most 2 ms at the median.
+ * at most 2 ms at the median. Then the command path of the agents with command hooks only
+ * (command-path.ts): target at most 30 ms over a do-nothing command hook at the median.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
@@ -23,6 +24,7 @@ import {
   summarize,
   table,
 } from "../lib/stats.js";
+import { CODEX_CASE, measureCommandPaths } from "./command-path.js";
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 100);
 const PER_ROUND = 20;
@@ -180,6 +182,13 @@ try {
       ]),
     )}\n\n`,
   );
+  const commandPath = await measureCommandPaths(
+    gatewayUrl.replace(CLAUDE_CODE_HOOK_PATH, ""),
+    token,
+    [CODEX_CASE],
+    Math.max(10, Math.round(ROUNDS / 5)),
+  );
+  process.stdout.write(`${commandPath.text}\n`);
   process.stdout.write(
     [
       `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,

@@ -140,6 +140,18 @@ for (const kind of ["postgres", "pglite", "pglite by URL"] as const) {
         extension: decoded.flatMap((d) => (d.type === "event" && d.extension ? [d.extension] : [])),
       });
       const activity = await agentActivity(p.db, ns);
+      // The other tests count rows: these leave none behind.
+      await p.db
+        .deleteFrom("activity_events")
+        .where("stream_seq", ">=", 1001)
+        .where("stream_seq", "<=", 1006)
+        .execute();
+      await p.db
+        .deleteFrom("extension_invocations")
+        .where("stream_seq", ">=", 1001)
+        .where("stream_seq", "<=", 1006)
+        .execute();
+      await p.db.deleteFrom("projection_offsets").where("consumer", "=", "agents").execute();
       expect(activity).toEqual([
         {
           agent: "alpha",

@@ -33,8 +33,9 @@ describe("geode agents", () => {
     await geode("agents", "add", "ci-runner");
     const ls = await geode("agents", "ls");
     expect(ls.code).toBe(0);
-    expect(ls.out).toMatch(/^name\s+created$/m);
-    expect(ls.out).toMatch(/^ci-runner\s+\d{4}-\d\d-\d\dT/m);
+    expect(ls.out).toMatch(/^name\s+created\s+kinds\s+last seen\s+sessions\s+hook calls\s+blocks$/m);
+    // No session yet: no kind, never seen, nothing counted.
+    expect(ls.out).toMatch(/^ci-runner\s+\d{4}-\d\d-\d\dT\S+\s+-\s+-\s+0\s+0\s+0$/m);
     expect(ls.out).not.toMatch(/[0-9a-f]{64}/);
     const json = JSON.parse((await geode("agents", "ls", "--json")).out) as Array<{ name: string }>;
     expect(json.map((a) => a.name)).toContain("ci-runner");

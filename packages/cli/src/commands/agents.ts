@@ -115,7 +115,7 @@ export const agentsLsCommand: CommandModule = {
           ["name", "created", "kinds", "last seen", "sessions", "hook calls", "blocks"],
           rows.map((r) => [
             r.name,
-            when(r.created_at),
+            new Date(r.created_at).toISOString(),
             r.kinds.join(", ") || "-",
             when(r.last_seen ?? 0),
             String(r.sessions),

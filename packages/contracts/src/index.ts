@@ -16,6 +16,7 @@ export {
   CorrelationInputSchema,
   CorrelationV2Schema,
   correlation,
+  RequestCorrelationSchema,
   safeCorrelation,
   safeCorrelationId,
 } from "./correlation.js";
@@ -35,6 +36,7 @@ export {
   parseOrThrow,
   toGeodeError,
 } from "./errors.js";
+export { fastCheck } from "./fast-check.js";
 export {
   type AttributedDecision,
   type DispatchOutcome,

@@ -1,11 +1,9 @@
 import { z } from "zod";
-import { CorrelationInputSchema } from "./correlation.js";
+import { RequestCorrelationSchema } from "./correlation.js";
 import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
 import { EvidenceRefSchema, FreeObjectSchema } from "./hook-payloads.js";
 import { AGENT_NAME_PATTERN, HANDLER_NAME_PATTERN, TOOL_NAME_PATTERN } from "./names.js";
 import { sha256 } from "./sanitize.js";
-
-const correlationIn = CorrelationInputSchema.default(CorrelationInputSchema.parse({}));
 
 // ---- handler registration (KV {ns}_hook_handlers, key {HookName}.{handler}) ----
 
@@ -51,7 +49,7 @@ export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
 export const ToolExecuteRequestSchema = z.strictObject({
   tool_name: z.string().min(1),
   arguments: FreeObjectSchema,
-  correlation: correlationIn,
+  correlation: RequestCorrelationSchema,
   operation_key: z.string().min(1).max(256).optional(),
   timeout_ms: z.number().int().positive().optional(),
 });
@@ -209,7 +207,7 @@ export const ApprovalRequestSchema = z.strictObject({
   tool_name: z.string(),
   safety_level: z.string(),
   detail: z.string(),
-  correlation: correlationIn,
+  correlation: RequestCorrelationSchema,
 });
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
 export const ApprovalReplySchema = z.strictObject({
@@ -234,7 +232,7 @@ const VerifyModeSchema = z.enum(["rule_based", "off"]);
 export type VerifyMode = z.infer<typeof VerifyModeSchema>;
 
 export const VerifyFinalizeRequestSchema = z.strictObject({
-  correlation: correlationIn,
+  correlation: RequestCorrelationSchema,
   candidate: z.strictObject({
     text: z.string(),
     termination_reason: z.string(),
@@ -248,7 +246,7 @@ export const VerifyFinalizeRequestSchema = z.strictObject({
 export type VerifyFinalizeRequest = z.input<typeof VerifyFinalizeRequestSchema>;
 
 export const VerifyResolveRequestSchema = z.strictObject({
-  correlation: correlationIn,
+  correlation: RequestCorrelationSchema,
   action: z.enum(["deliver", "revise"]),
   instruction: z.string().optional(),
 });

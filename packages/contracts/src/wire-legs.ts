@@ -5,10 +5,6 @@ import {
   HandlerReplySchema,
   HookEnvelopeSchema,
   HookInvokeRequestSchema,
-  quickDispatchOutcome,
-  quickHandlerReply,
-  quickHookEnvelope,
-  quickInvokeRequest,
 } from "./hook-envelope.js";
 import {
   ApprovalReplySchema,
@@ -45,12 +41,8 @@ export const HookInvokeLeg = {
   subject: "{ns}.hook.invoke.{HookName}",
   queue: "hook-dispatcher",
   summary: "a runtime or service invokes a public hook; the dispatcher replies with the composed outcome",
-  request: requestCodec(HookInvokeRequestSchema, ErrorCode.InvalidRequest, quickInvokeRequest),
-  reply: replyCodec(
-    DispatchOutcomeSchema,
-    "malformed dispatch outcome from hook-dispatcher",
-    quickDispatchOutcome,
-  ),
+  request: requestCodec(HookInvokeRequestSchema),
+  reply: replyCodec(DispatchOutcomeSchema, "malformed dispatch outcome from hook-dispatcher"),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /**
@@ -62,8 +54,8 @@ export const HookHandlerLeg = {
   subject: "{ns}.hook.handler.{HookName}.{handler}",
   queue: "{handler}",
   summary: "the dispatcher delivers an envelope to a registered handler; the handler replies with a decision",
-  request: requestCodec(HookEnvelopeSchema, ErrorCode.InvalidRequest, quickHookEnvelope),
-  reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision", quickHandlerReply),
+  request: requestCodec(HookEnvelopeSchema),
+  reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision"),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /** The error reply of a handler SDK for a decision it refused (audited as `InvalidDecision`). */

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { CorrelationV2Schema } from "./correlation.js";
+import { FailureModeSchema, HandlerMatchSchema } from "./handler-registration.js";
 import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
-import { FailureModeSchema, HandlerMatchSchema, RunRecordSchema } from "./messages.js";
+import { RunRecordSchema } from "./run-record.js";
 
 /*
  * The operator console's JSON API (`/api/…`, docs/console.md): every request and reply body. The

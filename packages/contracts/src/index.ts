@@ -1,5 +1,18 @@
 export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
+  type AgentKind,
+  AgentKindSchema,
+  AgentNameSchema,
+  type AgentRecord,
+  AgentRecordSchema,
+} from "./agent-record.js";
+export {
+  type ApprovalReply,
+  ApprovalReplySchema,
+  type ApprovalRequest,
+  ApprovalRequestSchema,
+} from "./approval-request.js";
+export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,
@@ -39,9 +52,9 @@ export {
   ConsoleReceiptResolveSchema,
   ConsoleReceiptSchema,
   ConsoleReceiptsPageSchema,
+  type ConsoleRecorder,
   type ConsoleRecorderLag,
   ConsoleRecorderLagSchema,
-  type ConsoleRecorder,
   ConsoleRecorderSchema,
   ConsoleRunsPageSchema,
   type ConsoleSessionResolve,
@@ -83,6 +96,16 @@ export {
 } from "./errors.js";
 export { fastCheck } from "./fast-check.js";
 export {
+  type FailureMode,
+  FailureModeSchema,
+  type HandlerMatch,
+  HandlerMatchSchema,
+  HandlerNameSchema,
+  type HandlerRegistration,
+  HandlerRegistrationSchema,
+} from "./handler-registration.js";
+export { type HealthReply, HealthReplySchema } from "./health-reply.js";
+export {
   type AttributedDecision,
   type DispatchOutcome,
   decisionReason,
@@ -110,62 +133,6 @@ export {
   MAX_EVIDENCE_REFS,
 } from "./hook-payloads.js";
 export {
-  type AgentKind,
-  AgentKindSchema,
-  AgentNameSchema,
-  type AgentRecord,
-  AgentRecordSchema,
-  type ApprovalReply,
-  ApprovalReplySchema,
-  type ApprovalRequest,
-  ApprovalRequestSchema,
-  type BuiltInResult,
-  DEFAULT_RECEIPT_LEASE_MS,
-  type FailureMode,
-  FailureModeSchema,
-  type HandlerMatch,
-  HandlerMatchSchema,
-  HandlerNameSchema,
-  type HandlerRegistration,
-  HandlerRegistrationSchema,
-  type HealthReply,
-  HealthReplySchema,
-  isReceiptRunning,
-  operationKeyOf,
-  type PolicyAction,
-  type Receipt,
-  type ReceiptRef,
-  ReceiptSchema,
-  type ReceiptState,
-  type RunRecord,
-  RunRecordSchema,
-  receiptReply,
-  receiptStorageKey,
-  type SessionRecord,
-  SessionRecordSchema,
-  type SessionStatus,
-  type ToolCallStatus,
-  type ToolDefinition,
-  ToolDefinitionSchema,
-  type ToolEffect,
-  type ToolExecuteReply,
-  ToolExecuteReplySchema,
-  ToolExecuteRequestSchema,
-  ToolTerminalReplySchema,
-  ToolTerminalRequestSchema,
-  type TurnRecord,
-  TurnRecordSchema,
-  type Usage,
-  type VerifyFinalizeRequest,
-  VerifyFinalizeRequestSchema,
-  type VerifyMode,
-  type VerifyReply,
-  VerifyReplySchema,
-  type VerifyResolveRequest,
-  VerifyResolveRequestSchema,
-  type VerifyTotals,
-} from "./messages.js";
-export {
   AGENT_NAME_PATTERN,
   DEFAULT_NAMESPACE,
   HANDLER_NAME_PATTERN,
@@ -185,6 +152,15 @@ export {
 } from "./names.js";
 export { publicHookSchema } from "./public-hook-schema.js";
 export {
+  DEFAULT_RECEIPT_LEASE_MS,
+  isReceiptRunning,
+  type Receipt,
+  type ReceiptRef,
+  ReceiptSchema,
+  type ReceiptState,
+  receiptStorageKey,
+} from "./receipt.js";
+export {
   DEFAULT_RESULT_INLINE_BYTES,
   isResultRef,
   type ObjectInfo,
@@ -199,6 +175,7 @@ export {
   toolSubjectToken,
   unresolvedResultReply,
 } from "./result-ref.js";
+export { type RunRecord, RunRecordSchema } from "./run-record.js";
 export {
   type EventEnvelope,
   EventEnvelopeSchema,
@@ -225,10 +202,21 @@ export {
   sanitizeText,
   sha256,
 } from "./sanitize.js";
+export { type SessionRecord, SessionRecordSchema, type SessionStatus } from "./session-record.js";
+export { type ToolDefinition, ToolDefinitionSchema, type ToolEffect } from "./tool-definition.js";
+export {
+  operationKeyOf,
+  receiptReply,
+  type ToolCallStatus,
+  type ToolExecuteReply,
+  ToolExecuteReplySchema,
+  ToolExecuteRequestSchema,
+} from "./tool-execute.js";
 export {
   type ToolGlob,
   toolGlob,
 } from "./tool-glob.js";
+export { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";
 export {
   formatTraceparent,
   newSpanId,
@@ -241,10 +229,23 @@ export {
   traceSamplerFollowsParent,
   traceSamplerFromEnv,
 } from "./trace-context.js";
+export { type TurnRecord, TurnRecordSchema, type VerifyTotals } from "./turn-record.js";
 export {
   applyRewrite,
   validateHookPayload,
 } from "./validate-payload.js";
+export {
+  type BuiltInResult,
+  type PolicyAction,
+  type Usage,
+  type VerifyFinalizeRequest,
+  VerifyFinalizeRequestSchema,
+  type VerifyMode,
+  type VerifyReply,
+  VerifyReplySchema,
+  type VerifyResolveRequest,
+  VerifyResolveRequestSchema,
+} from "./verify-request.js";
 export {
   newWebhookSecret,
   verifyWebhookSignature,

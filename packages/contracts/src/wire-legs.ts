@@ -1,23 +1,20 @@
 import { z } from "zod";
+import { ApprovalReplySchema, ApprovalRequestSchema } from "./approval-request.js";
 import { ErrorCode, ErrorKind, GeodeError } from "./errors.js";
+import { HealthReplySchema } from "./health-reply.js";
 import {
   DispatchOutcomeSchema,
   HandlerReplySchema,
   HookEnvelopeSchema,
   HookInvokeRequestSchema,
 } from "./hook-envelope.js";
+import { ToolExecuteReplySchema, ToolExecuteRequestSchema } from "./tool-execute.js";
+import { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";
 import {
-  ApprovalReplySchema,
-  ApprovalRequestSchema,
-  HealthReplySchema,
-  ToolExecuteReplySchema,
-  ToolExecuteRequestSchema,
-  ToolTerminalReplySchema,
-  ToolTerminalRequestSchema,
   VerifyFinalizeRequestSchema,
   VerifyReplySchema,
   VerifyResolveRequestSchema,
-} from "./messages.js";
+} from "./verify-request.js";
 import { type Codec, replyCodec, requestCodec } from "./wire-codec.js";
 
 /**

@@ -59,7 +59,7 @@ export function sendError(res: ServerResponse, err: ApiError): void {
 }
 
 /** Reads a JSON object body (`application/json`, at most MAX_BODY_BYTES). */
-export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json") throw badRequest("the body must be application/json");
   const chunks: Buffer[] = [];

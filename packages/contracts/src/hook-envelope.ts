@@ -96,7 +96,6 @@ export const HookInvokeRequestSchema = z.strictObject({
   payload: z.record(z.string(), z.unknown()),
   timeout_ms: z.number().int().positive().optional(),
 });
-export type HookInvokeRequest = z.output<typeof HookInvokeRequestSchema>;
 
 /** A decision in the outcome, attributed to its handler. */
 const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });

@@ -13,7 +13,7 @@ export interface ServiceEntry {
   nodeArgs: string[];
 }
 
-/** Every service with a `services/<name>/src/main.ts`, the known four first, in DESIGN order. */
+/** Every service with a `services/<name>/src/main.ts`, the known ones first in SERVICE_NAMES order (dispatcher, executor, verifier, recorder). */
 export function discoverServices(root: string = REPO_ROOT): ServiceEntry[] {
   const dir = path.join(root, "services");
   const found = existsSync(dir)

@@ -94,7 +94,7 @@ export {
   parseOrThrow,
   toGeodeError,
 } from "./errors.js";
-export { fastCheck } from "./fast-check.js";
+export { fastCheck, fastParser } from "./fast-check.js";
 export {
   type FailureMode,
   FailureModeSchema,

@@ -1,16 +1,14 @@
 import {
   CORRELATION_FIELDS,
   type Correlation,
-  type EventEnvelope,
   EventEnvelopeSchema,
-  fastCheck,
+  fastParser,
   parseTraceparent,
   type RetentionBucket,
   retentionBucketOf,
   safeCorrelationId,
   sanitizePayloadJson,
   sha256,
-  type TimelineRecord,
   TimelineRecordSchema,
   TRACEPARENT_HEADER,
 } from "@geode/contracts";
@@ -149,8 +147,8 @@ function extensionFields(p: Record<string, unknown>) {
  * them), taken without its pass, about a third of the decoding; the schema decides the rest and
  * rejects with its reason.
  */
-const isPlainEnvelope = fastCheck(EventEnvelopeSchema);
-const isPlainRecord = fastCheck(TimelineRecordSchema);
+const parseEnvelope = fastParser(EventEnvelopeSchema);
+const parseRecord = fastParser(TimelineRecordSchema);
 
 function parseBody(
   data: Uint8Array,
@@ -174,13 +172,9 @@ export function decodeStreamMessage(
   const parsed = parseBody(data);
   if (!parsed.ok) return { type: "rejected", reason: parsed.reason };
   if (stream === "events") {
-    let e: EventEnvelope;
-    if (isPlainEnvelope(parsed.body)) e = parsed.body;
-    else {
-      const r = EventEnvelopeSchema.safeParse(parsed.body);
-      if (!r.success) return { type: "rejected", reason: "not an event envelope" };
-      e = r.data;
-    }
+    const r = parseEnvelope(parsed.body);
+    if (!r.success) return { type: "rejected", reason: "not an event envelope" };
+    const e = r.data;
     // The tool-executor's compatibility tool_exec_failed names the tool_exec_ended it repeats.
     if (
       e.event === "tool_exec_failed" &&
@@ -220,13 +214,9 @@ export function decodeStreamMessage(
       extension: extension as unknown as ExtensionInvocationRow,
     };
   }
-  let t: TimelineRecord;
-  if (isPlainRecord(parsed.body)) t = parsed.body;
-  else {
-    const r = TimelineRecordSchema.safeParse(parsed.body);
-    if (!r.success) return { type: "rejected", reason: "not a timeline record" };
-    t = r.data;
-  }
+  const r = parseRecord(parsed.body);
+  if (!r.success) return { type: "rejected", reason: "not a timeline record" };
+  const t = r.data;
   const payload = storedPayload(t.payload, parsed.mayHoldNul);
   const session = {
     stream_seq: streamSeq,

@@ -10,6 +10,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { replaceBlock } from "./doc-block.js";
 
 export const ARCHITECTURE_DOC = path.join(REPO_ROOT, "docs/architecture.md");
 const RULES_FILE = path.join(REPO_ROOT, ".dependency-cruiser.json");
@@ -155,10 +156,7 @@ export function renderLayers(rules = dependencyRules()): string {
 
 /** docs/architecture.md with the layer table replaced by a fresh one. */
 export function withFreshLayers(doc: string): string {
-  const start = doc.indexOf(BEGIN);
-  const end = doc.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`docs/architecture.md has no ${BEGIN} … ${END} block`);
-  return `${doc.slice(0, start)}${renderLayers()}${doc.slice(end + END.length)}`;
+  return replaceBlock(doc, { begin: BEGIN, end: END, file: "docs/architecture.md" }, renderLayers());
 }
 
 if (process.argv[1] === import.meta.filename) {

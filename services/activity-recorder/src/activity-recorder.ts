@@ -21,6 +21,7 @@ import {
 import {
   AckPolicy,
   DeliverPolicy,
+  type JetStreamClient,
   type JetStreamManager,
   jetstream,
   jetstreamManager,
@@ -28,7 +29,7 @@ import {
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, DEFAULT_WRITERS } from "./recorder-config.js";
 import { DEFAULT_RUN_FILE_MAX_BYTES, RunMirror } from "./run-mirror.js";
-import { type ProjectorStats, StreamProjector } from "./stream-projector.js";
+import { type ProjectorStats, StreamProjector, type StreamProjectorOptions } from "./stream-projector.js";
 
 export interface ActivityRecorderOptions {
   nc: NatsConnection;
@@ -123,22 +124,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         ackWaitMs,
         outage,
         log: log.child({ stream }),
-        source: {
-          async open(onMessage) {
-            // Created or updated (same config from every replica); never deleted.
-            await ensureDurableConsumer(jsm, stream, {
-              durable_name: RECORDER_CONSUMER,
-              ack_policy: AckPolicy.Explicit,
-              deliver_policy: DeliverPolicy.All,
-              ack_wait: nanos(ackWaitMs),
-              max_deliver: -1,
-              // Bounds what all replicas hold unacked, hence each replica's in-memory queue.
-              max_ack_pending: Math.max(10_000, batchSize * 10),
-            });
-            const c = await js.consumers.get(stream, RECORDER_CONSUMER);
-            return c.consume({ max_messages: batchSize * 2, callback: onMessage });
-          },
-        },
+        source: durableSource({ jsm, js }, stream, { ackWaitMs, batchSize }),
       });
     projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
     serviceMetrics()?.setLagSource(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
@@ -171,6 +157,30 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
   }
+}
+
+/** A stream's messages through the recorder's durable consumer, shared by every replica. */
+function durableSource(
+  { jsm, js }: { jsm: JetStreamManager; js: JetStreamClient },
+  stream: string,
+  options: { ackWaitMs: number; batchSize: number },
+): StreamProjectorOptions["source"] {
+  return {
+    async open(onMessage) {
+      // Created or updated (same config from every replica); never deleted.
+      await ensureDurableConsumer(jsm, stream, {
+        durable_name: RECORDER_CONSUMER,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: nanos(options.ackWaitMs),
+        max_deliver: -1,
+        // Bounds what all replicas hold unacked, hence each replica's in-memory queue.
+        max_ack_pending: Math.max(10_000, options.batchSize * 10),
+      });
+      const c = await js.consumers.get(stream, RECORDER_CONSUMER);
+      return c.consume({ max_messages: options.batchSize * 2, callback: onMessage });
+    },
+  };
 }
 
 /** One migration attempt: false (and the outage reported) when the database cannot be reached. */

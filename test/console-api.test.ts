@@ -1,6 +1,22 @@
 import { request } from "node:http";
 import { createHookClient, RuntimeEventBus } from "@geode/bus";
-import { type EventEnvelope, EventEnvelopeSchema } from "@geode/contracts";
+import {
+  ConsoleApprovalAnsweredSchema,
+  ConsoleApprovalsPageSchema,
+  ConsoleHandlersPageSchema,
+  ConsoleLoginReplySchema,
+  ConsoleLogoutReplySchema,
+  ConsoleMeSchema,
+  ConsoleParkedTurnsPageSchema,
+  ConsoleReceiptResolvedSchema,
+  ConsoleReceiptsPageSchema,
+  ConsoleRecorderSchema,
+  ConsoleRunsPageSchema,
+  ConsoleSessionResolvedSchema,
+  ConsoleTimelinePageSchema,
+  type EventEnvelope,
+  EventEnvelopeSchema,
+} from "@geode/contracts";
 import { serveHook } from "@geode/sdk";
 import { ReceiptStore, RunStore } from "@geode/state";
 import { useFixture, waitFor } from "@geode/testing";
@@ -61,10 +77,13 @@ describe("the console API: the token", () => {
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).not.toContain(CONSOLE_TOKEN);
+    expect(ConsoleLoginReplySchema.parse(ok.body)).toEqual({ operator: "ana" });
     const session = cookie.split(";")[0]!;
     const me = await plane().api("/api/me", { token: null, headers: { cookie: session } });
     expect(me).toMatchObject({ status: 200, body: { operator: "ana", via: "cookie" } });
-    await plane().api("/api/logout", { token: null, headers: { cookie: session }, body: {} });
+    ConsoleMeSchema.parse(me.body);
+    const out = await plane().api("/api/logout", { token: null, headers: { cookie: session }, body: {} });
+    ConsoleLogoutReplySchema.parse(out.body);
     expect((await plane().api("/api/me", { token: null, headers: { cookie: session } })).status).toBe(401);
   });
 
@@ -87,22 +106,61 @@ describe("the console API: the token", () => {
 
 describe("the console API: bad input gets a coded error and changes nothing", () => {
   it.each([
-    ["not JSON", "/api/approvals/answer", "{nope", 400],
-    ["an unknown field", "/api/approvals/answer", { approval_id: "a", decision: "allow", extra: 1 }, 400],
-    ["a bad decision", "/api/approvals/answer", { approval_id: "a", decision: "maybe" }, 400],
-    ["an unknown approval", "/api/approvals/answer", { approval_id: "a", decision: "allow" }, 404],
-    ["a bad operator name", "/api/receipts/resolve", { key: "k", as: "failed", operator: "<b>" }, 400],
+    ["not JSON", "/api/approvals/answer", "{nope", 400, "the body is not valid JSON"],
+    [
+      "an unknown field",
+      "/api/approvals/answer",
+      { approval_id: "a", decision: "allow", extra: 1 },
+      400,
+      "unknown field(s): extra",
+    ],
+    [
+      "a bad decision",
+      "/api/approvals/answer",
+      { approval_id: "a", decision: "maybe" },
+      400,
+      "decision must be one of allow, deny",
+    ],
+    [
+      "no approval id",
+      "/api/approvals/answer",
+      { decision: "allow" },
+      400,
+      "approval_id must be a non-empty string of at most 128 characters",
+    ],
+    [
+      "a reason that is not text",
+      "/api/approvals/answer",
+      { approval_id: "a", decision: "deny", reason: 7 },
+      400,
+      "reason must be a string of at most 1024 characters",
+    ],
+    [
+      "an unknown approval",
+      "/api/approvals/answer",
+      { approval_id: "a", decision: "allow" },
+      404,
+      "approval a is not pending (answered or expired)",
+    ],
+    [
+      "a bad operator name",
+      "/api/receipts/resolve",
+      { key: "k", as: "failed", operator: "<b>" },
+      400,
+      "operator must match [A-Za-z0-9_.@-]{1,64}",
+    ],
     [
       "revise without an instruction",
       "/api/sessions/resolve",
       { session_id: "s", turn_id: "t", action: "revise" },
       400,
+      "revise requires an instruction",
     ],
-  ])("%s", async (_name, path, body, status) => {
+  ])("%s", async (_name, path, body, status, message) => {
     const r = await plane().api(path, { body });
     expect(r.status).toBe(status);
     expect(r.body.error.code).toBe("invalid_request");
-    expect(typeof r.body.error.message).toBe("string");
+    expect(r.body.error.message).toBe(message);
   });
 
   it("refuses bad paging and bad filters", async () => {
@@ -137,11 +195,13 @@ describe("the console API: approvals", () => {
       return pending !== undefined;
     }, 20_000);
     expect(pending).toMatchObject({ tool_name: "deploy", safety_level: "mutation" });
+    ConsoleApprovalsPageSchema.parse((await plane().api("/api/approvals")).body);
     expect(pending.detail).toContain("staging");
     const answer = await plane().api("/api/approvals/answer", {
       body: { approval_id: pending.approval_id, decision: "allow", reason: "looks right", operator: "bo" },
     });
     expect(answer).toMatchObject({ status: 200, body: { decision: "allow", approver: "bo" } });
+    ConsoleApprovalAnsweredSchema.parse(answer.body);
     const reply = await call;
     expect(reply.status).toBe("completed");
     expect(plane().deploy.calls).toEqual([{ target: "staging" }]);
@@ -178,6 +238,7 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
     });
     expect(parked.policy_action).toBe("escalate");
     const list = await plane().api("/api/sessions?status=paused");
+    ConsoleParkedTurnsPageSchema.parse(list.body);
     const row = list.body.items.find((s: ApiBody) => s.session_id === corr.session_id);
     expect(row).toMatchObject({
       turn_id: corr.turn_id,
@@ -191,6 +252,7 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
       status: 200,
       body: { policy_action: "accept", deliver: true, operator: "cy" },
     });
+    ConsoleSessionResolvedSchema.parse(r.body);
     const again = await plane().api("/api/sessions?status=paused");
     expect(again.body.items.some((s: ApiBody) => s.session_id === corr.session_id)).toBe(false);
     await waitFor(() => transitions.some((t) => t.payload["subject"] === "verification"));
@@ -220,6 +282,7 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
       Date.now() + 60_000,
     );
     const list = await plane().api("/api/receipts?state=admitted");
+    ConsoleReceiptsPageSchema.parse(list.body);
     expect(list.body.items.map((r: ApiBody) => [r.key, r.running])).toEqual([
       ["op-lapsed", false],
       ["op-live", true],
@@ -230,6 +293,7 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
       body: { key: "op-lapsed", as: "failed", reason: "checked: never deployed", operator: "dee" },
     });
     expect(r).toMatchObject({ status: 200, body: { state: "failed", by: "dee" } });
+    ConsoleReceiptResolvedSchema.parse(r.body);
     expect((await receipts.get("op-lapsed"))?.receipt.resolution).toMatchObject({ by: "dee" });
     await waitFor(() => recovered.length > 0);
     expect(recovered[0]!.payload).toMatchObject({ receipt_key: "op-lapsed", by: "dee" });
@@ -249,7 +313,9 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
     await events.timeline("session.started", { model: "m" }, { run_id: "run-a", session_id: "s" });
     const list = await plane().api("/api/runs?limit=1");
     expect(list.body).toMatchObject({ total: 2, limit: 1, next_offset: 1 });
+    ConsoleRunsPageSchema.parse(list.body);
     const all = await plane().api("/api/runs/run-a/timeline");
+    ConsoleTimelinePageSchema.parse(all.body);
     expect(all.body.items.map((i: ApiBody) => i.name)).toEqual([
       "turn_completed",
       "turn_completed",
@@ -298,6 +364,7 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
         error_rate: 1,
       });
       expect(row.heartbeat_age_ms).toBeGreaterThanOrEqual(0);
+      ConsoleHandlersPageSchema.parse((await plane().api("/api/handlers")).body);
       expect(row.lease_expired).toBe(false);
     } finally {
       await served.close();
@@ -307,6 +374,7 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
   it("shows recorder lag per stream (no recorder here: not present)", async () => {
     const r = await plane().api("/api/recorder");
     expect(r.status).toBe(200);
+    ConsoleRecorderSchema.parse(r.body);
     expect(r.body.streams.map((s: ApiBody) => [s.stream, s.present])).toEqual([
       [plane().env.names.eventsStream, false],
       [plane().env.names.timelineStream, false],

@@ -86,7 +86,7 @@ describe("the HTTP front door", () => {
 });
 
 describe("UserPromptSubmit", () => {
-  it("maps the prompt to user_input with DESIGN's correlation, never forwarding transcript_path or cwd", async () => {
+  it("maps the prompt to user_input with the plane's correlation, never forwarding transcript_path or cwd", async () => {
     const seen = await handler(HookName.UserPromptSubmit, "observe-prompt", () => null);
     const input = ccInput("UserPromptSubmit", { prompt: "list the files" });
     const res = await fx.post(input);

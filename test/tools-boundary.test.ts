@@ -73,7 +73,7 @@ const eventsOf = (id: string, event: string): EventEnvelope[] =>
   stack.seen.filter((e) => e.event === event && e.correlation.tool_call_id === id);
 
 describe("tool boundary order", () => {
-  it("runs policy, middleware, hooks, approval, admission, terminal, events, PostToolUse and the receipt commit in DESIGN's order", async () => {
+  it("runs policy, middleware, hooks, approval, admission, terminal, events, PostToolUse and the receipt commit in the boundary's order (docs/architecture.md)", async () => {
     const seq: string[] = [];
     const receipts = await ensureBucket(env().nc, env().names, "toolReceipts");
     const offEvents = stack.events.subscribe((e) => {
@@ -416,7 +416,7 @@ describe("PostToolUse and receipts", () => {
 });
 
 describe("bad input from the wire", () => {
-  it("gets an error reply with a DESIGN code and the executor keeps serving", async () => {
+  it("gets an error reply with a wire error code and the executor keeps serving", async () => {
     const { nc, names } = env();
     const raw = async (data: Uint8Array) =>
       decodeJson((await nc.request(names.toolExecute, data, { timeout: 5_000 })).data);

@@ -311,7 +311,7 @@ describe("the delivery gate", () => {
 });
 
 describe("bad wire input", () => {
-  it("gets an error reply with a DESIGN code, changes nothing, and the verifier keeps serving", async () => {
+  it("gets an error reply with a wire error code, changes nothing, and the verifier keeps serving", async () => {
     const { nc, names } = env();
     const corr = rootTurn();
     const bad: unknown[] = [

@@ -3,9 +3,11 @@
  * a 40 KiB PostToolUse payload (which the 32 KiB bound must cut), against a structured-copy
  * baseline (`JSON.parse(JSON.stringify(payload))`) of the same payload in the same run.
  * Target: the 1 KiB case under 20 µs median.
+ * Then the wire decoders of the hot paths, each beside its schema's own pass (wire-decode.ts).
  */
 import { validateHookPayload } from "@geode/contracts";
 import { fmtUs, type LatencySummary, measureSequential, progress, table } from "../lib/stats.js";
+import { benchWireDecode } from "./wire-decode.js";
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), "utf8");
 
@@ -93,3 +95,5 @@ process.stdout.write(
 );
 const small = results[0]!.sv.medianUs;
 process.stdout.write(`\ntarget: 1 KiB median < 20 µs: ${small < 20 ? "met" : "MISSED"} (${fmtUs(small)})\n`);
+
+benchWireDecode();

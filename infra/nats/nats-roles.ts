@@ -1,5 +1,5 @@
 /**
- * Per-role NATS users and permissions of one GEODE deployment (DESIGN section 9), rendered as a
+ * Per-role NATS users and permissions of one GEODE deployment (docs/operations.md, "NATS users and permissions"), rendered as a
  * nats-server 2.9 configuration file.
  *
  * nats-server 2.9 has no permission templates for users defined in a config file (templates such as
@@ -80,7 +80,7 @@ export function privateInboxPrefix(user: string): string {
 /** Account-level JetStream facts every JetStream client may ask (read-only). */
 const jsInfo = [`${API}.INFO`, `${API}.STREAM.NAMES`];
 
-/** Look up a stream and create it when absent (DESIGN: every component provisions what it uses). */
+/** Look up a stream and create it when absent (every component provisions the streams and buckets it uses). */
 const provisionStream = (stream: string) => [
   `${API}.STREAM.INFO.${stream}`,
   `${API}.STREAM.CREATE.${stream}`,
@@ -359,7 +359,7 @@ export function renderNatsConfig(options: NatsRolesOptions = {}): string {
   const account = options.account ?? "GEODE";
   const users = natsUsers(options);
   const lines: string[] = [
-    "# GEODE per-role NATS users and permissions (DESIGN section 9), for nats-server 2.9.",
+    "# GEODE per-role NATS users and permissions (docs/operations.md), for nats-server 2.9.",
     `# Generated for namespace "${ns}" by infra/nats/nats-roles.ts; regenerate instead of editing.`,
     "# Each password is read from the environment variable named after `$` (a missing one stops the",
     "# server); set it to a strong secret or a bcrypt hash. Permissions are allow lists: everything",

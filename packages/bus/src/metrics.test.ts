@@ -4,7 +4,7 @@ import { ServiceMetrics } from "./metrics.js";
 import { serveMetrics } from "./metrics-server.js";
 
 describe("service metrics", () => {
-  it("serves the DESIGN names with their labels on /metrics, process defaults included", async () => {
+  it("serves the metric names of docs/operations.md with their labels on /metrics, process defaults included", async () => {
     const m = new ServiceMetrics();
     m.hookInvocation("PreToolUse", "ok", 0.002);
     m.hookInvocation("PreToolUse", "ok", 0.004);

@@ -1,7 +1,19 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { GeodeConnection, Logger, RuntimeEventBus } from "@geode/bus";
-import { isReceiptRunning, type ReceiptState } from "@geode/contracts";
+import {
+  type ConsoleApprovalAnswered,
+  ConsoleApprovalAnswerSchema,
+  type ConsoleParkedTurn,
+  type ConsoleReceipt,
+  type ConsoleReceiptResolved,
+  ConsoleReceiptResolveSchema,
+  type ConsoleSessionResolved,
+  ConsoleSessionResolveSchema,
+  type ConsoleTimelinePage,
+  isReceiptRunning,
+  type ReceiptState,
+} from "@geode/contracts";
 import type { VerifyClient } from "@geode/runtime";
 import {
   type AttemptStore,
@@ -10,20 +22,9 @@ import {
   type RunStore,
   resolveReceipt,
 } from "@geode/state";
-import { type Caller, OPERATOR_PATTERN } from "./console-auth.js";
+import type { Caller } from "./console-auth.js";
 import { handlerViews, recentHandlerCalls } from "./handler-stats.js";
-import {
-  ApiError,
-  badRequest,
-  oneOf,
-  onlyFields,
-  optionalString,
-  paged,
-  pageOf,
-  readJsonObject,
-  sendJson,
-  stringField,
-} from "./http-io.js";
+import { ApiError, badRequest, paged, pageOf, readBody, sendJson } from "./http-io.js";
 import type { PendingApprovals } from "./pending-approvals.js";
 import { recorderLag } from "./recorder-lag.js";
 import { cursorToken, followRunTimeline, parseCursorToken, readRunTimeline } from "./run-timeline.js";
@@ -63,22 +64,13 @@ const sha256 = (text: string) => createHash("sha256").update(text, "utf8").diges
  * The operator an action is recorded under: the name a page signed in with, else the body's
  * `operator` (scripts with the bearer token), else `console`.
  */
-function operatorOf(caller: Caller, body: Record<string, unknown>): string {
-  const named = optionalString(body, "operator", 64);
-  if (named !== undefined && !OPERATOR_PATTERN.test(named))
-    throw badRequest("operator must match [A-Za-z0-9_.@-]{1,64}");
-  return caller.operator ?? named ?? "console";
-}
-
-async function actionBody(r: ApiRequest, fields: readonly string[]): Promise<Record<string, unknown>> {
-  const body = await readJsonObject(r.req);
-  onlyFields(body, [...fields, "operator"]);
-  return body;
+function operatorOf(caller: Caller, body: { operator?: string | null | undefined }): string {
+  return caller.operator ?? body.operator ?? "console";
 }
 
 const RECEIPT_STATES = ["admitted", "completed", "failed"] as const;
 
-/** DESIGN section 14's routes, with the actions as POSTs next to the lists they act on. */
+/** The console's routes (docs/console.md), with the actions as POSTs next to the lists they act on. */
 export const ROUTES: Route[] = [
   {
     method: "GET",
@@ -91,14 +83,17 @@ export const ROUTES: Route[] = [
     method: "POST",
     pattern: /^\/api\/approvals\/answer$/,
     async handle(d, r) {
-      const body = await actionBody(r, ["approval_id", "decision", "reason"]);
-      const id = stringField(body, "approval_id", 128);
-      const decision = oneOf(body, "decision", ["allow", "deny"] as const);
+      const body = await readBody(r.req, ConsoleApprovalAnswerSchema);
+      const { approval_id: id, decision } = body;
       const operator = operatorOf(r.caller, body);
-      const reason = optionalString(body, "reason", 1024) || `${decision} from the console`;
+      const reason = body.reason || `${decision} from the console`;
       const request = d.approvals.answer(id, { decision, reason, operator });
       d.log.info({ approval_id: id, decision, operator, tool_name: request.tool_name }, "approval answered");
-      sendJson(r.res, 200, { approval_id: id, decision, approver: operator });
+      sendJson(r.res, 200, {
+        approval_id: id,
+        decision,
+        approver: operator,
+      } satisfies ConsoleApprovalAnswered);
     },
   },
   {
@@ -108,15 +103,17 @@ export const ROUTES: Route[] = [
       const status = r.url.searchParams.get("status") ?? "paused";
       if (status !== "paused") throw badRequest("status must be paused (sessions awaiting verification)");
       const parked = await d.attempts.parked();
-      const rows = parked.map((t) => ({
-        session_id: t.session_id,
-        turn_id: t.turn_id,
-        policy_action: t.pending!.policy_action,
-        verify_attempt: t.pending!.attempt,
-        pending_text: t.pending!.text,
-        candidate_sha256: t.pending!.candidate_sha256,
-        updated_at: t.updated_at,
-      }));
+      const rows = parked.map(
+        (t): ConsoleParkedTurn => ({
+          session_id: t.session_id,
+          turn_id: t.turn_id,
+          policy_action: t.pending!.policy_action,
+          verify_attempt: t.pending!.attempt,
+          pending_text: t.pending!.text,
+          candidate_sha256: t.pending!.candidate_sha256,
+          updated_at: t.updated_at,
+        }),
+      );
       sendJson(r.res, 200, paged(rows, pageOf(r.url)));
     },
   },
@@ -124,11 +121,9 @@ export const ROUTES: Route[] = [
     method: "POST",
     pattern: /^\/api\/sessions\/resolve$/,
     async handle(d, r) {
-      const body = await actionBody(r, ["session_id", "turn_id", "action", "instruction"]);
-      const sessionId = stringField(body, "session_id", 256);
-      const turnId = stringField(body, "turn_id", 256);
-      const action = oneOf(body, "action", ["deliver", "revise"] as const);
-      const instruction = optionalString(body, "instruction", 4096);
+      const body = await readBody(r.req, ConsoleSessionResolveSchema);
+      const { session_id: sessionId, turn_id: turnId, action } = body;
+      const instruction = body.instruction ?? undefined;
       const operator = operatorOf(r.caller, body);
       if (action === "revise" && !instruction?.trim()) throw badRequest("revise requires an instruction");
       const correlation = { session_id: sessionId, turn_id: turnId };
@@ -157,7 +152,7 @@ export const ROUTES: Route[] = [
         operator,
         policy_action: reply.policy_action,
         deliver: reply.deliver,
-      });
+      } satisfies ConsoleSessionResolved);
     },
   },
   {
@@ -168,18 +163,21 @@ export const ROUTES: Route[] = [
       if (state !== null && !(RECEIPT_STATES as readonly string[]).includes(state))
         throw badRequest("state must be admitted, completed or failed");
       const now = Date.now();
-      const rows = (await d.receipts.list((state ?? undefined) as ReceiptState | undefined)).map((rc) => ({
-        key: rc.key,
-        state: rc.state,
-        tool_name: rc.tool_name,
-        running: isReceiptRunning(rc, now),
-        lease_until: rc.lease_until ?? null,
-        admitted_at: rc.admitted_at,
-        completed_at: rc.completed_at,
-        status: rc.status,
-        correlation: rc.correlation,
-        resolution: rc.resolution ?? null,
-      }));
+      const listed = await d.receipts.list((state ?? undefined) as ReceiptState | undefined);
+      const rows = listed.map(
+        (rc): ConsoleReceipt => ({
+          key: rc.key,
+          state: rc.state,
+          tool_name: rc.tool_name,
+          running: isReceiptRunning(rc, now),
+          lease_until: rc.lease_until ?? null,
+          admitted_at: rc.admitted_at,
+          completed_at: rc.completed_at,
+          status: rc.status,
+          correlation: rc.correlation,
+          resolution: rc.resolution ?? null,
+        }),
+      );
       sendJson(r.res, 200, paged(rows, pageOf(r.url)));
     },
   },
@@ -187,10 +185,9 @@ export const ROUTES: Route[] = [
     method: "POST",
     pattern: /^\/api\/receipts\/resolve$/,
     async handle(d, r) {
-      const body = await actionBody(r, ["key", "as", "reason"]);
-      const key = stringField(body, "key", 1024);
-      const as = oneOf(body, "as", ["completed", "failed"] as const);
-      const reason = optionalString(body, "reason", 1024) || undefined;
+      const body = await readBody(r.req, ConsoleReceiptResolveSchema);
+      const { key, as } = body;
+      const reason = body.reason || undefined;
       const by = operatorOf(r.caller, body);
       const outcome = await resolveReceipt(
         { receipts: d.receipts, events: d.events },
@@ -201,7 +198,12 @@ export const ROUTES: Route[] = [
           why: outcome.why,
         });
       d.log.info({ receipt_key: key, as, operator: by }, "receipt resolved");
-      sendJson(r.res, 200, { key, state: as, revision: outcome.revision, by });
+      sendJson(r.res, 200, {
+        key,
+        state: as,
+        revision: outcome.revision,
+        by,
+      } satisfies ConsoleReceiptResolved);
     },
   },
   {
@@ -226,7 +228,7 @@ export const ROUTES: Route[] = [
         items: page.items,
         next: cursorToken(page.next),
         more: page.more,
-      });
+      } satisfies ConsoleTimelinePage);
     },
   },
   {

@@ -1,10 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import type { ConsoleMe } from "@geode/contracts";
 
 /** Name of the console's session cookie (HttpOnly, SameSite=Strict; holds a random id, never the token). */
 export const SESSION_COOKIE = "geode_console";
-/** Operator names: what approvals, resolutions and events record as who acted. */
-export const OPERATOR_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 const MAX_SESSIONS = 256;
@@ -12,10 +11,7 @@ const MAX_SESSIONS = 256;
 const digest = (text: string) => createHash("sha256").update(text, "utf8").digest();
 
 /** Who made a request: a bearer-token client (no name yet) or a signed-in page (its operator). */
-export interface Caller {
-  operator: string | null;
-  via: "bearer" | "cookie";
-}
+export type Caller = ConsoleMe;
 
 /**
  * The console's one secret, `GEODE_CONSOLE_TOKEN`. Scripts send it as `Authorization: Bearer`;

@@ -11,24 +11,21 @@ import {
   RuntimeEventBus,
   silentLogger,
 } from "@geode/bus";
+import {
+  type ConsoleLoginReply,
+  ConsoleLoginRequestSchema,
+  type ConsoleLogoutReply,
+  type ConsoleMe,
+} from "@geode/contracts";
 import { createVerifyClient } from "@geode/runtime";
 import { AttemptStore, HandlerRegistrations, ReceiptStore, RunStore } from "@geode/state";
 import { type ConsoleDeps, ROUTES } from "./console-api.js";
-import { ConsoleAuth, OPERATOR_PATTERN } from "./console-auth.js";
+import { ConsoleAuth } from "./console-auth.js";
 import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
-import {
-  ApiError,
-  badRequest,
-  onlyFields,
-  readJsonObject,
-  sendError,
-  sendJson,
-  stringField,
-  toApiError,
-} from "./http-io.js";
+import { ApiError, readBody, sendError, sendJson, toApiError } from "./http-io.js";
 import { PendingApprovals } from "./pending-approvals.js";
 
-/** Default port of `geode console` (DESIGN section 14). */
+/** Default port of `geode console` (docs/console.md). */
 export const DEFAULT_CONSOLE_PORT = 4281;
 
 /** The built page (`pnpm --filter @geode/console build`). */
@@ -120,10 +117,11 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       if (!caller) throw new ApiError(401, "policy_denied", "a valid console token is required");
       if (url.pathname === "/api/logout" && req.method === "POST") {
         auth.closeSession(req);
-        return sendJson(res, 200, { signed_out: true }, { "set-cookie": ConsoleAuth.cookie(null) });
+        const out: ConsoleLogoutReply = { signed_out: true };
+        return sendJson(res, 200, out, { "set-cookie": ConsoleAuth.cookie(null) });
       }
       if (url.pathname === "/api/me" && req.method === "GET")
-        return sendJson(res, 200, { operator: caller.operator, via: caller.via });
+        return sendJson(res, 200, { operator: caller.operator, via: caller.via } satisfies ConsoleMe);
       for (const route of ROUTES) {
         const m = route.pattern.exec(url.pathname);
         if (!m) continue;
@@ -141,15 +139,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   }
 
   async function login(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJsonObject(req);
-    onlyFields(body, ["token", "operator"]);
-    const token = stringField(body, "token", 4096);
-    const operator = stringField(body, "operator", 64);
-    if (!OPERATOR_PATTERN.test(operator)) throw badRequest("operator must match [A-Za-z0-9_.@-]{1,64}");
+    const { token, operator } = await readBody(req, ConsoleLoginRequestSchema);
     if (!auth.matches(token)) throw new ApiError(401, "policy_denied", "that is not the console token");
     const id = auth.openSession(operator);
     log.info({ operator }, "operator signed in");
-    sendJson(res, 200, { operator }, { "set-cookie": ConsoleAuth.cookie(id) });
+    const out: ConsoleLoginReply = { operator };
+    sendJson(res, 200, out, { "set-cookie": ConsoleAuth.cookie(id) });
   }
 
   const port = options.port ?? DEFAULT_CONSOLE_PORT;

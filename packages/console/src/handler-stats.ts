@@ -1,4 +1,9 @@
-import { EventEnvelopeSchema, type HandlerRegistration, type Names } from "@geode/contracts";
+import {
+  type ConsoleHandler,
+  EventEnvelopeSchema,
+  type HandlerRegistration,
+  type Names,
+} from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { readStream } from "./stream-reader.js";
 
@@ -12,24 +17,8 @@ export interface HandlerCalls {
   errors: number;
 }
 
-/** A registration as the console shows it. */
-export interface HandlerView {
-  hook: string;
-  name: string;
-  priority: number;
-  failure_mode: string;
-  timeout_ms: number;
-  schema_version: string;
-  match: HandlerRegistration["match"] | null;
-  heartbeat_at: number;
-  heartbeat_age_ms: number;
-  lease_ms: number;
-  lease_expired: boolean;
-  recent_calls: number;
-  recent_errors: number;
-  /** errors / calls over the window, null without calls. */
-  error_rate: number | null;
-}
+/** A registration as the console shows it (`GET /api/handlers`). */
+export type HandlerView = ConsoleHandler;
 
 /**
  * Counts each hook handler's calls and errors in the last `windowMs` from the `extension_invoked`

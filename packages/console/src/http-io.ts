@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { decodeJson } from "@geode/bus";
 import { ErrorCode, GeodeError } from "@geode/contracts";
+import type { z } from "zod";
 
 /** Largest JSON body an action accepts. */
 const MAX_BODY_BYTES = 64 * 1024;
@@ -58,7 +59,7 @@ export function sendError(res: ServerResponse, err: ApiError): void {
 }
 
 /** Reads a JSON object body (`application/json`, at most MAX_BODY_BYTES). */
-export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json") throw badRequest("the body must be application/json");
   const chunks: Buffer[] = [];
@@ -114,37 +115,14 @@ export function paged<T>(
   return { items, total: all.length, ...page, next_offset: end < all.length ? end : null };
 }
 
-/** A required string field of an action body (trimmed length 1..max). */
-export function stringField(body: Record<string, unknown>, name: string, max = 1024): string {
-  const v = body[name];
-  if (typeof v !== "string" || v.length === 0 || v.length > max)
-    throw badRequest(`${name} must be a non-empty string of at most ${max} characters`);
-  return v;
-}
-
-/** An optional string field (absent or a string of at most max characters). */
-export function optionalString(body: Record<string, unknown>, name: string, max = 4096): string | undefined {
-  const v = body[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "string" || v.length > max)
-    throw badRequest(`${name} must be a string of at most ${max} characters`);
-  return v;
-}
-
-/** A field that must be one of `values`. */
-export function oneOf<T extends string>(
-  body: Record<string, unknown>,
-  name: string,
-  values: readonly T[],
-): T {
-  const v = body[name];
-  if (typeof v !== "string" || !(values as readonly string[]).includes(v))
-    throw badRequest(`${name} must be one of ${values.join(", ")}`);
-  return v as T;
-}
-
-/** Refuses fields an action does not know (a typo must not silently do something else). */
-export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
-  const extra = Object.keys(body).filter((k) => !allowed.includes(k));
-  if (extra.length > 0) throw badRequest(`unknown field(s): ${extra.slice(0, 8).join(", ")}`);
+/**
+ * Reads an action body (`readJsonObject`) and checks it with its schema from the contracts: the
+ * first thing wrong (an unknown field before the others), named by its field, is a 400.
+ */
+export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S): Promise<z.output<S>> {
+  const r = schema.safeParse(await readJsonObject(req));
+  if (r.success) return r.data;
+  const issue = r.error.issues.find((i) => i.code === "unrecognized_keys") ?? r.error.issues[0];
+  const path = issue?.path.map(String).join(".") ?? "";
+  throw badRequest(path ? `${path} ${issue?.message}` : (issue?.message ?? "invalid body"));
 }

@@ -1,4 +1,4 @@
-export { ConsoleAuth, OPERATOR_PATTERN, SESSION_COOKIE } from "./console-auth.js";
+export { ConsoleAuth, SESSION_COOKIE } from "./console-auth.js";
 export { CONSOLE_ENV, consoleTimeouts } from "./console-config.js";
 export {
   type ConsoleOptions,

@@ -1,19 +1,10 @@
 import type { GeodeConnection } from "@geode/bus";
-import type { ApprovalRequest, Correlation } from "@geode/contracts";
+import type { ApprovalRequest, ConsoleApproval } from "@geode/contracts";
 import { type ServedApprovals, serveApprovals } from "@geode/sdk";
 import { ApiError } from "./http-io.js";
 
-/** An approval request waiting for an operator of the console. */
-export interface PendingApproval {
-  approval_id: string;
-  tool_name: string;
-  safety_level: string;
-  detail: string;
-  correlation: Partial<Correlation>;
-  received_at: number;
-  /** When the tool-executor stops waiting (`GEODE_APPROVAL_TIMEOUT_MS` after the request). */
-  expires_at: number;
-}
+/** An approval request waiting for an operator of the console (`GET /api/approvals`). */
+export type PendingApproval = ConsoleApproval;
 
 export interface ApprovalAnswer {
   decision: "allow" | "deny";

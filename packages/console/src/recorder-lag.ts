@@ -1,21 +1,9 @@
-import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
+import { type ConsoleRecorderLag, type Names, RECORDER_CONSUMER } from "@geode/contracts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
-/** The activity-recorder's position on one stream. */
-export interface RecorderLag {
-  stream: string;
-  consumer: string;
-  /** False when the recorder never started on this stream (no durable consumer yet). */
-  present: boolean;
-  /** Messages not yet delivered plus delivered but not yet acknowledged (written). */
-  lag: number | null;
-  pending: number | null;
-  ack_pending: number | null;
-  stream_last_seq: number | null;
-  /** The last stream sequence delivered to the recorder. */
-  delivered_seq: number | null;
-}
+/** The activity-recorder's position on one stream (`GET /api/recorder`). */
+export type RecorderLag = ConsoleRecorderLag;
 
 /** The recorder's lag on `{NS}_EVENTS` and `{NS}_TIMELINE`, from its durable consumers' state. */
 export async function recorderLag(nc: NatsConnection, names: Names): Promise<RecorderLag[]> {

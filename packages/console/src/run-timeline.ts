@@ -1,19 +1,14 @@
-import { type Correlation, EventEnvelopeSchema, type Names, TimelineRecordSchema } from "@geode/contracts";
+import {
+  type ConsoleTimelineItem,
+  EventEnvelopeSchema,
+  type Names,
+  TimelineRecordSchema,
+} from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { followStream, readStream } from "./stream-reader.js";
 
 /** One entry of a run's timeline: a runtime event or a session timeline record. */
-export interface TimelineItem {
-  stream: "events" | "timeline";
-  seq: number;
-  id: string;
-  /** The event value or the timeline kind. */
-  name: string;
-  ts: number;
-  source: string;
-  correlation: Correlation;
-  payload: Record<string, unknown>;
-}
+export type TimelineItem = ConsoleTimelineItem;
 
 /** Where a reader of a run's timeline stands in each stream (last sequence read, 0 for none). */
 export interface TimelineCursor {

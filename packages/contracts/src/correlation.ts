@@ -1,66 +1,61 @@
 import { z } from "zod";
+import { fastCheck } from "./fast-check.js";
 import { maskSecrets, sha256 } from "./sanitize.js";
 
-const nonNegativeInt = z.number().int().min(0);
+const id = z.string();
+const counter = z.number().int().min(0);
 
-/** Correlation v2: exactly these nine fields, all required, in this order. */
-export const CorrelationV2Schema = z.strictObject({
-  session_id: z.string(),
-  turn_id: z.string(),
-  step_id: z.string(),
-  run_id: z.string(),
-  session_generation: nonNegativeInt,
-  verify_attempt: nonNegativeInt,
-  tool_call_id: z.string(),
-  llm_call_id: z.string(),
-  llm_attempt_id: z.string(),
-});
+/** The nine correlation fields, in wire order: ids are strings, the two counters non-negative integers. */
+const CORRELATION_SHAPE = {
+  session_id: id,
+  turn_id: id,
+  step_id: id,
+  run_id: id,
+  session_generation: counter,
+  verify_attempt: counter,
+  tool_call_id: id,
+  llm_call_id: id,
+  llm_attempt_id: id,
+};
+type CorrelationShape = typeof CORRELATION_SHAPE;
+
+/** Correlation v2: exactly the nine fields, all required, in this order. */
+export const CorrelationV2Schema = z.strictObject(CORRELATION_SHAPE);
 export type Correlation = z.infer<typeof CorrelationV2Schema>;
 
 /** Correlation v1: v2 without `step_id`. */
 export const CorrelationV1Schema = CorrelationV2Schema.omit({ step_id: true });
 export type CorrelationV1 = z.infer<typeof CorrelationV1Schema>;
 
-export const CORRELATION_FIELDS = Object.keys(CorrelationV2Schema.shape) as (keyof Correlation)[];
+export const CORRELATION_FIELDS = Object.keys(CORRELATION_SHAPE) as (keyof Correlation)[];
+
+/** The id fields (the strings). */
+const STRING_FIELDS = CORRELATION_FIELDS.filter((f) => CORRELATION_SHAPE[f] === id) as Array<
+  { [K in keyof Correlation]: Correlation[K] extends string ? K : never }[keyof Correlation]
+>;
 
 /**
- * Correlation as callers send it: any field may be left out and defaults to `""` or `0`;
- * unknown fields are still refused.
+ * Correlation as callers send it: any field may be left out and defaults to `""` (an id) or `0`
+ * (a counter); unknown fields are still refused.
  */
-export const CorrelationInputSchema = z.strictObject({
-  session_id: z.string().default(""),
-  turn_id: z.string().default(""),
-  step_id: z.string().default(""),
-  run_id: z.string().default(""),
-  session_generation: nonNegativeInt.default(0),
-  verify_attempt: nonNegativeInt.default(0),
-  tool_call_id: z.string().default(""),
-  llm_call_id: z.string().default(""),
-  llm_attempt_id: z.string().default(""),
-});
+export const CorrelationInputSchema = z.strictObject(
+  Object.fromEntries(
+    CORRELATION_FIELDS.map((f) => [f, CORRELATION_SHAPE[f] === id ? id.default("") : counter.default(0)]),
+  ) as { [K in keyof CorrelationShape]: z.ZodDefault<CorrelationShape[K]> },
+);
 export type CorrelationInput = z.input<typeof CorrelationInputSchema>;
+
+/** A request's correlation: partial as callers send it, or left out for the empty one. */
+export const RequestCorrelationSchema = CorrelationInputSchema.default(CorrelationInputSchema.parse({}));
+
+/** A complete correlation, which the schema would take as it is (see `fastCheck`). */
+const isComplete = fastCheck(CorrelationV2Schema);
 
 /** Fills the defaults of a partial correlation (throws on unknown fields or wrong types). */
 export function correlation(input: CorrelationInput = {}): Correlation {
-  // Fast path for the common case on hot paths (events, hook chains): an already complete
-  // correlation is copied without a schema pass.
-  if (isCompleteCorrelation(input)) return { ...input };
+  // On hot paths (events, hook chains) the correlation is complete: a copy, no schema pass.
+  if (isComplete(input)) return { ...input };
   return CorrelationInputSchema.parse(input);
-}
-
-/** The id fields (strings), as the schema declares them. */
-const STRING_FIELDS = CORRELATION_FIELDS.filter(
-  (f) => CorrelationV2Schema.shape[f] instanceof z.ZodString,
-) as Array<Exclude<keyof Correlation, "session_generation" | "verify_attempt">>;
-
-/** True for a correlation with exactly the v2 fields, each of its type: what the schema takes as is. */
-export function isCompleteCorrelation(input: CorrelationInput): input is Correlation {
-  const o = input as Record<string, unknown>;
-  if (Object.keys(o).length !== 9) return false;
-  for (const f of STRING_FIELDS) if (typeof o[f] !== "string") return false;
-  const g = o["session_generation"];
-  const v = o["verify_attempt"];
-  return Number.isSafeInteger(g) && (g as number) >= 0 && Number.isSafeInteger(v) && (v as number) >= 0;
 }
 
 export function toCorrelationV1(c: Correlation): CorrelationV1 {

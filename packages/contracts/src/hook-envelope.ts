@@ -1,10 +1,9 @@
 import { z } from "zod";
 import {
   type Correlation,
-  CorrelationInputSchema,
   CorrelationV1Schema,
   CorrelationV2Schema,
-  isCompleteCorrelation,
+  RequestCorrelationSchema,
   toCorrelationV1,
 } from "./correlation.js";
 import {
@@ -12,7 +11,6 @@ import {
   HOOK_ACTIONS,
   type HookName,
   HookNameSchema,
-  isHookName,
   SchemaVersion,
   type SchemaVersionLabel,
   SchemaVersionSchema,
@@ -57,7 +55,6 @@ export type HookDecision = z.infer<typeof HookDecisionSchema>;
 export const HandlerReplySchema = z.object({
   decision: z.unknown().describe("the decision (see hooks.md for what each hook allows), or null for none"),
 });
-type HandlerReply = z.infer<typeof HandlerReplySchema>;
 
 /** What a handler receives. */
 export const HookEnvelopeSchema = z.strictObject({
@@ -95,97 +92,14 @@ export function hookEnvelope(
 
 /** `{hook}.invoke` request body. */
 export const HookInvokeRequestSchema = z.strictObject({
-  correlation: CorrelationInputSchema.default(CorrelationInputSchema.parse({})),
+  correlation: RequestCorrelationSchema,
   payload: z.record(z.string(), z.unknown()),
   timeout_ms: z.number().int().positive().optional(),
 });
-export type HookInvokeRequest = z.output<typeof HookInvokeRequestSchema>;
-
-/*
- * The quick checks below take the bodies that the plane's own clients send, with every field
- * present and of its type, as they are, without a pass of the schema: in a running dispatcher or
- * handler that pass cost 50-70 µs per message, many times its cost in a tight loop. Each is
- * strictly narrower than its schema: what it returns, the schema accepts and returns equal (a
- * table of bodies in hook-envelope.test.ts checks it); anything else returns undefined and goes
- * to the schema, which decides and explains.
- */
-
-/** An object as JSON makes it: not null, not an array, no prototype but Object's, no `__proto__` key. */
-function isPlainRecord(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== "object" || v === null) return false;
-  const proto = Object.getPrototypeOf(v);
-  return (proto === Object.prototype || proto === null) && !Object.hasOwn(v, "__proto__");
-}
-
-function isCompleteCorrelationObject(v: unknown): v is Correlation {
-  return isPlainRecord(v) && isCompleteCorrelation(v);
-}
-
-/** An invoke request with a complete correlation, taken as is; else undefined (see above). */
-export function quickInvokeRequest(body: unknown): HookInvokeRequest | undefined {
-  if (!isPlainRecord(body)) return undefined;
-  const keys = Object.keys(body);
-  const timeout = body["timeout_ms"];
-  const withTimeout = keys.length === 3 && Number.isSafeInteger(timeout) && (timeout as number) > 0;
-  if (!withTimeout && !(keys.length === 2 && !Object.hasOwn(body, "timeout_ms"))) return undefined;
-  if (!isCompleteCorrelationObject(body["correlation"]) || !isPlainRecord(body["payload"])) return undefined;
-  return body as HookInvokeRequest;
-}
-
-/** A handler envelope with a complete v2 correlation, taken as is; else undefined (see above). */
-export function quickHookEnvelope(body: unknown): HookEnvelope | undefined {
-  if (!isPlainRecord(body) || Object.keys(body).length !== 4) return undefined;
-  const version = body["schema_version"];
-  if (version !== SchemaVersion.V2 && version !== SchemaVersion.V1) return undefined;
-  if (!isHookName(body["name"]) || !isPlainRecord(body["payload"])) return undefined;
-  if (!isCompleteCorrelationObject(body["correlation"])) return undefined;
-  return body as HookEnvelope;
-}
 
 /** A decision in the outcome, attributed to its handler. */
 const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });
 export type AttributedDecision = z.infer<typeof AttributedDecisionSchema>;
-
-/** A handler's reply `{"decision": …}` with nothing else, taken as is; else undefined (see above). */
-export function quickHandlerReply(body: unknown): HandlerReply | undefined {
-  if (!isPlainRecord(body) || !Object.hasOwn(body, "decision") || Object.keys(body).length !== 1)
-    return undefined;
-  return body as HandlerReply;
-}
-
-const ACTIONS: ReadonlySet<string> = new Set(HOOK_ACTIONS);
-
-/** Fields of an attributed decision that the quick check takes: the strings (the rest go to the schema). */
-const QUICK_DECISION_FIELDS: ReadonlySet<string> = new Set(["action", "handler", "reason", "instruction"]);
-
-function isQuickDecision(v: unknown): boolean {
-  if (!isPlainRecord(v) || !ACTIONS.has(v["action"] as string) || typeof v["handler"] !== "string")
-    return false;
-  for (const key of Object.keys(v))
-    if (!QUICK_DECISION_FIELDS.has(key) || typeof v[key] !== "string") return false;
-  return true;
-}
-
-function isStringArray(v: unknown): v is string[] {
-  return Array.isArray(v) && v.every((x) => typeof x === "string");
-}
-
-/**
- * The dispatcher's outcome, with a complete v2 correlation and decisions of string fields only,
- * taken as is; else undefined (see above).
- */
-export function quickDispatchOutcome(body: unknown): DispatchOutcome | undefined {
-  if (!isPlainRecord(body) || Object.keys(body).length !== 8) return undefined;
-  const version = body["schema_version"];
-  if (version !== SchemaVersion.V2 && version !== SchemaVersion.V1) return undefined;
-  if (!isHookName(body["name"]) || !isPlainRecord(body["payload"]) || typeof body["blocked"] !== "boolean")
-    return undefined;
-  if (!isCompleteCorrelationObject(body["correlation"])) return undefined;
-  if (!isStringArray(body["decision_sources"]) || !isStringArray(body["handler_errors"])) return undefined;
-  const decisions = body["decisions"];
-  if (!Array.isArray(decisions) || !decisions.every(isQuickDecision)) return undefined;
-  return body as DispatchOutcome;
-}
 
 /** The reply to an invocation: the composed outcome of the handler chain. */
 export const DispatchOutcomeSchema = z.strictObject({

@@ -1,5 +1,18 @@
 export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
+  type AgentKind,
+  AgentKindSchema,
+  AgentNameSchema,
+  type AgentRecord,
+  AgentRecordSchema,
+} from "./agent-record.js";
+export {
+  type ApprovalReply,
+  ApprovalReplySchema,
+  type ApprovalRequest,
+  ApprovalRequestSchema,
+} from "./approval-request.js";
+export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,
@@ -20,12 +33,58 @@ export {
   type CodexHookOutput,
 } from "./codex.js";
 export {
+  type ConsoleApproval,
+  type ConsoleApprovalAnswer,
+  type ConsoleApprovalAnswered,
+  ConsoleApprovalAnsweredSchema,
+  ConsoleApprovalAnswerSchema,
+  ConsoleApprovalSchema,
+  ConsoleApprovalsPageSchema,
+  type ConsoleHandler,
+  ConsoleHandlerSchema,
+  ConsoleHandlersPageSchema,
+  type ConsoleLoginReply,
+  ConsoleLoginReplySchema,
+  type ConsoleLoginRequest,
+  ConsoleLoginRequestSchema,
+  type ConsoleLogoutReply,
+  ConsoleLogoutReplySchema,
+  type ConsoleMe,
+  ConsoleMeSchema,
+  type ConsolePage,
+  type ConsoleParkedTurn,
+  ConsoleParkedTurnSchema,
+  ConsoleParkedTurnsPageSchema,
+  type ConsoleReceipt,
+  type ConsoleReceiptResolve,
+  type ConsoleReceiptResolved,
+  ConsoleReceiptResolvedSchema,
+  ConsoleReceiptResolveSchema,
+  ConsoleReceiptSchema,
+  ConsoleReceiptsPageSchema,
+  type ConsoleRecorder,
+  type ConsoleRecorderLag,
+  ConsoleRecorderLagSchema,
+  ConsoleRecorderSchema,
+  ConsoleRunsPageSchema,
+  type ConsoleSessionResolve,
+  type ConsoleSessionResolved,
+  ConsoleSessionResolvedSchema,
+  ConsoleSessionResolveSchema,
+  type ConsoleTimelineItem,
+  ConsoleTimelineItemSchema,
+  type ConsoleTimelinePage,
+  ConsoleTimelinePageSchema,
+  OPERATOR_PATTERN,
+} from "./console-api.js";
+export {
   CORRELATION_FIELDS,
   type Correlation,
   type CorrelationInput,
   CorrelationInputSchema,
   CorrelationV2Schema,
   correlation,
+  RequestCorrelationSchema,
   safeCorrelation,
   safeCorrelationId,
 } from "./correlation.js";
@@ -45,6 +104,17 @@ export {
   parseOrThrow,
   toGeodeError,
 } from "./errors.js";
+export { fastCheck, fastParser } from "./fast-check.js";
+export {
+  type FailureMode,
+  FailureModeSchema,
+  type HandlerMatch,
+  HandlerMatchSchema,
+  HandlerNameSchema,
+  type HandlerRegistration,
+  HandlerRegistrationSchema,
+} from "./handler-registration.js";
+export { type HealthReply, HealthReplySchema } from "./health-reply.js";
 export {
   type AttributedDecision,
   type DispatchOutcome,
@@ -73,62 +143,6 @@ export {
   MAX_EVIDENCE_REFS,
 } from "./hook-payloads.js";
 export {
-  type AgentKind,
-  AgentKindSchema,
-  AgentNameSchema,
-  type AgentRecord,
-  AgentRecordSchema,
-  type ApprovalReply,
-  ApprovalReplySchema,
-  type ApprovalRequest,
-  ApprovalRequestSchema,
-  type BuiltInResult,
-  DEFAULT_RECEIPT_LEASE_MS,
-  type FailureMode,
-  FailureModeSchema,
-  type HandlerMatch,
-  HandlerMatchSchema,
-  HandlerNameSchema,
-  type HandlerRegistration,
-  HandlerRegistrationSchema,
-  type HealthReply,
-  HealthReplySchema,
-  isReceiptRunning,
-  operationKeyOf,
-  type PolicyAction,
-  type Receipt,
-  type ReceiptRef,
-  ReceiptSchema,
-  type ReceiptState,
-  type RunRecord,
-  RunRecordSchema,
-  receiptReply,
-  receiptStorageKey,
-  type SessionRecord,
-  SessionRecordSchema,
-  type SessionStatus,
-  type ToolCallStatus,
-  type ToolDefinition,
-  ToolDefinitionSchema,
-  type ToolEffect,
-  type ToolExecuteReply,
-  ToolExecuteReplySchema,
-  ToolExecuteRequestSchema,
-  ToolTerminalReplySchema,
-  ToolTerminalRequestSchema,
-  type TurnRecord,
-  TurnRecordSchema,
-  type Usage,
-  type VerifyFinalizeRequest,
-  VerifyFinalizeRequestSchema,
-  type VerifyMode,
-  type VerifyReply,
-  VerifyReplySchema,
-  type VerifyResolveRequest,
-  VerifyResolveRequestSchema,
-  type VerifyTotals,
-} from "./messages.js";
-export {
   AGENT_NAME_PATTERN,
   DEFAULT_NAMESPACE,
   HANDLER_NAME_PATTERN,
@@ -148,6 +162,15 @@ export {
 } from "./names.js";
 export { publicHookSchema } from "./public-hook-schema.js";
 export {
+  DEFAULT_RECEIPT_LEASE_MS,
+  isReceiptRunning,
+  type Receipt,
+  type ReceiptRef,
+  ReceiptSchema,
+  type ReceiptState,
+  receiptStorageKey,
+} from "./receipt.js";
+export {
   DEFAULT_RESULT_INLINE_BYTES,
   isResultRef,
   type ObjectInfo,
@@ -162,6 +185,7 @@ export {
   toolSubjectToken,
   unresolvedResultReply,
 } from "./result-ref.js";
+export { type RunRecord, RunRecordSchema } from "./run-record.js";
 export {
   type EventEnvelope,
   EventEnvelopeSchema,
@@ -188,6 +212,16 @@ export {
   sanitizeText,
   sha256,
 } from "./sanitize.js";
+export { type SessionRecord, SessionRecordSchema, type SessionStatus } from "./session-record.js";
+export { type ToolDefinition, ToolDefinitionSchema, type ToolEffect } from "./tool-definition.js";
+export {
+  operationKeyOf,
+  receiptReply,
+  type ToolCallStatus,
+  type ToolExecuteReply,
+  ToolExecuteReplySchema,
+  ToolExecuteRequestSchema,
+} from "./tool-execute.js";
 export {
   type ToolGlob,
   toolGlob,
@@ -203,6 +237,7 @@ export {
   toolFacts,
   toolKindOf,
 } from "./tool-kinds.js";
+export { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";
 export {
   formatTraceparent,
   newSpanId,
@@ -215,10 +250,23 @@ export {
   traceSamplerFollowsParent,
   traceSamplerFromEnv,
 } from "./trace-context.js";
+export { type TurnRecord, TurnRecordSchema, type VerifyTotals } from "./turn-record.js";
 export {
   applyRewrite,
   validateHookPayload,
 } from "./validate-payload.js";
+export {
+  type BuiltInResult,
+  type PolicyAction,
+  type Usage,
+  type VerifyFinalizeRequest,
+  VerifyFinalizeRequestSchema,
+  type VerifyMode,
+  type VerifyReply,
+  VerifyReplySchema,
+  type VerifyResolveRequest,
+  VerifyResolveRequestSchema,
+} from "./verify-request.js";
 export {
   DEFAULT_WEBHOOK_MAX_AGE_MS,
   newWebhookSecret,

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ToolExecuteReply } from "./messages.js";
 import type { Names } from "./names.js";
+import type { ToolExecuteReply } from "./tool-execute.js";
 
 /**
  * Large tool results (docs/protocol.md#large-results): a result whose compact JSON is over

@@ -13,9 +13,8 @@ import {
 } from "./runtime-event.js";
 import { sha256 } from "./sanitize.js";
 
-// DESIGN section 8, verbatim.
-const DESIGN_EVENTS =
-  `trigger_fired, post_analysis, memory_saved, rule_changed, result_feedback, prompt_assembled,
+// The wire contract's event catalog, written out here so a change to RUNTIME_EVENTS must change it too.
+const CATALOG = `trigger_fired, post_analysis, memory_saved, rule_changed, result_feedback, prompt_assembled,
 subagent_started, subagent_completed, subagent_failed, tool_recovery_attempted,
 tool_recovery_succeeded, tool_recovery_failed, turn_completed, context_critical,
 context_overflow_action, session_started, session_ended, model_switched, llm_call_started,
@@ -28,20 +27,20 @@ cognitive_act, cognitive_observe, cognitive_reflect, cognitive_update_memory,
 self_improving_auto_trigger, handoff_triggered, turn_verify_passed, turn_verify_failed,
 mutation_proposed, mutation_applied, mutation_rejected, mutation_reverted, baseline_promoted,
 program_md_unreadable, memory_promotion_proposed`
-    .split(",")
-    .map((s) => s.trim());
+  .split(",")
+  .map((s) => s.trim());
 
 describe("RuntimeEvent", () => {
-  it("has exactly the 57 distinct values of DESIGN section 8, in order", () => {
-    expect(DESIGN_EVENTS).toHaveLength(57);
+  it("has exactly the 57 distinct values of the catalog, in order", () => {
+    expect(CATALOG).toHaveLength(57);
     expect(new Set(RUNTIME_EVENTS).size).toBe(57);
-    expect([...RUNTIME_EVENTS]).toEqual(DESIGN_EVENTS);
-    expect(Object.values(RuntimeEvent)).toEqual(DESIGN_EVENTS);
-    expect(RuntimeEventSchema.options).toEqual(DESIGN_EVENTS);
+    expect([...RUNTIME_EVENTS]).toEqual(CATALOG);
+    expect(Object.values(RuntimeEvent)).toEqual(CATALOG);
+    expect(RuntimeEventSchema.options).toEqual(CATALOG);
   });
 
   it("keys each value by its upper-case name", () => {
-    expect(Object.keys(RuntimeEvent)).toEqual(DESIGN_EVENTS.map((v) => v.toUpperCase()));
+    expect(Object.keys(RuntimeEvent)).toEqual(CATALOG.map((v) => v.toUpperCase()));
     for (const [key, value] of Object.entries(RuntimeEvent)) expect(key).toBe(value.toUpperCase());
     expect(RuntimeEvent.EXTENSION_INVOKED).toBe("extension_invoked");
     expect(Object.isFrozen(RuntimeEvent)).toBe(true);
@@ -91,7 +90,7 @@ describe("RuntimeEvent", () => {
 });
 
 describe("timeline records", () => {
-  it("have exactly the DESIGN kinds", () => {
+  it("have exactly the kinds of the wire contract", () => {
     expect([...TIMELINE_KINDS]).toEqual([
       "session.started",
       "session.ended",

@@ -1,4 +1,4 @@
-import type { AgentKind } from "./messages.js";
+import type { AgentKind } from "./agent-record.js";
 
 /** What a tool does, in one word every agent's tools map to: one policy for every agent. */
 export const TOOL_KINDS = [

@@ -1,12 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
 import {
   FailureModeSchema,
   HandlerMatchSchema,
   HandlerNameSchema,
   type HandlerRegistration,
-} from "./messages.js";
+} from "./handler-registration.js";
+import { HookNameSchema, SchemaVersionSchema } from "./hook-name.js";
 
 // ---- webhook handlers (KV {ns}_webhooks, key {HookName}.{handler}) ----
 

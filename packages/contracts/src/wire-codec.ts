@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { describeIssues, ErrorCode, ErrorKind, GeodeError } from "./errors.js";
+import { fastParser } from "./fast-check.js";
 
 /**
  * How deep any body on the wire may nest (objects and arrays). Deeper input is refused with
@@ -29,19 +30,18 @@ function issueDetails(error: z.ZodError): Record<string, unknown> {
 
 /**
  * The codec of a request: a body of the wrong shape (a JSON array, `null`, a missing or unknown
- * field) is `code` (default `invalid_request`) with the issues in `details`.
+ * field) is `code` (default `invalid_request`) with the issues in `details`. A body the schema
+ * would return unchanged is taken as it is, without a schema pass (`fastParser`).
  */
 export function requestCodec<T, In>(
   schema: z.ZodType<T, In>,
   code: ErrorCode = ErrorCode.InvalidRequest,
-  quick?: (body: unknown) => T | undefined,
 ): Codec<T, In> {
+  const parse = fastParser(schema);
   return {
     schema,
     decode(body) {
-      const taken = quick?.(body);
-      if (taken !== undefined) return taken;
-      const result = schema.safeParse(body);
+      const result = parse(body);
       if (result.success) return result.data;
       throw new GeodeError(code, describeIssues(result.error), { details: issueDetails(result.error) });
     },
@@ -64,19 +64,15 @@ export function isMalformedReply(err: unknown): err is GeodeError {
 
 /**
  * The codec of a reply: a body of the wrong shape throws `malformedReply(message)`, so a caller
- * never acts on a reply it does not understand.
+ * never acts on a reply it does not understand. A body the schema would return unchanged is taken
+ * as it is (`fastParser`).
  */
-export function replyCodec<T, In>(
-  schema: z.ZodType<T, In>,
-  message: string,
-  quick?: (body: unknown) => T | undefined,
-): Codec<T, In> {
+export function replyCodec<T, In>(schema: z.ZodType<T, In>, message: string): Codec<T, In> {
+  const parse = fastParser(schema);
   return {
     schema,
     decode(body) {
-      const taken = quick?.(body);
-      if (taken !== undefined) return taken;
-      const result = schema.safeParse(body);
+      const result = parse(body);
       if (result.success) return result.data;
       throw malformedReply(message, result.error);
     },

@@ -1,27 +1,20 @@
 import { z } from "zod";
+import { ApprovalReplySchema, ApprovalRequestSchema } from "./approval-request.js";
 import { ErrorCode, ErrorKind, GeodeError } from "./errors.js";
+import { HealthReplySchema } from "./health-reply.js";
 import {
   DispatchOutcomeSchema,
   HandlerReplySchema,
   HookEnvelopeSchema,
   HookInvokeRequestSchema,
-  quickDispatchOutcome,
-  quickHandlerReply,
-  quickHookEnvelope,
-  quickInvokeRequest,
 } from "./hook-envelope.js";
+import { ToolExecuteReplySchema, ToolExecuteRequestSchema } from "./tool-execute.js";
+import { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";
 import {
-  ApprovalReplySchema,
-  ApprovalRequestSchema,
-  HealthReplySchema,
-  ToolExecuteReplySchema,
-  ToolExecuteRequestSchema,
-  ToolTerminalReplySchema,
-  ToolTerminalRequestSchema,
   VerifyFinalizeRequestSchema,
   VerifyReplySchema,
   VerifyResolveRequestSchema,
-} from "./messages.js";
+} from "./verify-request.js";
 import { type Codec, replyCodec, requestCodec } from "./wire-codec.js";
 
 /**
@@ -45,12 +38,8 @@ export const HookInvokeLeg = {
   subject: "{ns}.hook.invoke.{HookName}",
   queue: "hook-dispatcher",
   summary: "a runtime or service invokes a public hook; the dispatcher replies with the composed outcome",
-  request: requestCodec(HookInvokeRequestSchema, ErrorCode.InvalidRequest, quickInvokeRequest),
-  reply: replyCodec(
-    DispatchOutcomeSchema,
-    "malformed dispatch outcome from hook-dispatcher",
-    quickDispatchOutcome,
-  ),
+  request: requestCodec(HookInvokeRequestSchema),
+  reply: replyCodec(DispatchOutcomeSchema, "malformed dispatch outcome from hook-dispatcher"),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /**
@@ -62,8 +51,8 @@ export const HookHandlerLeg = {
   subject: "{ns}.hook.handler.{HookName}.{handler}",
   queue: "{handler}",
   summary: "the dispatcher delivers an envelope to a registered handler; the handler replies with a decision",
-  request: requestCodec(HookEnvelopeSchema, ErrorCode.InvalidRequest, quickHookEnvelope),
-  reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision", quickHandlerReply),
+  request: requestCodec(HookEnvelopeSchema),
+  reply: replyCodec(HandlerReplySchema, "reply must be an object with a decision"),
 } satisfies WireLeg<unknown, unknown, unknown, unknown>;
 
 /** The error reply of a handler SDK for a decision it refused (audited as `InvalidDecision`). */

@@ -13,7 +13,7 @@ const codeOf = (f: () => unknown) => {
 };
 
 describe("buildRegistration", () => {
-  it("fills DESIGN's defaults", () => {
+  it("fills the registration's defaults", () => {
     const reg = buildRegistration(HookName.PreToolUse, { name: "guard" });
     expect(reg).toMatchObject({
       hook: "PreToolUse",

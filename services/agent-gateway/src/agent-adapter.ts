@@ -1,4 +1,11 @@
-import { type AgentKind, type Correlation, ErrorCode, isValidRunId, safeCorrelation } from "@geode/contracts";
+import {
+  type AgentKind,
+  type Correlation,
+  correlation,
+  ErrorCode,
+  isValidRunId,
+  safeCorrelation,
+} from "@geode/contracts";
 import type { AgentCall } from "./agent-plane/agent-call.js";
 
 /** The ids an agent gives a hook call, in its own words mapped to the plane's. */
@@ -47,17 +54,14 @@ export type AnyAdapter = AgentAdapter<any, unknown>;
  * digest); the session is a run of its own when its id is a valid run id.
  */
 export function correlationOf(ids: AgentIds, generation: number): Correlation {
-  const safe = safeCorrelation({
-    session_id: ids.session_id,
-    turn_id: ids.turn_id ?? "",
-    step_id: "",
-    run_id: "",
-    session_generation: generation,
-    verify_attempt: 0,
-    tool_call_id: ids.tool_call_id ?? "",
-    llm_call_id: "",
-    llm_attempt_id: "",
-  });
+  const safe = safeCorrelation(
+    correlation({
+      session_id: ids.session_id,
+      turn_id: ids.turn_id ?? "",
+      session_generation: generation,
+      tool_call_id: ids.tool_call_id ?? "",
+    }),
+  );
   return { ...safe, run_id: isValidRunId(safe.session_id) ? safe.session_id : "" };
 }
 

@@ -4,10 +4,9 @@ import {
   correlation as fillCorrelation,
   GeodeError,
   type PolicyAction,
-  parseOrThrow,
   type TurnRecord,
   type VerifyReply,
-  VerifyResolveRequestSchema,
+  VerifyResolveLeg,
 } from "@geode/contracts";
 import { totalsOf } from "@geode/state";
 import {
@@ -37,7 +36,7 @@ const NO_BUILT_IN: BuiltInResult = {
  * again; the resolution is recorded like a decision of the `owner`.
  */
 export async function resolveParked(deps: VerifierDeps, body: unknown): Promise<VerifyReply> {
-  const request = parseOrThrow(VerifyResolveRequestSchema, body, ErrorCode.InvalidRequest);
+  const request = VerifyResolveLeg.request.decode(body);
   const { session_id: sessionId, turn_id: turnId } = request.correlation;
   const instruction = request.instruction?.trim() ? request.instruction : undefined;
   if (request.action === "revise" && instruction === undefined)

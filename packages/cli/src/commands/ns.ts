@@ -34,7 +34,7 @@ async function tryInventoryDb(
   }
 }
 
-/** `geode ns ls`: every namespace found in NATS and in the projection database (DESIGN §15). */
+/** `geode ns ls`: every namespace found in NATS and in the projection database (docs/operations.md, "Namespaces"). */
 export const nsLsCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });

@@ -25,7 +25,7 @@ describe("humanLogLine", () => {
 });
 
 describe("discoverServices", () => {
-  it("finds the services with a main.ts, the four of DESIGN first in their order", () => {
+  it("finds the services with a main.ts, the known ones first in their order", () => {
     const found = discoverServices().map((s) => s.name);
     const known = ["hook-dispatcher", "tool-executor", "verifier", "activity-recorder"].filter((s) =>
       found.includes(s),

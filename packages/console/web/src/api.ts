@@ -1,4 +1,6 @@
 /** The console's JSON API, same origin; the session cookie carries the sign-in. */
+export type { ConsolePage as Page } from "@geode/contracts";
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -7,14 +9,6 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-}
-
-export interface Page<T> {
-  items: T[];
-  total: number;
-  offset: number;
-  limit: number;
-  next_offset: number | null;
 }
 
 export async function api<T>(path: string, body?: unknown): Promise<T> {

@@ -1,3 +1,17 @@
+import type {
+  ConsoleApproval,
+  ConsoleApprovalAnswer,
+  ConsoleHandler,
+  ConsoleLoginRequest,
+  ConsoleMe,
+  ConsoleParkedTurn,
+  ConsoleReceipt,
+  ConsoleReceiptResolve,
+  ConsoleRecorder,
+  ConsoleSessionResolve,
+  ConsoleTimelineItem,
+  RunRecord,
+} from "@geode/contracts";
 import { ApiError, api, type Page } from "./api.js";
 import { age, button, el, summary, table, time } from "./dom.js";
 
@@ -43,15 +57,6 @@ function pager(page: Page<unknown>, go: (offset: number) => void): HTMLElement {
 
 // ---- approvals ----
 
-interface Approval {
-  approval_id: string;
-  tool_name: string;
-  safety_level: string;
-  detail: string;
-  correlation: { session_id?: string; tool_call_id?: string };
-  expires_at: number;
-}
-
 function approvalsView(offset = 0): void {
   const rows = new Map<string, HTMLTableRowElement>();
   const body = el("tbody");
@@ -72,9 +77,10 @@ function approvalsView(offset = 0): void {
   const empty = el("p", { class: "empty" }, "No approval is waiting.");
   const paging = el("div");
   main.replaceChildren(el("h2", {}, "Pending approvals"), empty, grid, paging);
-  const answer = async (a: Approval, decision: "allow" | "deny", reason: HTMLInputElement) => {
+  const answer = async (a: ConsoleApproval, decision: "allow" | "deny", reason: HTMLInputElement) => {
     try {
-      await api("/api/approvals/answer", { approval_id: a.approval_id, decision, reason: reason.value });
+      const request: ConsoleApprovalAnswer = { approval_id: a.approval_id, decision, reason: reason.value };
+      await api("/api/approvals/answer", request);
       rows.get(a.approval_id)?.remove();
       rows.delete(a.approval_id);
       say(`${decision === "allow" ? "Allowed" : "Denied"} ${a.tool_name}`);
@@ -84,7 +90,7 @@ function approvalsView(offset = 0): void {
   };
   // Rows stay in place between polls, so a reason being typed is not lost.
   poll(async () => {
-    const page = await api<Page<Approval>>(`/api/approvals?limit=${PAGE_SIZE}&offset=${offset}`);
+    const page = await api<Page<ConsoleApproval>>(`/api/approvals?limit=${PAGE_SIZE}&offset=${offset}`);
     const ids = new Set(page.items.map((a) => a.approval_id));
     for (const [id, row] of rows) {
       if (ids.has(id)) continue;
@@ -122,28 +128,22 @@ function approvalsView(offset = 0): void {
 
 // ---- paused sessions ----
 
-interface Parked {
-  session_id: string;
-  turn_id: string;
-  policy_action: string;
-  verify_attempt: number;
-  pending_text: string;
-  updated_at: number;
-}
-
 function sessionsView(offset = 0): void {
   const list = el("div");
   main.replaceChildren(el("h2", {}, "Paused sessions awaiting verification"), list);
   const load = async () => {
-    const page = await api<Page<Parked>>(`/api/sessions?status=paused&limit=${PAGE_SIZE}&offset=${offset}`);
-    const resolve = async (p: Parked, action: "deliver" | "revise", instruction: string) => {
+    const page = await api<Page<ConsoleParkedTurn>>(
+      `/api/sessions?status=paused&limit=${PAGE_SIZE}&offset=${offset}`,
+    );
+    const resolve = async (p: ConsoleParkedTurn, action: "deliver" | "revise", instruction: string) => {
       try {
-        await api("/api/sessions/resolve", {
+        const body: ConsoleSessionResolve = {
           session_id: p.session_id,
           turn_id: p.turn_id,
           action,
           ...(action === "revise" ? { instruction } : {}),
-        });
+        };
+        await api("/api/sessions/resolve", body);
         say(`${action === "deliver" ? "Delivered" : "Sent back"} ${p.session_id} / ${p.turn_id}`);
         await load();
       } catch (err) {
@@ -191,24 +191,17 @@ function sessionsView(offset = 0): void {
 
 // ---- receipts ----
 
-interface ReceiptRow {
-  key: string;
-  tool_name: string;
-  running: boolean;
-  lease_until: number | null;
-  admitted_at: number;
-}
-
 function receiptsView(offset = 0): void {
   const list = el("div");
   main.replaceChildren(el("h2", {}, "Admitted receipts"), list);
   const load = async () => {
-    const page = await api<Page<ReceiptRow>>(
+    const page = await api<Page<ConsoleReceipt>>(
       `/api/receipts?state=admitted&limit=${PAGE_SIZE}&offset=${offset}`,
     );
-    const resolve = async (r: ReceiptRow, as: "completed" | "failed", reason: string) => {
+    const resolve = async (r: ConsoleReceipt, as: "completed" | "failed", reason: string) => {
       try {
-        await api("/api/receipts/resolve", { key: r.key, as, ...(reason ? { reason } : {}) });
+        const body: ConsoleReceiptResolve = { key: r.key, as, ...(reason ? { reason } : {}) };
+        await api("/api/receipts/resolve", body);
         say(`Receipt ${r.key} resolved as ${as}`);
         await load();
       } catch (err) {
@@ -254,19 +247,12 @@ function receiptsView(offset = 0): void {
 
 // ---- runs and one run's live timeline ----
 
-interface RunRow {
-  run_id: string;
-  status: string;
-  opened_at: number;
-  closed_at: number | null;
-}
-
 function runsView(offset = 0): void {
   const list = el("div");
   main.replaceChildren(el("h2", {}, "Runs"), list);
   leave = () => undefined;
   void (async () => {
-    const page = await api<Page<RunRow>>(`/api/runs?limit=${PAGE_SIZE}&offset=${offset}`);
+    const page = await api<Page<RunRecord>>(`/api/runs?limit=${PAGE_SIZE}&offset=${offset}`);
     const rows = page.items.map((r) =>
       el(
         "tr",
@@ -288,16 +274,6 @@ function runsView(offset = 0): void {
           ),
     );
   })().catch(failed);
-}
-
-interface TimelineItem {
-  stream: string;
-  seq: number;
-  name: string;
-  ts: number;
-  source: string;
-  correlation: { session_id: string; turn_id: string };
-  payload: Record<string, unknown>;
 }
 
 /** Items kept on the page; older ones scroll away. */
@@ -326,7 +302,7 @@ function runView(runId: string): void {
   source.addEventListener("open", () => (state.textContent = "live"));
   source.addEventListener("error", () => (state.textContent = "reconnecting"));
   source.addEventListener("item", (e) => {
-    const item = JSON.parse((e as MessageEvent<string>).data) as TimelineItem;
+    const item = JSON.parse((e as MessageEvent<string>).data) as ConsoleTimelineItem;
     const row = el(
       "tr",
       { "data-ts": String(item.ts) },
@@ -353,34 +329,14 @@ function runView(runId: string): void {
 
 // ---- handlers and recorder lag ----
 
-interface HandlerRow {
-  hook: string;
-  name: string;
-  priority: number;
-  failure_mode: string;
-  heartbeat_age_ms: number;
-  lease_expired: boolean;
-  recent_calls: number;
-  recent_errors: number;
-  error_rate: number | null;
-}
-
-interface LagRow {
-  stream: string;
-  present: boolean;
-  lag: number | null;
-  stream_last_seq: number | null;
-  delivered_seq: number | null;
-}
-
 function handlersView(offset = 0): void {
   const handlers = el("div");
   const lag = el("div");
   main.replaceChildren(el("h2", {}, "Hook handlers"), handlers, el("h2", {}, "Recorder lag"), lag);
   poll(async () => {
     const [page, recorder] = await Promise.all([
-      api<Page<HandlerRow>>(`/api/handlers?limit=${PAGE_SIZE}&offset=${offset}`),
-      api<{ streams: LagRow[] }>("/api/recorder"),
+      api<Page<ConsoleHandler>>(`/api/handlers?limit=${PAGE_SIZE}&offset=${offset}`),
+      api<ConsoleRecorder>("/api/recorder"),
     ]);
     const rows = page.items.map((h) =>
       el(
@@ -468,7 +424,8 @@ function showLogin(): void {
     e.preventDefault();
     void (async () => {
       try {
-        await api("/api/login", { token: token.value, operator: operator.value });
+        const login: ConsoleLoginRequest = { token: token.value, operator: operator.value };
+        await api("/api/login", login);
         localStorage.setItem("geode-operator", operator.value);
         token.value = "";
         say("");
@@ -503,7 +460,7 @@ function route(): void {
 
 async function start(): Promise<void> {
   try {
-    const me = await api<{ operator: string | null }>("/api/me");
+    const me = await api<ConsoleMe>("/api/me");
     (document.getElementById("who") as HTMLElement).textContent = me.operator ?? "";
     nav.hidden = false;
     route();

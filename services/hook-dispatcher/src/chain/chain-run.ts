@@ -77,7 +77,7 @@ export class ChainRun {
     this.sources.push(decision.handler);
   }
 
-  /** The composed outcome (DESIGN's reply to the invoker). */
+  /** The composed outcome (the reply to the invoker). */
   outcome(): DispatchOutcome {
     return {
       schema_version: SchemaVersion.V2,

@@ -1,11 +1,5 @@
 import { RequestFailedError, requestJson } from "@geode/bus";
-import {
-  type Correlation,
-  GeodeError,
-  isResultRef,
-  type ResultRef,
-  ToolTerminalReplySchema,
-} from "@geode/contracts";
+import { type Correlation, GeodeError, isResultRef, type ResultRef, ToolTerminalLeg } from "@geode/contracts";
 import type { ToolCallResult } from "@geode/middleware";
 import type { ResolvedTool } from "../tool-registry.js";
 import { type BoundaryDeps, errorResult } from "./tool-call.js";
@@ -39,13 +33,11 @@ export async function callTerminal(
     const body = await requestJson(
       deps.nc,
       deps.names.toolTerminal(tool.definition.name),
-      { tool_name: tool.definition.name, arguments: args, correlation },
-      { timeoutMs: limit > 0 ? limit : NO_LIMIT_MS },
+      ToolTerminalLeg.request.encode({ tool_name: tool.definition.name, arguments: args, correlation }),
+      // A reply of the wrong shape throws malformedReply: an error result, below.
+      { timeoutMs: limit > 0 ? limit : NO_LIMIT_MS, reply: ToolTerminalLeg.reply },
     );
-    const parsed = ToolTerminalReplySchema.safeParse(body);
-    if (!parsed.success)
-      return { result: errorResult("malformed reply from the tool terminal"), released: false };
-    const { result, has_error } = parsed.data;
+    const { result, has_error } = body;
     if (!isResultRef(result)) return { result: { result, has_error }, released: false };
     return await readBack(deps, tool.definition.name, result, has_error);
   } catch (err) {

@@ -8,13 +8,12 @@ import {
   type HookPayloadInput,
   type Names,
   operationKeyOf,
-  parseOrThrow,
   type ResultRef,
   TOOL_NAME_PATTERN,
   type ToolCallStatus,
   type ToolDefinition,
+  ToolExecuteLeg,
   type ToolExecuteReply,
-  ToolExecuteRequestSchema,
   type ToolResultOffloaded,
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
@@ -51,7 +50,7 @@ export interface BoundaryDeps {
   config: ToolExecutorConfig;
 }
 
-type ParsedRequest = ReturnType<typeof ToolExecuteRequestSchema.parse>;
+type ParsedRequest = ReturnType<typeof ToolExecuteLeg.request.decode>;
 
 /**
  * One tool call as it moves through the boundary's stages: the request, and what each stage
@@ -149,7 +148,7 @@ export class ToolCall {
 
 /** Parses a `{ns}.tool.execute` body; bad input is refused before any stage runs. */
 export function openToolCall(deps: BoundaryDeps, body: unknown): ToolCall {
-  const request = parseOrThrow(ToolExecuteRequestSchema, body, ErrorCode.InvalidRequest);
+  const request = ToolExecuteLeg.request.decode(body);
   if (!TOOL_NAME_PATTERN.test(request.tool_name))
     throw new GeodeError(ErrorCode.InvalidRequest, "tool_name must match [A-Za-z0-9_.-]{1,64}");
   return new ToolCall(deps, request);

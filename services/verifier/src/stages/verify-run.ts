@@ -2,14 +2,12 @@ import type { Logger, RuntimeEventBus } from "@geode/bus";
 import {
   type Correlation,
   type DispatchOutcome,
-  ErrorCode,
   type HookName,
   type HookPayloadInput,
   type Names,
-  parseOrThrow,
   sanitizeText,
   sha256,
-  VerifyFinalizeRequestSchema,
+  VerifyFinalizeLeg,
   type VerifyMode,
 } from "@geode/contracts";
 import type { AttemptStore, SessionStore } from "@geode/state";
@@ -40,7 +38,7 @@ export interface VerifierDeps {
   sessions: SessionStore;
 }
 
-type FinalizeRequest = ReturnType<typeof VerifyFinalizeRequestSchema.parse>;
+type FinalizeRequest = ReturnType<typeof VerifyFinalizeLeg.request.decode>;
 
 /** The facts of a candidate every verification hook receives. */
 interface CandidateFacts {
@@ -76,7 +74,7 @@ export interface VerifyRun {
  * `session_paused`.
  */
 export async function openVerifyRun(deps: VerifierDeps, body: unknown): Promise<VerifyRun> {
-  const request = parseOrThrow(VerifyFinalizeRequestSchema, body, ErrorCode.InvalidRequest);
+  const request = VerifyFinalizeLeg.request.decode(body);
   const rubric = compileRubric(request.rubric);
   const { candidate } = request;
   const { session_id: sessionId, turn_id: turnId } = request.correlation;

@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  isReceiptRunning,
-  type Receipt,
-  ReceiptSchema,
-  receiptReply,
-  ToolExecuteReplySchema,
-} from "./messages.js";
+import { isReceiptRunning, type Receipt, ReceiptSchema } from "./receipt.js";
+import { receiptReply, ToolExecuteReplySchema } from "./tool-execute.js";
 
 const NOW = 1_700_000_000_000;
 const admitted: Receipt = {

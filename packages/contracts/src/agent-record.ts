@@ -1,0 +1,19 @@
+import { z } from "zod";
+import { AGENT_NAME_PATTERN } from "./names.js";
+
+/* Agents allowed to call the agent gateway: KV `{ns}_agents`, key = the agent's name. */
+
+export const AgentNameSchema = z
+  .string()
+  .regex(AGENT_NAME_PATTERN, "agent names match [a-z0-9][a-z0-9_-]{0,63}");
+/** The kinds of coding agent the gateway governs (a runtime's own sessions name none). */
+export const AgentKindSchema = z.enum(["claude-code", "codex", "gemini-cli", "copilot"]);
+export type AgentKind = z.infer<typeof AgentKindSchema>;
+
+/** An agent allowed to call the agent gateway: its bearer token is kept only as a SHA-256 hex digest. */
+export const AgentRecordSchema = z.strictObject({
+  name: AgentNameSchema,
+  token_sha256: z.string().regex(/^[0-9a-f]{64}$/, "token_sha256 is a SHA-256 hex digest"),
+  created_at: z.number().int(),
+});
+export type AgentRecord = z.infer<typeof AgentRecordSchema>;

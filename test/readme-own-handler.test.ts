@@ -120,7 +120,8 @@ describe("README: run your own handler, from a folder outside the repository", (
       table = r.stdout;
       return r.status === 0 && (table.match(/no-rm/g) ?? []).length >= 2;
     }, 60_000);
-    expect(table).toMatch(/try-1\s+hook\s+PreToolUse\s+no-rm\s+block/);
-    expect(table).toMatch(/try-1\s+hook\s+PreToolUse\s+no-rm\s+ok/);
+    // The agent column reads `-`: this session was started by `geode hook invoke`, not by an agent.
+    expect(table).toMatch(/try-1\s+-\s+hook\s+PreToolUse\s+no-rm\s+block/);
+    expect(table).toMatch(/try-1\s+-\s+hook\s+PreToolUse\s+no-rm\s+ok/);
   }, 600_000);
 });

@@ -517,7 +517,12 @@ describe("the cluster profile, deployed as docs/deploy.md says", () => {
       const call = await timed("cluster: tool call", () =>
         stack.geode(["tool", "call", "echo", "--args", '{"text":"still here"}', "--json"]),
       );
-      expect(call.code, call.stderr).toBe(0);
+      // On a failure, what the services said while the node was lost.
+      const said =
+        call.code === 0
+          ? ""
+          : (await stack.compose(["logs", "--tail", "30", "hook-dispatcher", "tool-executor"])).stdout;
+      expect(call.code, `${call.stderr}\n${said}`).toBe(0);
       const health = await stack.geode(["health"]);
       expect(health.code, health.stdout + health.stderr).toBe(0);
       const down = await timed("cluster: down -v", () => stack.documented(CLUSTER, "docker compose down -v"));

@@ -8,6 +8,7 @@ import {
   type Names,
 } from "@geode/contracts";
 import { headers, type NatsConnection, nuid } from "@nats-io/transport-node";
+import { retryNoResponders } from "./no-responders-grace.js";
 import { requestJson } from "./request.js";
 
 export interface InvokeOptions {
@@ -36,7 +37,9 @@ export const DEFAULT_INVOKE_TIMEOUT_MS = 30_000;
 /**
  * `hooks.invoke(HookName.X, payload, correlation, { timeoutMs, signal })`. Error replies are rebuilt
  * as GeodeError (`invalid_payload`, `unknown_hook`, …); a timeout is GeodeError `timeout`; no
- * dispatcher is GeodeError `unavailable`. The one client of the hook invoke leg: runtimes and the
+ * dispatcher is GeodeError `unavailable`, once none has answered for NO_RESPONDERS_GRACE_MS (a dispatcher
+ * restarting or reconnecting to another cluster node is absent for a moment; nothing received the
+ * request, so it is sent again). The one client of the hook invoke leg: runtimes and the
  * services that invoke hooks (tool-executor, verifier, agent gateway) all use it.
  */
 export function createHookClient(nc: NatsConnection, n: Names): HookClient {
@@ -55,18 +58,24 @@ export function createHookClient(nc: NatsConnection, n: Names): HookClient {
         };
         signal.addEventListener("abort", onAbort, { once: true });
       }
+      const deadline = Date.now() + timeoutMs;
       try {
-        return await requestJson(
-          nc,
-          n.hookInvoke(hook),
-          HookInvokeLeg.request.encode({ correlation, payload, timeout_ms: timeoutMs }),
-          // A little slack beyond the budget so the dispatcher's own timeout reply can arrive.
-          {
-            timeoutMs: timeoutMs + 250,
-            signal,
-            reply: HookInvokeLeg.reply,
-            ...(h ? { headers: h } : {}),
-          },
+        // A dispatcher restarting or moving to another cluster node is absent for a moment.
+        return await retryNoResponders(
+          (remainingMs) =>
+            requestJson(
+              nc,
+              n.hookInvoke(hook),
+              HookInvokeLeg.request.encode({ correlation, payload, timeout_ms: remainingMs }),
+              // A little slack beyond the budget so the dispatcher's own timeout reply can arrive.
+              {
+                timeoutMs: remainingMs + 250,
+                signal,
+                reply: HookInvokeLeg.reply,
+                ...(h ? { headers: h } : {}),
+              },
+            ),
+          { deadline, signal },
         );
       } finally {
         if (onAbort) signal?.removeEventListener("abort", onAbort);

@@ -1,43 +1,26 @@
 import type { GeodeConnection } from "@geode/bus";
 import type {
   Correlation,
-  CorrelationInput,
   DispatchOutcome,
   GeodeError as GeodeErrorType,
 } from "@geode/contracts";
-import { startSubagent, stopSubagent } from "@geode/lifecycle";
+import {
+  type SubagentStartRequest as LifecycleStartRequest,
+  type SubagentStopRequest as LifecycleStopRequest,
+  type SubagentStopResult as LifecycleStopResult,
+  startSubagent,
+  stopSubagent,
+} from "@geode/lifecycle";
 import { type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
 
-export interface SubagentStartRequest {
-  task_id: string;
-  task_type: string;
-  /** Shown to SubagentStart handlers only; never published in events or the timeline. */
-  description: string;
-  parent_session_id: string;
-  /** The child's session id (default `{parent_session_id}-{task_id}`); it must be new. */
-  child_session_id?: string;
-  model?: string;
-  provider?: string;
-  /** Optional `generation` of the hook payloads (e.g. the parent's session generation). */
-  generation?: number;
-  /** The parent's correlation ids (run_id, turn_id, …) for the hooks, events and timeline. */
-  correlation?: CorrelationInput;
-}
+/** What a runtime gives to start a sub-agent; the child's session id must be new. */
+export type SubagentStartRequest = Omit<LifecycleStartRequest, "child" | "signal">;
 
-export interface SubagentStopRequest {
-  success: boolean;
-  /** Default `completed` on success, else `error`. */
-  status?: string;
-  /** Error text on failure ("" on success). */
-  error?: string;
-}
+/** A sub-agent's terminal result; the runtime measures `duration_ms` itself. */
+export type SubagentStopRequest = Pick<LifecycleStopRequest, "success" | "status" | "error">;
 
-export interface SubagentStopResult {
-  /** True for the one call that made the child's terminal state durable. */
-  stopped: boolean;
-  outcome: DispatchOutcome | null;
-  hookError?: GeodeErrorType;
-}
+/** `stopped` is true for the one call that made the child's terminal state durable. */
+export type SubagentStopResult = LifecycleStopResult;
 
 export interface Subagent {
   readonly task_id: string;

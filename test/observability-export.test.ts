@@ -2,10 +2,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getPriority } from "node:os";
-import { currentTrace, runInTrace } from "@geode/bus";
-import { HookName, newTraceContext, type TraceContext } from "@geode/contracts";
+import { useInterceptors } from "@geode/bus";
+import { HookName, type TraceContext } from "@geode/contracts";
 import { createHookClient } from "@geode/runtime";
 import { type ServedHook, serveHook } from "@geode/sdk";
+import { currentTrace, newTraceContext, runInTrace, tracePropagation } from "@geode/telemetry";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ExportedSpan, startOtlpCollector } from "./otlp-support.js";
@@ -24,6 +25,8 @@ beforeAll(async () => {
   collector = await startOtlpCollector(spans);
   endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   const { nc, names } = env();
+  // As `connectGeode` of the SDK and the runtime sets it: the handler and the caller share this connection.
+  useInterceptors(nc, tracePropagation());
   handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "traced" }, (envelope) => {
     const seen = currentTrace();
     if (seen) {

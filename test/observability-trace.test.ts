@@ -2,19 +2,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { currentTrace, flushSpans, runInTrace, setTracer } from "@geode/bus";
-import {
-  HookName,
-  newTraceContext,
-  parseTraceparent,
-  TRACEPARENT_HEADER,
-  type TraceContext,
-  traceSamplerFromEnv,
-} from "@geode/contracts";
+import { useInterceptors } from "@geode/bus";
+import { HookName, parseTraceparent, TRACEPARENT_HEADER, type TraceContext } from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createHookClient } from "@geode/runtime";
 import { serveHook } from "@geode/sdk";
+import {
+  currentTrace,
+  newTraceContext,
+  runInTrace,
+  telemetryInterceptors,
+  traceSamplerFromEnv,
+} from "@geode/telemetry";
+import { flushSpans, setTracer } from "@geode/telemetry/internal";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
@@ -40,6 +41,8 @@ let runsDir: string;
 
 beforeAll(async () => {
   const { nc, names, ns, databaseUrl } = env();
+  // As runService installs them: the dispatcher, the handlers and the caller share this connection.
+  useInterceptors(nc, telemetryInterceptors(names));
   setTracer(provider.getTracer(scope.name), { target: { processor, resource, scope } });
   runsDir = mkdtempSync(path.join(tmpdir(), "geode-trace-"));
   db = await openProjectionDb({ ns, databaseUrl });

@@ -16,7 +16,6 @@ export const STREAM_REPLICA_COUNTS = [1, 3, 5] as const;
 
 /** The OTLP protocols spans can be exported with (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const;
-export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 /**
  * The environment every component reads (docs/operations.md, "Configuration"). A service's own
@@ -152,16 +151,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GeodeConfig {
  */
 export function configuredResultInlineBytes(env: NodeJS.ProcessEnv = process.env): number {
   return COMMON_ENV.parse({ GEODE_RESULT_INLINE_BYTES: env["GEODE_RESULT_INLINE_BYTES"] }).resultInlineBytes;
-}
-
-/**
- * The protocol spans are exported with: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
- * `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. A bad value throws ConfigError naming it.
- */
-export function otlpTracesProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
-  const { otlpProtocol, otlpTracesProtocol } = COMMON_ENV.parse({
-    OTEL_EXPORTER_OTLP_PROTOCOL: env["OTEL_EXPORTER_OTLP_PROTOCOL"],
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"],
-  });
-  return otlpTracesProtocol ?? otlpProtocol;
 }

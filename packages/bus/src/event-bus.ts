@@ -10,20 +10,19 @@ import {
   sha256,
   type TimelineKind,
   type TimelineRecord,
-  type TraceContext,
 } from "@geode/contracts";
 import {
   createInbox,
   headers,
   type Msg,
+  type MsgHdrs,
   type NatsConnection,
   type Subscription,
 } from "@nats-io/transport-node";
 import { encodeJson } from "./codec.js";
+import { compose, interceptorsOf, type Next, type PublishInput } from "./interceptors.js";
 import { type Logger, silentLogger } from "./logger.js";
-import { metrics } from "./metrics.js";
 import { ensureEventStreams, type StreamOptions } from "./provision.js";
-import { outgoingTrace, setTraceHeaders } from "./tracing.js";
 
 export type EventObserver = (event: EventEnvelope) => void | Promise<void>;
 export type TimelineObserver = (record: TimelineRecord) => void | Promise<void>;
@@ -66,8 +65,8 @@ interface PendingPublish {
   id: string;
   attempts: number;
   sentAt: number;
-  /** The trace of the work that emitted it (none outside a request). */
-  trace: TraceContext | undefined;
+  /** Its `Nats-Msg-Id`, and what the interceptors added when it was emitted (the trace context). */
+  headers: MsgHdrs;
   done: (stored: boolean) => void;
 }
 
@@ -97,6 +96,8 @@ export class RuntimeEventBus {
   /** Cancels the scheduled send of the outbox; set while one is scheduled. */
   private cancelOutbox: (() => void) | undefined;
   private failures = 0;
+  /** A publish through the connection's interceptors (see `useInterceptors`). */
+  private readonly published: Next<PublishInput, Promise<boolean>>;
 
   private constructor(options: RuntimeEventBusOptions) {
     this.nc = options.nc;
@@ -107,6 +108,7 @@ export class RuntimeEventBus {
     this.ackTimeoutMs = Math.max(50, options.ackTimeoutMs ?? 5_000);
     this.batch = options.batchPublishes === true;
     this.batchDelayMs = Math.max(0, options.batchDelayMs ?? 0);
+    this.published = compose(interceptorsOf(this.nc), "publish", (input) => this.store(input));
   }
 
   /** Creates the bus and (by default) provisions `{NS}_EVENTS` and `{NS}_TIMELINE`. */
@@ -218,7 +220,6 @@ export class RuntimeEventBus {
 
   private failed(): void {
     this.failures++;
-    metrics().eventPublishFailed();
   }
 
   private track<T>(p: Promise<T>): Promise<T> {
@@ -241,31 +242,29 @@ export class RuntimeEventBus {
     }
   }
 
+  /** Publishes one message through the connection's interceptors (see `store`). */
+  private publish(subject: string, id: string, body: unknown): Promise<boolean> {
+    const h = headers();
+    h.set("Nats-Msg-Id", id);
+    return this.published({ subject, id, data: encodeJson(body), headers: h });
+  }
+
   /**
    * Publishes to JetStream and resolves once the stream acked it (true) or every attempt failed
    * (false). Like an async publish: the message goes out with a reply subject on one shared ack
    * inbox, so a hot path pays no per-message request setup or timer; a sweep re-sends
    * (same `Nats-Msg-Id`, stored once) what was not acked in time.
    */
-  private publish(subject: string, id: string, body: unknown): Promise<boolean> {
+  private store({ subject, id, data, headers: h }: PublishInput): Promise<boolean> {
     if (this.nc.isClosed()) {
       this.failed();
       this.log.warn({ subject, id }, "publish failed: connection closed");
       return Promise.resolve(false);
     }
     this.ensureAckInbox();
-    const data = encodeJson(body);
     const token = (this.nextToken++).toString(36);
     return new Promise<boolean>((resolve) => {
-      const p: PendingPublish = {
-        subject,
-        data,
-        id,
-        attempts: 0,
-        sentAt: 0,
-        trace: outgoingTrace(false),
-        done: resolve,
-      };
+      const p: PendingPublish = { subject, data, id, attempts: 0, sentAt: 0, headers: h, done: resolve };
       this.awaitingAck.set(token, p);
       if (!this.batch) {
         this.send(token, p);
@@ -301,12 +300,8 @@ export class RuntimeEventBus {
   private send(token: string, p: PendingPublish): void {
     p.attempts++;
     p.sentAt = Date.now();
-    const h = headers();
-    h.set("Nats-Msg-Id", p.id);
-    // The recorder stores its trace id with the row; consumers continue the trace from it.
-    if (p.trace) setTraceHeaders(p.trace, h);
     try {
-      this.nc.publish(p.subject, p.data, { headers: h, reply: this.ackPrefix + token });
+      this.nc.publish(p.subject, p.data, { headers: p.headers, reply: this.ackPrefix + token });
     } catch (err) {
       this.log.debug({ err, subject: p.subject }, "publish not sent; will retry");
     }
@@ -339,7 +334,6 @@ export class RuntimeEventBus {
     }
     if (ack.error !== undefined || typeof ack.seq !== "number") return;
     this.awaitingAck.delete(token);
-    metrics().eventPublished();
     p.done(true);
   }
 

@@ -37,17 +37,18 @@ export {
   type InvokeOptions,
 } from "./hook-client.js";
 export { checkHttpTimeouts, type HttpTimeouts, httpServerOptions, httpTimeoutVars } from "./http-timeouts.js";
-export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
-  disableMetrics,
-  enableMetrics,
-  type LagSource,
-  type Metrics,
-  metrics,
-  ServiceMetrics,
-  serviceMetrics,
-} from "./metrics.js";
-export { type MetricsServer, serveMetrics } from "./metrics-server.js";
+  type BusInterceptor,
+  compose,
+  interceptorsOf,
+  type Next,
+  type PublishInput,
+  type RequestInput,
+  type RequestTags,
+  type ServeInput,
+  useInterceptors,
+} from "./interceptors.js";
+export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
 export {
   assertReplicasFit,
   BUCKET_HISTORY,
@@ -80,24 +81,14 @@ export {
 export {
   GEODE_VERSION,
   type RunningService,
+  type RunServiceOptions,
   runService,
   type ServiceContext,
   type ServiceHealth,
+  type ServiceTelemetry,
+  type StartedTelemetry,
   serveHealth,
 } from "./service-runtime.js";
-export type { SpanTarget } from "./span-records.js";
-export {
-  currentTrace,
-  flushSpans,
-  outgoingTrace,
-  runInTrace,
-  type SetTracerOptions,
-  setTraceHeaders,
-  setTracer,
-  traceOfHeaders,
-  withSpan,
-} from "./tracing.js";
-export { startTracing } from "./tracing-setup.js";
 export { checkDatabaseUrl, checkNatsUrl, redactUrl } from "./urls.js";
 export {
   checkWebhookUrl,

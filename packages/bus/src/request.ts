@@ -1,28 +1,16 @@
-import {
-  type Codec,
-  ErrorCode,
-  GeodeError,
-  isErrorReply,
-  malformedReply,
-  type TraceContext,
-} from "@geode/contracts";
-import {
-  createInbox,
-  type Msg,
-  type MsgHdrs,
-  type NatsConnection,
-  type Subscription,
-} from "@nats-io/transport-node";
+import { type Codec, ErrorCode, GeodeError, isErrorReply, malformedReply } from "@geode/contracts";
+import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
-import { outgoingTrace, setTraceHeaders } from "./tracing.js";
+import {
+  type BusInterceptor,
+  compose,
+  interceptorsOf,
+  type Next,
+  type RequestInput,
+} from "./interceptors.js";
+import type { RequestMsgOptions } from "./request-options.js";
 
-export interface RequestMsgOptions {
-  /** Milliseconds to wait for the reply (`Infinity`: as long as a timer can wait, about 24 days). */
-  timeoutMs: number;
-  /** Cancels the wait; the promise rejects with the signal's reason. */
-  signal?: AbortSignal | undefined;
-  headers?: MsgHdrs;
-}
+export type { RequestMsgOptions } from "./request-options.js";
 
 export interface RequestJsonOptions<T> extends RequestMsgOptions {
   /** The leg's reply codec; without one the decoded body is returned as it is. */
@@ -138,11 +126,9 @@ class RequestMux {
         signal.addEventListener("abort", onAbort, { once: true });
       }
       try {
-        // Every request carries its trace: the caller's, or a new one it starts here.
-        const trace = outgoingTrace(true) as TraceContext;
         this.nc.publish(subject, data, {
           reply: this.prefix + token,
-          headers: setTraceHeaders(trace, options.headers),
+          ...(options.headers ? { headers: options.headers } : {}),
         });
       } catch (err) {
         // Closed or draining connection, bad subject: fail now, as the client's request does.
@@ -193,8 +179,31 @@ export function requestMsg(
   data: Uint8Array,
   options: RequestMsgOptions,
 ): Promise<Msg> {
+  return sendRequest(nc, { subject, body: undefined, data, options });
+}
+
+/** The client door's chain of each connection's interceptors, composed once per set of them. */
+const chains = new WeakMap<readonly BusInterceptor[], Next<RequestInput, Promise<Msg>>>();
+
+/** A request through `nc`'s interceptors (see `useInterceptors`), then the shared reply inbox. */
+function sendRequest(nc: NatsConnection, input: RequestInput): Promise<Msg> {
+  const interceptors = interceptorsOf(nc);
+  if (interceptors.length === 0) return send(nc, input);
+  let chain = chains.get(interceptors);
+  if (chain === undefined) {
+    chain = compose(interceptors, "request", (i: RequestInput) => send(nc, i));
+    chains.set(interceptors, chain);
+  }
   try {
-    return RequestMux.of(nc).request(subject, data, options);
+    return chain(input);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function send(nc: NatsConnection, input: RequestInput): Promise<Msg> {
+  try {
+    return RequestMux.of(nc).request(input.subject, input.data, input.options);
   } catch (err) {
     return Promise.reject(err); // a closed connection refuses the inbox subscription
   }
@@ -213,7 +222,7 @@ export async function requestJson<T = unknown>(
   body: unknown,
   options: RequestJsonOptions<T>,
 ): Promise<T> {
-  const msg = await requestMsg(nc, subject, encodeJson(body), options);
+  const msg = await sendRequest(nc, { subject, body, data: encodeJson(body), options });
   let decoded: unknown;
   try {
     decoded = decodeJson(msg.data);

@@ -12,8 +12,14 @@ import {
   TimeoutError,
 } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
+import {
+  type BusInterceptor,
+  compose,
+  interceptorsOf,
+  type RequestTags,
+  type ServeInput,
+} from "./interceptors.js";
 import type { Logger } from "./logger.js";
-import { runInTrace, traceOfHeaders } from "./tracing.js";
 
 /**
  * What a failed handler replies: its typed error; `unavailable` when NATS itself failed under it (a
@@ -34,7 +40,12 @@ export function replyError(err: unknown): GeodeError {
   return new GeodeError(ErrorCode.Unavailable, `NATS unavailable: ${(err as Error).message}`, { cause: err });
 }
 
-export type RequestHandler<T = unknown> = (request: T, msg: Msg) => Promise<unknown> | unknown;
+/** `tags`: what the handler tells the interceptors about its request (see `ServeInput`). */
+export type RequestHandler<T = unknown> = (
+  request: T,
+  msg: Msg,
+  tags: RequestTags,
+) => Promise<unknown> | unknown;
 
 export interface Responder {
   readonly subject: string;
@@ -59,6 +70,8 @@ export interface ServeRequestsOptions<T> {
    * then share the reply's socket write.
    */
   beforeReply?: (msg: Msg) => void;
+  /** Added inside the connection's own (`useInterceptors`), for this subject only. */
+  interceptors?: readonly BusInterceptor[];
 }
 
 const PROBE_REPLY = encodeJson({ probe: "ok" });
@@ -119,24 +132,33 @@ export function serveRequests<T = unknown>(
 ): Responder {
   const inflight = new Set<Promise<void>>();
   const decode = options.request ? options.request.decode : (body: unknown) => body as T;
+  const { log, beforeReply } = options;
+  // The handler settled (a throw too), then the work that goes out ahead of its reply: both inside
+  // the interceptors, so what the handler and that work send is in the request's context.
+  const served = async ({ msg, tags }: ServeInput): Promise<unknown> => {
+    try {
+      return await handler(decode(decodeJson(msg.data)), msg, tags);
+    } finally {
+      if (beforeReply) {
+        try {
+          beforeReply(msg);
+        } catch (err) {
+          log?.warn({ err, subject: msg.subject }, "before-reply work failed");
+        }
+      }
+    }
+  };
+  const chain = compose([...interceptorsOf(nc), ...(options.interceptors ?? [])], "serve", served);
   const handle = async (msg: Msg): Promise<void> => {
     let reply: unknown;
     try {
-      reply = await handler(decode(decodeJson(msg.data)), msg);
+      reply = await chain({ subject: msg.subject, msg, tags: {} });
     } catch (err) {
       const gerr = replyError(err);
-      if (gerr.code === "internal") options.log?.error({ err, subject: msg.subject }, "request failed");
+      if (gerr.code === "internal") log?.error({ err, subject: msg.subject }, "request failed");
       reply = gerr.toReply();
     }
-    const data = encodeJson(reply);
-    if (options.beforeReply) {
-      try {
-        options.beforeReply(msg);
-      } catch (err) {
-        options.log?.warn({ err, subject: msg.subject }, "before-reply work failed");
-      }
-    }
-    if (msg.reply) sendReply(nc, msg, data, options.log);
+    if (msg.reply) sendReply(nc, msg, encodeJson(reply), log);
   };
   const subscription = nc.subscribe(subject, {
     ...(options.queue ? { queue: options.queue } : {}),
@@ -153,8 +175,7 @@ export function serveRequests<T = unknown>(
         }
         return;
       }
-      // The handler and everything it sends run in the request's trace (a new one if it has none).
-      const p = runInTrace(traceOfHeaders(msg.headers), () => handle(msg)).finally(() => inflight.delete(p));
+      const p = handle(msg).finally(() => inflight.delete(p));
       inflight.add(p);
     },
   });

@@ -3,13 +3,11 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { type GeodeConfig, loadConfig } from "./config.js";
 import { connectBus } from "./connection.js";
 import { ConfigError, type EnvSpec } from "./env-spec.js";
+import { type BusInterceptor, useInterceptors } from "./interceptors.js";
 import { createLogger, type Logger } from "./logger.js";
-import { disableMetrics, enableMetrics } from "./metrics.js";
-import { type MetricsServer, serveMetrics } from "./metrics-server.js";
 import { assertReplicasFit } from "./provision.js";
 import { type Responder, serveRequests } from "./responder.js";
 import { supervisorGone } from "./supervisor-channel.js";
-import { startTracing } from "./tracing-setup.js";
 
 export const GEODE_VERSION = "0.1.0";
 
@@ -62,6 +60,37 @@ export interface RunningService {
 }
 
 /**
+ * How a service is observed (`@geode/telemetry`'s `serviceTelemetry`): started before the service
+ * connects, so its first calls are counted; it never stops the service (what it cannot start, it
+ * logs and leaves off).
+ */
+export interface ServiceTelemetry {
+  start(service: {
+    name: string;
+    version: string;
+    config: GeodeConfig;
+    log: Logger;
+  }): Promise<StartedTelemetry>;
+}
+
+export interface StartedTelemetry {
+  /** What the health reply's `metrics_url` says (null: no metrics served). */
+  readonly metricsUrl: string | null;
+  /** The interceptors of the service's connection (`useInterceptors`), once it is up. */
+  attach(nc: NatsConnection, names: Names): readonly BusInterceptor[];
+  /** Flushes what it holds and stops, after the service drained. */
+  stop(): Promise<void>;
+}
+
+/** What `runService` is told besides the service's start. */
+export interface RunServiceOptions<S> {
+  /** The service's own settings (`services/<name>/src/*-config.ts`). */
+  env?: EnvSpec<S>;
+  /** Its metrics and traces: `serviceTelemetry` of `@geode/telemetry`; none without. */
+  telemetry?: ServiceTelemetry;
+}
+
+/**
  * A dependency that failed at start-up (NATS, the database): one fatal line with what failed and
  * what to do, no stack (the errors of the bus and the projection already name the URL without its
  * password); exit 1.
@@ -81,7 +110,7 @@ function exitOnStartFailure(log: Logger, err: unknown): never {
  */
 export async function runService<S = undefined>(
   service: string,
-  options: { env?: EnvSpec<S> },
+  options: RunServiceOptions<S>,
   start: (ctx: ServiceContext<S>) => Promise<RunningService>,
 ): Promise<void> {
   let config: GeodeConfig;
@@ -96,8 +125,7 @@ export async function runService<S = undefined>(
   // Watched from the start: a supervisor that dies while this process starts is noticed too.
   const supervisor = supervisorGone();
   const log = createLogger(service, config.logLevel);
-  const metricsServer = await openMetrics(config.metricsPort, log);
-  const stopTracing = await startTracing(service, GEODE_VERSION);
+  const telemetry = await options.telemetry?.start({ name: service, version: GEODE_VERSION, config, log });
   let nc: NatsConnection;
   try {
     nc = await connectBus(config, service);
@@ -113,20 +141,14 @@ export async function runService<S = undefined>(
   }
   // What an operator sees when a NATS node goes away: one line when the connection is lost, one
   // when the client is on another node (it retries forever; in-flight requests fail with coded errors).
-  const metrics = metricsServer ? enableMetrics() : undefined;
-  metrics?.natsConnected(true);
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === "disconnect") {
-        log.warn({ server: s.server }, "NATS connection lost; reconnecting");
-        metrics?.natsConnected(false);
-      } else if (s.type === "reconnect") {
-        log.info({ server: s.server }, "NATS reconnected");
-        metrics?.natsConnected(true);
-      }
+      if (s.type === "disconnect") log.warn({ server: s.server }, "NATS connection lost; reconnecting");
+      else if (s.type === "reconnect") log.info({ server: s.server }, "NATS reconnected");
     }
   })().catch(() => undefined);
   const n = buildNames(config.namespace);
+  if (telemetry) useInterceptors(nc, telemetry.attach(nc, n));
   let running: RunningService;
   try {
     running = await start({ config, settings, nc, names: n, log });
@@ -134,20 +156,19 @@ export async function runService<S = undefined>(
     exitOnStartFailure(log, err);
   }
   const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok", {
-    metricsUrl: metricsServer?.url ?? null,
+    metricsUrl: telemetry?.metricsUrl ?? null,
   });
   // "started" means health answers: the subscription has reached the server.
   await nc.flush();
   log.info(
-    { namespace: config.namespace, version: GEODE_VERSION, metrics_url: metricsServer?.url ?? null },
+    { namespace: config.namespace, version: GEODE_VERSION, metrics_url: telemetry?.metricsUrl ?? null },
     `${service} started`,
   );
   drainOnStop(service, log, supervisor, [
     () => health.drain(),
     () => running.stop(),
     () => nc.drain(),
-    () => metricsServer?.close(),
-    () => stopTracing?.(),
+    () => telemetry?.stop(),
   ]);
 }
 
@@ -180,20 +201,4 @@ function drainOnStop(
     log.warn(`${service}: the process that started it is gone; draining`);
     void shutdown("supervisor-gone");
   });
-}
-
-/**
- * `/metrics` on 127.0.0.1:`port` before anything else starts, so the service's first calls are
- * counted; 0 leaves metrics off. A port that cannot be bound is logged and the service runs
- * without metrics (health then says `metrics_url: null`): observability never stops the work.
- */
-async function openMetrics(port: number, log: Logger): Promise<MetricsServer | undefined> {
-  if (port === 0) return undefined;
-  try {
-    return await serveMetrics(enableMetrics(), port);
-  } catch (err) {
-    disableMetrics();
-    log.warn({ err, port }, "metrics not served: the port cannot be bound");
-    return undefined;
-  }
 }

@@ -240,15 +240,10 @@ export {
 export { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";
 export {
   formatTraceparent,
-  newSpanId,
-  newTraceContext,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
   type TraceContext,
-  type TraceSampler,
-  traceSamplerFollowsParent,
-  traceSamplerFromEnv,
 } from "./trace-context.js";
 export { type TurnRecord, TurnRecordSchema, type VerifyTotals } from "./turn-record.js";
 export {

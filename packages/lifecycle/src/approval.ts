@@ -1,5 +1,6 @@
-import { type GeodeConnection, metrics, RequestFailedError, requestJson } from "@geode/bus";
+import { type GeodeConnection, RequestFailedError, requestJson } from "@geode/bus";
 import { ApprovalLeg, type ApprovalReply, type ApprovalRequest, isMalformedReply } from "@geode/contracts";
+import { observe } from "@geode/telemetry";
 
 /** A human approver's answer, or why there was none. */
 export type ApprovalAnswer =
@@ -17,7 +18,7 @@ export async function requestApproval(
   options: { timeoutMs: number; signal?: AbortSignal | undefined },
 ): Promise<ApprovalAnswer> {
   const timeoutMs = Math.max(1, options.timeoutMs);
-  metrics().approvalPending(1);
+  observe.approvalPending(1);
   try {
     const reply = await requestJson(
       conn.nc,
@@ -39,6 +40,6 @@ export async function requestApproval(
       return { source: "timeout", reason: `no approval within ${timeoutMs} ms` };
     return { source: "error", reason: "approval request failed" };
   } finally {
-    metrics().approvalPending(-1);
+    observe.approvalPending(-1);
   }
 }

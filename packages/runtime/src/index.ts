@@ -5,10 +5,7 @@ import type { RuntimeEventBus } from "@geode/bus";
 
 export {
   type ConnectOptions,
-  connectGeode,
   createHookClient,
-  // Trace context: a request without one starts a trace; `runInTrace` continues the caller's.
-  currentTrace,
   DEFAULT_INVOKE_TIMEOUT_MS,
   type EventObserver,
   type GeodeConnection,
@@ -16,7 +13,6 @@ export {
   type InvokeOptions,
   RuntimeEventBus,
   type RuntimeEventBusOptions,
-  runInTrace,
   type TimelineObserver,
 } from "@geode/bus";
 export {
@@ -34,6 +30,9 @@ export {
   type TraceContext,
   type VerifyReply,
 } from "@geode/contracts";
+// Its connection carries the trace context: a request without one starts a trace; `runInTrace`
+// continues the caller's.
+export { connectGeode, currentTrace, runInTrace } from "@geode/telemetry";
 export { type CallLlmOptions, callLlm, type LlmAdapter } from "./call-llm.js";
 export {
   type CompactionPlan,

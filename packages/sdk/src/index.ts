@@ -1,13 +1,7 @@
 // What a handler, tool or approver author imports: serve a hook handler, a remote tool or human
 // approvals, connect, check a webhook delivery, and the contract's types. An agent runtime
 // imports @geode/runtime.
-export {
-  type ConnectOptions,
-  connectGeode,
-  currentTrace,
-  type GeodeConnection,
-  runInTrace,
-} from "@geode/bus";
+export type { ConnectOptions, GeodeConnection } from "@geode/bus";
 export {
   type ApprovalRequest,
   type Correlation,
@@ -29,6 +23,7 @@ export {
   type WebhookHeaders,
   type WebhookVerification,
 } from "@geode/contracts";
+export { connectGeode, currentTrace, runInTrace } from "@geode/telemetry";
 export {
   type ApprovalAnswer,
   type ServedApprovals,

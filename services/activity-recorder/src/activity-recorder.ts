@@ -4,7 +4,6 @@ import {
   ensureEventStreams,
   type Logger,
   type StreamOptions,
-  serviceMetrics,
   silentLogger,
 } from "@geode/bus";
 import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
@@ -18,6 +17,7 @@ import {
   type RetryPolicy,
   redactDatabaseUrl,
 } from "@geode/projection";
+import { observe } from "@geode/telemetry";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -127,7 +127,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         source: durableSource({ jsm, js }, stream, { ackWaitMs, batchSize }),
       });
     projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
-    serviceMetrics()?.setLagSource(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
+    observe.recorderLag(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
     // Consumption starts once the tables exist. A database that is down at start delays that
     // (health says why) instead of stopping the service.
     const migrated = ownsDb ? await migrateOnce(db, outage) : true;
@@ -146,7 +146,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       health: () => outage.health,
       async stop() {
         stopped = true;
-        serviceMetrics()?.setLagSource(undefined);
+        observe.recorderLag(undefined);
         await started;
         await Promise.all(projectors.map((p) => p.stop()));
         await mirror?.stop();

@@ -1,14 +1,18 @@
 import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
 import { startActivityRecorder } from "./index.js";
 import { RECORDER_ENV } from "./recorder-config.js";
 
-await runService("activity-recorder", { env: RECORDER_ENV }, ({ config, settings, nc, names, log }) =>
-  startActivityRecorder({
-    nc,
-    names,
-    log,
-    databaseUrl: config.databaseUrl,
-    runsDir: config.runsDir,
-    ...settings,
-  }),
+await runService(
+  "activity-recorder",
+  { env: RECORDER_ENV, telemetry: serviceTelemetry },
+  ({ config, settings, nc, names, log }) =>
+    startActivityRecorder({
+      nc,
+      names,
+      log,
+      databaseUrl: config.databaseUrl,
+      runsDir: config.runsDir,
+      ...settings,
+    }),
 );

@@ -1,4 +1,4 @@
-import { type Logger, metrics } from "@geode/bus";
+import type { Logger } from "@geode/bus";
 import {
   type ProjectionDatabase,
   ProjectionLoop,
@@ -6,6 +6,7 @@ import {
   type ProjectionStats,
   type StreamKind,
 } from "@geode/projection";
+import { observe } from "@geode/telemetry";
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import type { Kysely } from "kysely";
 import type { RunMirror } from "./run-mirror.js";
@@ -67,11 +68,10 @@ export class StreamProjector {
           if (activity.length > 0) await mirror.append(activity);
         }
         for (const m of messages) m.ack();
-        const meter = metrics();
-        meter.recorderBatch(stream, seconds);
-        meter.recorderRows("activity_events", result.activity);
-        meter.recorderRows("extension_invocations", result.extension);
-        meter.recorderRows("session_events", result.session);
+        observe.recorderBatch(stream, seconds);
+        observe.recorderRows("activity_events", result.activity);
+        observe.recorderRows("extension_invocations", result.extension);
+        observe.recorderRows("session_events", result.session);
       },
       // Given up (stop, or the mirror failed): another replica, or this one later, gets them now.
       abandoned(messages) {

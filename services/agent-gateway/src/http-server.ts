@@ -1,21 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import {
-  decodeJson,
-  type HttpTimeouts,
-  httpServerOptions,
-  type Logger,
-  runInTrace,
-  withSpan,
-} from "@geode/bus";
+import { decodeJson, type HttpTimeouts, httpServerOptions, type Logger } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
-  newTraceContext,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
 } from "@geode/contracts";
+import { newTraceContext, runInTrace, withSpan } from "@geode/telemetry";
 
 /** Handles one parsed hook body of the agent named by the request's token. */
 export type HookRoute = (request: {

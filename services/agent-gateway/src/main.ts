@@ -1,23 +1,28 @@
 import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
 import { GATEWAY_ENV, gatewayTimeouts, startAgentGateway } from "./index.js";
 
-await runService("agent-gateway", { env: GATEWAY_ENV }, async ({ nc, names, log, config, settings }) => {
-  const { host, port } = settings.addr;
-  try {
-    return await startAgentGateway({
-      nc,
-      names,
-      log,
-      config: {
-        host,
-        port,
-        maxBodyBytes: settings.maxBodyBytes,
-        timeouts: gatewayTimeouts(settings),
-        approvalTimeoutMs: config.approvalTimeoutMs,
-      },
-    });
-  } catch (err) {
-    log.fatal({ err, addr: `${host}:${port}` }, "agent-gateway could not start");
-    process.exit(1);
-  }
-});
+await runService(
+  "agent-gateway",
+  { env: GATEWAY_ENV, telemetry: serviceTelemetry },
+  async ({ nc, names, log, config, settings }) => {
+    const { host, port } = settings.addr;
+    try {
+      return await startAgentGateway({
+        nc,
+        names,
+        log,
+        config: {
+          host,
+          port,
+          maxBodyBytes: settings.maxBodyBytes,
+          timeouts: gatewayTimeouts(settings),
+          approvalTimeoutMs: config.approvalTimeoutMs,
+        },
+      });
+    } catch (err) {
+      log.fatal({ err, addr: `${host}:${port}` }, "agent-gateway could not start");
+      process.exit(1);
+    }
+  },
+);

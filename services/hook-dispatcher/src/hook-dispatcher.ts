@@ -1,4 +1,4 @@
-import { type Logger, metrics, RuntimeEventBus, serveRequests, silentLogger, withSpan } from "@geode/bus";
+import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import {
   type DispatchOutcome,
   ErrorCode,
@@ -78,21 +78,13 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
         audits.delete(msg);
       },
     },
-    async (body, msg) => {
-      const startedAt = performance.now();
-      const hook = msg.subject.slice(prefix.length);
-      try {
-        const outcome = await withSpan("geode.hook.invoke", { "geode.hook": hook }, () =>
-          dispatch({ nc, registry, log, events, audits, cancellable }, hook, body, msg),
-        );
-        metrics().hookInvocation(hook, outcome.blocked ? "blocked" : "ok", elapsed(startedAt));
-        return outcome;
-      } catch (err) {
-        // An unknown hook is counted under one label: subjects must not mint series.
-        metrics().hookInvocation(isHookName(hook) ? hook : "unknown", "error", elapsed(startedAt));
-        throw err;
-      }
-    },
+    (body, msg) =>
+      dispatch(
+        { nc, registry, log, events, audits, cancellable },
+        msg.subject.slice(prefix.length),
+        body,
+        msg,
+      ),
   );
 
   let stopped: Promise<void> | undefined;
@@ -113,10 +105,6 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
       return stopped;
     },
   };
-}
-
-function elapsed(startedAt: number): number {
-  return (performance.now() - startedAt) / 1000;
 }
 
 /** What one replica's invocations share. */

@@ -1,6 +1,7 @@
 import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
 import { startHookDispatcher } from "./index.js";
 
-await runService("hook-dispatcher", {}, ({ nc, names, log, config }) =>
+await runService("hook-dispatcher", { telemetry: serviceTelemetry }, ({ nc, names, log, config }) =>
   startHookDispatcher({ nc, names, log, webhooks: { allow: config.webhookAllow } }),
 );

@@ -76,8 +76,11 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     middleware,
     config,
   };
-  const responder = serveRequests(nc, n.toolExecute, { queue: QueueGroup.ToolExecutor, log }, (body) =>
-    runToolCall(deps, body),
+  const responder = serveRequests(
+    nc,
+    n.toolExecute,
+    { queue: QueueGroup.ToolExecutor, log },
+    (body, _msg, tags) => runToolCall(deps, body, tags),
   );
   return {
     async stop() {

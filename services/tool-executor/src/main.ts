@@ -1,15 +1,19 @@
 import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
 import { startToolExecutor, TOOL_EXECUTOR_ENV } from "./index.js";
 
-await runService("tool-executor", { env: TOOL_EXECUTOR_ENV }, ({ nc, names, log, config, settings }) =>
-  startToolExecutor({
-    nc,
-    names,
-    log,
-    config: {
-      ...settings,
-      approvalTimeoutMs: config.approvalTimeoutMs,
-      resultInlineBytes: config.resultInlineBytes,
-    },
-  }),
+await runService(
+  "tool-executor",
+  { env: TOOL_EXECUTOR_ENV, telemetry: serviceTelemetry },
+  ({ nc, names, log, config, settings }) =>
+    startToolExecutor({
+      nc,
+      names,
+      log,
+      config: {
+        ...settings,
+        approvalTimeoutMs: config.approvalTimeoutMs,
+        resultInlineBytes: config.resultInlineBytes,
+      },
+    }),
 );

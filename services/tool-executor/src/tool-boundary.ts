@@ -1,5 +1,6 @@
-import { metrics, withSpan } from "@geode/bus";
+import type { RequestTags } from "@geode/bus";
 import type { ToolExecuteReply } from "@geode/contracts";
+import { withSpan } from "@geode/telemetry";
 import { admission } from "./stages/admission.js";
 import { approval } from "./stages/approval.js";
 import { commit } from "./stages/commit.js";
@@ -31,21 +32,21 @@ const STAGES: readonly Stage[] = [
   postToolUse, // continue / add_context / block
 ];
 
-/** Runs one `{ns}.tool.execute` request through the boundary and answers it. */
-export async function runToolCall(deps: BoundaryDeps, body: unknown): Promise<ToolExecuteReply> {
-  let call: ToolCall | undefined;
+/**
+ * Runs one `{ns}.tool.execute` request through the boundary and answers it. `tags.tool` says the
+ * tool's registered name once resolved (the metrics count calls by it; a name no tool has is
+ * counted as `unknown`, since callers pick names).
+ */
+export async function runToolCall(
+  deps: BoundaryDeps,
+  body: unknown,
+  tags: RequestTags = {},
+): Promise<ToolExecuteReply> {
+  const call = openToolCall(deps, body);
   try {
-    const opened = openToolCall(deps, body);
-    call = opened;
-    const reply = await withSpan("geode.tool.execute", { "geode.tool": opened.request.tool_name }, () =>
-      runStages(opened),
-    );
-    count(call, reply.status);
-    if (reply.receipt) metrics().receiptOutcome(reply.status);
-    return reply;
-  } catch (err) {
-    count(call, "error");
-    throw err;
+    return await runStages(call);
+  } finally {
+    if (call.resolvedName !== undefined) tags["tool"] = call.resolvedName;
   }
 }
 
@@ -60,9 +61,4 @@ async function runStages(call: ToolCall): Promise<ToolExecuteReply> {
     // A stage that threw after admission: stop renewing, the outcome is unknown.
     if (call.lease) await call.lease.end();
   }
-}
-
-/** Counted under the tool's registered name; a name no tool has is `unknown` (callers pick names). */
-function count(call: ToolCall | undefined, status: string): void {
-  metrics().toolCall(call?.resolvedName ?? "unknown", status);
 }

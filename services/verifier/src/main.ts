@@ -1,4 +1,7 @@
 import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
 import { startVerifier } from "./index.js";
 
-await runService("verifier", {}, (ctx) => startVerifier({ nc: ctx.nc, names: ctx.names, log: ctx.log }));
+await runService("verifier", { telemetry: serviceTelemetry }, (ctx) =>
+  startVerifier({ nc: ctx.nc, names: ctx.names, log: ctx.log }),
+);

@@ -1,14 +1,7 @@
-import {
-  createHookClient,
-  type Logger,
-  metrics,
-  RuntimeEventBus,
-  serveRequests,
-  silentLogger,
-  withSpan,
-} from "@geode/bus";
+import { createHookClient, type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
 import { type Names, QueueGroup, type VerifyReply } from "@geode/contracts";
 import { AttemptStore, SessionStore } from "@geode/state";
+import { withSpan } from "@geode/telemetry";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { resolveParked } from "./owner-resolution.js";
 import { startSessionCleanup } from "./session-cleanup.js";
@@ -56,9 +49,7 @@ async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply>
     await releaseAttempt(run);
     throw err;
   }
-  const reply = await withSpan("geode.verify.deliver", {}, () => deliver(run, decided));
-  metrics().verifyDecision(reply.policy_action);
-  return reply;
+  return await withSpan("geode.verify.deliver", {}, () => deliver(run, decided));
 }
 
 /**
@@ -85,7 +76,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
   };
   const responders = [
     serveRequests(nc, names.verifyFinalize, { queue: QueueGroup.Verifier, log }, (body) =>
-      withSpan("geode.verify.finalize", {}, () => finalize(deps, body)),
+      finalize(deps, body),
     ),
     serveRequests(nc, names.verifyResolve, { queue: QueueGroup.Verifier, log }, (body) =>
       resolveParked(deps, body),

@@ -1,4 +1,4 @@
-import { RequestFailedError, requestJson, withSpan } from "@geode/bus";
+import { RequestFailedError, requestJson } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
@@ -52,16 +52,11 @@ export async function callHandler(
   const envelope = hookEnvelope(input.hook, input.correlation, run.payload, reg.schema_version);
   input.audits.publish();
   try {
-    const reply = await withSpan(
-      "geode.hook.handler",
-      { "geode.hook": input.hook, "geode.handler": reg.name },
-      () =>
-        requestJson(run.ctx.nc, h.subject, envelope, {
-          timeoutMs: Math.min(own, remaining),
-          signal: input.signal,
-          reply: HookHandlerLeg.reply,
-        }),
-    );
+    const reply = await requestJson(run.ctx.nc, h.subject, envelope, {
+      timeoutMs: Math.min(own, remaining),
+      signal: input.signal,
+      reply: HookHandlerLeg.reply,
+    });
     return { ok: true, decision: reply.decision };
   } catch (err) {
     if (input.signal?.aborted) {

@@ -1,4 +1,4 @@
-import { type Logger, metrics } from "@geode/bus";
+import type { Logger } from "@geode/bus";
 import {
   type AttributedDecision,
   type Correlation,
@@ -7,6 +7,7 @@ import {
   type HookName,
   SchemaVersion,
 } from "@geode/contracts";
+import { observe } from "@geode/telemetry";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { HandlerRegistry } from "../handler-registry.js";
 
@@ -60,7 +61,7 @@ export class ChainRun {
 
   /** Records one handler call: its `extension_invoked` (only the status and a bounded reason) and its count. */
   audit(handler: string, status: ExtensionInvokedPayload["status"], reason: string, startedAt: number): void {
-    metrics().handlerCall(this.input.hook, handler, status);
+    observe.handlerCall(this.input.hook, handler, status);
     this.input.audits.add({
       surface: "hook",
       name: this.input.hook,

@@ -1,17 +1,15 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import {
   formatTraceparent,
-  newSpanId,
-  newTraceContext,
   parseTraceparent,
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
   type TraceContext,
-  type TraceSampler,
 } from "@geode/contracts";
 import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 import { type Attributes, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
 import { parentContext, recordSpans, type SpanRecord, type SpanTarget } from "./span-records.js";
+import { newSpanId, newTraceContext, type TraceSampler } from "./trace-ids.js";
 
 /**
  * The trace a piece of work belongs to, carried across awaits: set when a request arrives (its
@@ -166,7 +164,8 @@ function sampled(ctx: TraceContext): boolean {
 
 /**
  * Runs `fn` in a span named `name`, a child of the current trace, and makes the span the parent
- * of what `fn` sends. Without a tracer (OTEL_EXPORTER_OTLP_ENDPOINT unset), or under a parent
+ * of what `fn` sends. `attributes` may still be added to until `fn` settles (an interceptor learns
+ * some only from the reply). Without a tracer (OTEL_EXPORTER_OTLP_ENDPOINT unset), or under a parent
  * that is not sampled (with a parent-based sampler), it is `fn()` and nothing else: no promise of
  * its own, no extra turn of the microtask queue. A throw marks the span as an error and is rethrown.
  */
@@ -242,6 +241,7 @@ async function spanInPlace<T>(
     span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
     throw err;
   } finally {
+    span.setAttributes(attributes);
     span.end();
   }
 }

@@ -1,7 +1,7 @@
-import { traceSamplerFollowsParent, traceSamplerFromEnv } from "@geode/contracts";
-import { otlpTracesProtocol } from "./config.js";
+import { otlpTracesProtocol } from "./otlp-protocol.js";
 import type { SpanRecord } from "./span-records.js";
 import { SpanThread, spanThreadAvailable } from "./span-thread.js";
+import { traceSamplerFollowsParent, traceSamplerFromEnv } from "./trace-ids.js";
 import { setTracer } from "./tracing.js";
 
 /** The OTLP variables that turn span export on (the exporter reads the rest itself). */

@@ -1,4 +1,3 @@
-import { newTraceContext, traceSamplerFromEnv } from "@geode/contracts";
 import { ROOT_CONTEXT } from "@opentelemetry/api";
 import {
   AlwaysOnSampler,
@@ -9,6 +8,7 @@ import {
   TraceIdRatioBasedSampler,
 } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it } from "vitest";
+import { newTraceContext, traceSamplerFromEnv } from "./trace-ids.js";
 import { currentTrace, runInTrace, setTracer, withSpan } from "./tracing.js";
 
 describe("head sampling agrees with the OpenTelemetry SDK", () => {

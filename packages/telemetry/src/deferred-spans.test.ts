@@ -1,4 +1,4 @@
-import { newTraceContext, type TraceContext } from "@geode/contracts";
+import type { TraceContext } from "@geode/contracts";
 import { SpanStatusCode, TraceFlags } from "@opentelemetry/api";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
@@ -16,6 +16,7 @@ import {
   type SpanRecord,
   type SpanTarget,
 } from "./span-records.js";
+import { newTraceContext } from "./trace-ids.js";
 import { currentTrace, flushSpans, runInTrace, setTracer, withSpan } from "./tracing.js";
 
 const exporter = new InMemorySpanExporter();

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import type { OtlpProtocol } from "./config.js";
+import type { OtlpProtocol } from "./otlp-protocol.js";
 import type { SpanRecord } from "./span-records.js";
 
 /** What the span thread is started with. */

@@ -9,7 +9,7 @@ import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import type { OtlpProtocol } from "./config.js";
+import type { OtlpProtocol } from "./otlp-protocol.js";
 import type { SpanTarget } from "./span-records.js";
 
 /** How long a made span waits for its export at most, unless `OTEL_BSP_SCHEDULE_DELAY` says (ms). */

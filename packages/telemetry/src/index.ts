@@ -1,0 +1,13 @@
+export { connectGeode } from "./connect.js";
+export type { LagSource } from "./metrics.js";
+export { observe } from "./observe.js";
+export { serviceTelemetry, telemetryInterceptors } from "./service-telemetry.js";
+export {
+  newSpanId,
+  newTraceContext,
+  type TraceSampler,
+  traceSamplerFollowsParent,
+  traceSamplerFromEnv,
+} from "./trace-ids.js";
+export { tracePropagation } from "./trace-interceptors.js";
+export { currentTrace, runInTrace, withSpan } from "./tracing.js";

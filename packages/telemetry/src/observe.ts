@@ -1,0 +1,28 @@
+import { type LagSource, metrics, serviceMetrics } from "./metrics.js";
+
+/**
+ * What no interceptor at the bus's doors can see, reported by the code that knows it: a no-op
+ * unless the process serves metrics (`serviceTelemetry`).
+ */
+export const observe = {
+  /** One handler call of a chain, with its audited status (`ok`, `block`, `deny`, `error`). */
+  handlerCall(hook: string, handler: string, status: string): void {
+    metrics().handlerCall(hook, handler, status);
+  },
+  /** A human approval request started (+1) or ended (-1). */
+  approvalPending(delta: 1 | -1): void {
+    metrics().approvalPending(delta);
+  },
+  /** Rows the recorder inserted into `table`. */
+  recorderRows(table: string, rows: number): void {
+    metrics().recorderRows(table, rows);
+  },
+  /** One projection batch, from its first write attempt to its commit. */
+  recorderBatch(stream: string, seconds: number): void {
+    metrics().recorderBatch(stream, seconds);
+  },
+  /** Where `geode_recorder_lag_messages` is read from at each scrape (undefined: nowhere). */
+  recorderLag(source: LagSource | undefined): void {
+    serviceMetrics()?.setLagSource(source);
+  },
+};

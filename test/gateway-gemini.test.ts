@@ -184,7 +184,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
       expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
       // The tool-kind table knows every tool the pinned CLI offers its model.
       const declared = (
-        api.requests[0]?.body["tools"] as Array<{ functionDeclarations?: Array<{ name: string }> }>
+        (api.requests[0]?.body["tools"] ?? []) as Array<{ functionDeclarations?: Array<{ name: string }> }>
       ).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name));
       expect(declared).toContain("run_shell_command");
       expect(declared.filter((name) => AGENT_TOOLS["gemini-cli"][name] === undefined)).toEqual([]);

@@ -14,8 +14,8 @@ import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
 
 /** The npm package's entry point (the `.bin` launcher is a shell script). */
-export const GEMINI_BIN = path.join(REPO_ROOT, "node_modules/@google/gemini-cli/bundle/gemini.js");
-export const GEMINI_MODEL = "gemini-2.5-pro";
+const GEMINI_BIN = path.join(REPO_ROOT, "node_modules/@google/gemini-cli/bundle/gemini.js");
+const GEMINI_MODEL = "gemini-2.5-pro";
 
 /** One scripted answer of the model: a shell command to run, another tool call, or text that ends the turn. */
 export type GeminiTurn =
@@ -23,7 +23,7 @@ export type GeminiTurn =
   | { call: { name: string; args: Record<string, unknown> } }
   | { text: string };
 
-export interface RecordedRequest {
+interface RecordedRequest {
   url: string;
   body: Record<string, unknown>;
   raw: string;

@@ -53,7 +53,7 @@ export function geminiSystemSettings(env: NodeJS.ProcessEnv): string {
 }
 
 /** Gemini's trusted folders: `GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `~/.gemini/trustedFolders.json`. */
-export function geminiTrustedFolders(env: NodeJS.ProcessEnv): string {
+function geminiTrustedFolders(env: NodeJS.ProcessEnv): string {
   return (
     env["GEMINI_CLI_TRUSTED_FOLDERS_PATH"] ||
     path.join(env["HOME"] || os.homedir(), ".gemini", "trustedFolders.json")

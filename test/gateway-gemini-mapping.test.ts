@@ -3,19 +3,11 @@
  * CLI 0.61.0 sends them to a command hook: what the plane is asked, and what Gemini is answered.
  */
 import { randomUUID } from "node:crypto";
-import { startAgentGateway } from "@geode/agent-gateway";
-import {
-  names as buildNames,
-  type EventEnvelope,
-  GEMINI_CLI_EVENTS,
-  GEMINI_CLI_HOOK_PATH,
-  HookName,
-} from "@geode/contracts";
-import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { GEMINI_CLI_EVENTS, GEMINI_CLI_HOOK_PATH, HookName } from "@geode/contracts";
+import { serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { addAgent, useGatewayFixture } from "./gateway-support.js";
-import { eventsOf } from "./verify-support.js";
+import { useGatewayFixture, withUndecidedPlane } from "./gateway-support.js";
 
 const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 
@@ -38,23 +30,8 @@ function geminiInput(
 const post = (body: unknown, token?: string | null) =>
   fx.post(body, { path: GEMINI_CLI_HOOK_PATH, ...(token === undefined ? {} : { token }) });
 
-async function handler(
-  hook: HookName,
-  name: string,
-  decide: (e: HookEnvelope) => unknown,
-): Promise<HookEnvelope[]> {
-  const seen: HookEnvelope[] = [];
-  await fx.scope().serve(hook, { name }, (e) => {
-    seen.push(e);
-    return decide(e) as never;
-  });
-  return seen;
-}
-
-const sessionEvents = async (sessionId: string) =>
-  (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).filter(
-    (e: EventEnvelope) => e.correlation.session_id === sessionId,
-  );
+const handler = fx.serve;
+const sessionEvents = fx.sessionEvents;
 
 const shell = (command: string, session?: { session_id: string }) =>
   geminiInput(
@@ -286,23 +263,7 @@ describe("Gemini CLI: AfterAgent, compression, record-only events", () => {
   });
 
   it("fails closed when the plane cannot decide: guarded events are refused with a 200, others go on", async () => {
-    const names = buildNames(`${fx.env().ns}_x`);
-    const token = await addAgent({ ...fx.env(), names }, "lonely");
-    const gateway = await startAgentGateway({
-      nc: fx.env().nc,
-      names,
-      config: { host: "127.0.0.1", port: 0, hookTimeoutMs: 300, verifyTimeoutMs: 300 },
-    });
-    try {
-      await waitFor(() => gateway.agents() === 1);
-      const send = async (body: unknown) => {
-        const res = await fetch(`${gateway.url}${GEMINI_CLI_HOOK_PATH}`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}` },
-          body: JSON.stringify(body),
-        });
-        return { status: res.status, body: (await res.json()) as unknown };
-      };
+    await withUndecidedPlane(fx.env(), GEMINI_CLI_HOOK_PATH, async (send) => {
       expect(await send(shell("ls"))).toMatchObject({
         status: 200,
         body: { decision: "deny", reason: expect.stringMatching(/could not decide/) },
@@ -320,8 +281,6 @@ describe("Gemini CLI: AfterAgent, compression, record-only events", () => {
         status: 200,
         body: {},
       });
-    } finally {
-      await gateway.stop();
-    }
+    });
   });
 });

@@ -4,21 +4,16 @@
  * records trust (`~/.gemini/trustedFolders.json`), its token from `geode agents add`, its model is
  * a scripted stand-in for the Gemini API on loopback.
  */
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { freePort } from "@geode/cli";
-import { runCliCaptured } from "@geode/cli/testing";
 import { AGENT_TOOLS, HookName } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
 import type { HookEnvelope } from "@geode/sdk";
-import { useTestEnv, waitFor } from "@geode/testing";
-import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { waitFor } from "@geode/testing";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useAgentPlane } from "./agent-plane-support.js";
+import { runHookCommandLine } from "./agent-process-support.js";
 import {
   type GeminiRun,
   type GeminiStandIn,
@@ -27,20 +22,9 @@ import {
   runGemini,
   startGeminiStandIn,
 } from "./gemini-support.js";
-import { HandlerScope, startDispatcher } from "./hooks-support.js";
 
-const env = useTestEnv();
-let dispatcher: HookDispatcher;
-let verifier: RunningVerifier;
-let recorder: ActivityRecorder;
-let gateway: AgentGateway;
-let scope: HandlerScope;
-let token = "";
-let runsDir = "";
-const cleanups: Array<() => void | Promise<void>> = [];
-
-const geode = (args: string[], extra: Record<string, string> = {}) =>
-  runCliCaptured(args, { ...process.env, ...env().env, ...extra });
+const plane = useAgentPlane("gemini-laptop");
+const { env, geode, cleanups } = plane;
 
 /** Trusts `folder` the way Gemini records it when its user says so. */
 function trust(home: string, folder: string): void {
@@ -62,7 +46,7 @@ async function geminiHome(
       "connect",
       "gemini-cli",
       "--url",
-      options.url ?? gateway.url,
+      options.url ?? plane.gateway().url,
       "--write",
       dirs.settings,
       ...(options.flags ?? []),
@@ -86,7 +70,7 @@ async function session(
     home,
     cwd: work,
     apiUrl: api.url,
-    env: { GEODE_AGENT_TOKEN: options.token ?? token },
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
   });
   const init = run.events.find((e) => e["type"] === "init");
   return { run, api, work, home, sessionId: String(init?.["session_id"] ?? "") };
@@ -115,49 +99,12 @@ function runHookCommand(
     }
   ).hooks;
   const cmd = hooks[event]?.[0]?.hooks[0]?.command as string;
-  const input = JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" });
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", cmd], {
-      env: { PATH: process.env["PATH"], GEODE_AGENT_TOKEN: withToken },
-    });
-    let stderr = "";
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.stdout.resume();
-    child.once("close", (status) => resolve({ status, stderr }));
-    child.stdin.end(input);
-  });
+  return runHookCommandLine(
+    cmd,
+    JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" }),
+    withToken,
+  );
 }
-
-beforeAll(async () => {
-  const { nc, names, databaseUrl } = env();
-  runsDir = mkdtempSync(path.join(tmpdir(), "geode-gemini-runs-"));
-  dispatcher = await startDispatcher(env());
-  verifier = await startVerifier({ nc, names });
-  recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
-  gateway = await startAgentGateway({
-    nc,
-    names,
-    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
-  });
-  scope = new HandlerScope(env(), [dispatcher]);
-  const added = await geode(["agents", "add", "gemini-laptop"]);
-  expect(added.code, added.err).toBe(0);
-  token = added.out.trimEnd().split("\n").at(-1) as string;
-  await waitFor(() => gateway.agents() === 1);
-}, 120_000);
-
-afterEach(async () => {
-  await scope.close();
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-afterAll(async () => {
-  await gateway?.stop();
-  await recorder?.stop();
-  await verifier?.stop();
-  await dispatcher?.stop();
-  rmSync(runsDir, { recursive: true, force: true });
-});
 
 // Each case runs a real Gemini CLI process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 180_000 };
@@ -168,16 +115,18 @@ describe("Gemini CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       const seen: HookEnvelope[] = [];
-      await scope.serve(
-        HookName.PreToolUse,
-        { name: "no-touch", match: { tool_name: ["run_shell_command"] } },
-        (e) => {
-          seen.push(e);
-          return command(e).includes("blocked.txt")
-            ? { action: "block", reason: "touching blocked.txt is not allowed" }
-            : null;
-        },
-      );
+      await plane
+        .scope()
+        .serve(
+          HookName.PreToolUse,
+          { name: "no-touch", match: { tool_name: ["run_shell_command"] } },
+          (e) => {
+            seen.push(e);
+            return command(e).includes("blocked.txt")
+              ? { action: "block", reason: "touching blocked.txt is not allowed" }
+              : null;
+          },
+        );
       const { api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(seen).toHaveLength(1);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
@@ -195,7 +144,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
     "a rewrite changes the command that runs; AfterTool context reaches the model's next request",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+      await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
         command(e) === "touch original.txt"
           ? {
               action: "rewrite",
@@ -205,7 +154,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
             }
           : null,
       );
-      await scope.serve(HookName.PostToolUse, { name: "hint" }, () => ({
+      await plane.scope().serve(HookName.PostToolUse, { name: "hint" }, () => ({
         action: "add_context",
         reason: "remember: the build needs GEMINI-CTX-77",
       }));
@@ -217,7 +166,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
   );
 
   it("AfterAgent goes through the verifier: a revise loop ended by the budget", CLI, async () => {
-    await scope.serve(HookName.PostVerify, { name: "never-happy" }, () => ({
+    await plane.scope().serve(HookName.PostVerify, { name: "never-happy" }, () => ({
       action: "revise",
       instruction: "Say it again, better (GEMINI-REVISE).",
     }));
@@ -243,7 +192,11 @@ describe("Gemini CLI governed through the agent gateway", () => {
         flags: ["--fail-closed"],
       });
       expect(api.requests).toHaveLength(0);
-      const refused = await runHookCommand(path.join(home, ".gemini", "settings.json"), "BeforeAgent", token);
+      const refused = await runHookCommand(
+        path.join(home, ".gemini", "settings.json"),
+        "BeforeAgent",
+        plane.token(),
+      );
       expect(refused.status).toBe(2);
       expect(refused.stderr).toContain("a guarded call is refused");
     },
@@ -251,7 +204,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
 
   it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Gemini go on", CLI, async () => {
     const seen: HookEnvelope[] = [];
-    await scope.serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
+    await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
       seen.push(e);
       return null;
     });
@@ -270,7 +223,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
     "the session is a run with agent_kind gemini-cli: its events, invocations and timeline in Postgres",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
+      await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
       const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
       expect(sessionId).not.toBe("");
       const db = new pg.Client({ connectionString: env().databaseUrl });
@@ -300,7 +253,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
         );
         return r.rows[0].n > 0;
       });
-      expect(readFileSync(path.join(runsDir, sessionId, "events.jsonl"), "utf8")).toContain(
+      expect(readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8")).toContain(
         "session_started",
       );
       const ls = await geode(["agents", "ls", "--json"]);
@@ -328,12 +281,15 @@ describe("Gemini CLI governed through the agent gateway", () => {
       const api = await startGeminiStandIn([{ text: "Hello." }]);
       cleanups.push(() => api.close());
       const { home, work } = await geminiHome({ trusted: false });
-      const at = { HOME: home, GEODE_AGENT_TOKEN: token };
+      const at = { HOME: home, GEODE_AGENT_TOKEN: plane.token() };
       const check = async (extra: Record<string, string> = {}) => {
         const before = process.cwd();
         process.chdir(work);
         try {
-          return await geode(["connect", "gemini-cli", "--check", "--url", gateway.url], { ...at, ...extra });
+          return await geode(["connect", "gemini-cli", "--check", "--url", plane.gateway().url], {
+            ...at,
+            ...extra,
+          });
         } finally {
           process.chdir(before);
         }

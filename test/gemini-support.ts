@@ -5,13 +5,13 @@
  * that declares tools) with the next turn of a script (a function call, or text that ends the
  * turn), streaming SSE `data:` chunks as the API does; any other model request gets a short text.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { type AgentProcess, jsonLines, runAgentProcess } from "./agent-process-support.js";
 
 /** The npm package's entry point (the `.bin` launcher is a shell script). */
 const GEMINI_BIN = path.join(REPO_ROOT, "node_modules/@google/gemini-cli/bundle/gemini.js");
@@ -132,16 +132,13 @@ export function geminiScratch(): { home: string; work: string; settings: string;
   };
 }
 
-export interface GeminiRun {
-  code: number | null;
+export interface GeminiRun extends AgentProcess {
   /** The `stream-json` event lines of stdout, parsed. */
   events: Array<Record<string, unknown>>;
-  stdout: string;
-  stderr: string;
 }
 
 /** Runs `gemini -p <prompt> -o stream-json` headless; kills it (and its children) after `timeoutMs`. */
-export function runGemini(options: {
+export async function runGemini(options: {
   prompt: string;
   home: string;
   cwd: string;
@@ -162,9 +159,8 @@ export function runGemini(options: {
     "-p",
     options.prompt,
   ];
-  const child = spawn(process.execPath, args, {
+  const run = await runAgentProcess(process.execPath, args, {
     cwd: options.cwd,
-    detached: true,
     env: {
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: options.home,
@@ -173,32 +169,7 @@ export function runGemini(options: {
       NO_COLOR: "1",
       ...options.env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    timeoutMs: options.timeoutMs,
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const timer = setTimeout(() => {
-    try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, options.timeoutMs ?? 120_000);
-  return new Promise((resolve) => {
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      const events: Array<Record<string, unknown>> = [];
-      for (const line of stdout.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        try {
-          events.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // not an event line
-        }
-      }
-      resolve({ code, events, stdout, stderr });
-    });
-  });
+  return { ...run, events: jsonLines(run.stdout) };
 }

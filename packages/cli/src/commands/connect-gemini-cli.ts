@@ -2,8 +2,9 @@ import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
-import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import type { CommandIO, CommandModule } from "../command.js";
 import { mergeHooks } from "../connect/claude-code-settings.js";
+import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
 import { gatewayProblem } from "../connect/gateway-check.js";
 import {
   GEMINI_HOOK_NAME,
@@ -14,7 +15,6 @@ import {
   readSettings,
 } from "../connect/gemini-settings.js";
 import { isGeodeHookCommand, TOKEN_ENV } from "../connect/hook-command.js";
-import { hookEndpoint } from "./hook-shim.js";
 
 interface Options {
   endpoint: string;
@@ -120,20 +120,12 @@ export const connectGeminiCliCommand: CommandModule = {
       args,
       allowPositionals: true,
       options: {
-        url: { type: "string" },
-        write: { type: "string" },
+        ...CONNECT_OPTIONS,
         system: { type: "boolean", default: false },
-        "fail-closed": { type: "boolean", default: false },
         check: { type: "boolean", default: false },
       },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-    let endpoint: string;
-    try {
-      endpoint = hookEndpoint(values.url, io.env, "gemini-cli");
-    } catch {
-      throw new UsageError(`--url is not a URL: ${values.url}`);
-    }
+    const endpoint = connectEndpoint(values.url, positionals, io.env, "gemini-cli");
     const system = values.system === true;
     const o: Options = {
       endpoint,

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { GEMINI_CLI_EVENTS } from "@geode/contracts";
 import type { HooksBlock } from "./claude-code-settings.js";
-import { hookCommand, hookTimeoutSeconds } from "./hook-command.js";
+import { agentHookCommand, hookTimeoutSeconds } from "./hook-command.js";
 
 /** The name geode's hooks carry in Gemini's settings (its logs and `/hooks` show it). */
 export const GEMINI_HOOK_NAME = "geode";
@@ -30,12 +30,7 @@ export function geminiHooks(options: GeminiHooksOptions): HooksBlock {
       e.event === "AfterAgent" ? "stop" : e.tool ? "tool" : "other",
       options.approvalTimeoutMs,
     );
-    const command = hookCommand({
-      endpoint: options.endpoint,
-      failClosed: options.failClosed && e.guards,
-      // curl gives up a little before Gemini kills the hook, so the hook's own answer is the one read.
-      timeoutSeconds: Math.max(1, seconds - 1),
-    });
+    const command = agentHookCommand(options.endpoint, options.failClosed && e.guards, seconds);
     const entry = { name: GEMINI_HOOK_NAME, type: "command", command, timeout: seconds * 1000 };
     hooks[e.event] = [{ ...(e.tool ? { matcher: "*" } : {}), hooks: [entry] }];
   }

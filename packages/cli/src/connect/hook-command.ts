@@ -59,3 +59,11 @@ export function hookTimeoutSeconds(kind: "tool" | "stop" | "other", approvalTime
   if (kind === "stop") return 120;
   return 30;
 }
+
+/**
+ * The command of a hook the agent gives `agentTimeoutSeconds`: curl gives up a second before the
+ * agent kills the hook, so the hook's own answer (its exit rule) is the one the agent reads.
+ */
+export function agentHookCommand(endpoint: string, failClosed: boolean, agentTimeoutSeconds: number): string {
+  return hookCommand({ endpoint, failClosed, timeoutSeconds: Math.max(1, agentTimeoutSeconds - 1) });
+}

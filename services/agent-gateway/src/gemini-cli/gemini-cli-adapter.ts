@@ -10,7 +10,7 @@ import type { AgentAdapter } from "../agent-adapter.js";
 import type { AgentCall } from "../agent-plane/agent-call.js";
 import { claudeStyleHandlers, recordOnlyEvent } from "../agent-plane/claude-style-events.js";
 import { preCompact } from "../agent-plane/compaction.js";
-import { submitPrompt } from "../agent-plane/prompt.js";
+import { promptRefusal, submitPrompt } from "../agent-plane/prompt.js";
 import { verifyStop } from "../agent-plane/stop.js";
 import { asObject, postToolUse, preToolUse } from "../agent-plane/tool-use.js";
 
@@ -33,13 +33,8 @@ function text(input: GeminiCliHookInput, name: string): string | undefined {
  * carries the rewritten prompt to send instead.
  */
 const beforeAgent: GeminiEvent = async (call, input) => {
-  const verdict = await submitPrompt(call, text(input, "prompt") ?? "");
-  if (verdict.action === "block") return deny(verdict.reason);
-  if (verdict.action === "rewrite")
-    return deny(
-      `${verdict.reason}\nThe prompt was rewritten and Gemini CLI cannot send a changed prompt, so it was not sent. Send this instead:\n${verdict.prompt}`,
-    );
-  return NOTHING;
+  const refusal = promptRefusal(await submitPrompt(call, text(input, "prompt") ?? ""), "Gemini CLI");
+  return refusal === null ? NOTHING : deny(refusal);
 };
 
 /**

@@ -5,12 +5,11 @@
  * from a script of turns, streaming SSE as the API does, and side requests with a short text.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
 import { type AgentProcess, runAgentProcess } from "./agent-process-support.js";
+import { startStandInServer } from "./stand-in-server.js";
 
 /** The pinned Claude Code as docs/claude-code.md runs it: its native binary, put there by its postinstall. */
 const CLAUDE_BIN = path.join(REPO_ROOT, "node_modules/.bin/claude");
@@ -110,66 +109,48 @@ export async function startAnthropicStandIn(script: Turn[]): Promise<AnthropicSt
   const requests: RecordedRequest[] = [];
   let mainCount = 0;
   let sent = 0;
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("end", () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch {
-        // not JSON: answered below like any other side request
-      }
-      const url = req.url ?? "/";
-      if (url.startsWith("/v1/messages/count_tokens")) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ input_tokens: 12 }));
-        return;
-      }
-      if (!url.startsWith("/v1/messages")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: url } }));
-        return;
-      }
-      const main = Array.isArray(body["tools"]) && (body["tools"] as unknown[]).length > 0;
-      requests.push({ url, main, body, raw });
-      const turn: Turn = main ? (script[mainCount++] ?? { text: "Done." }) : { text: "Side answer." };
-      const model = typeof body["model"] === "string" ? body["model"] : "claude-standin";
-      const n = sent++;
-      if (body["stream"] !== true) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            id: `msg_standin_${n}`,
-            type: "message",
-            role: "assistant",
-            model,
-            content: [{ type: "text", text: "text" in turn ? turn.text : "Side answer." }],
-            stop_reason: "end_turn",
-            stop_sequence: null,
-            usage: { input_tokens: 12, output_tokens: 3 },
-          }),
-        );
-        return;
-      }
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const [event, data] of messageEvents(turn, model, n))
-        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      res.end();
-    });
+  const server = await startStandInServer(({ url, body, raw }, res) => {
+    if (url.startsWith("/v1/messages/count_tokens")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ input_tokens: 12 }));
+      return;
+    }
+    if (!url.startsWith("/v1/messages")) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: url } }));
+      return;
+    }
+    const main = Array.isArray(body["tools"]) && (body["tools"] as unknown[]).length > 0;
+    requests.push({ url, main, body, raw });
+    const turn: Turn = main ? (script[mainCount++] ?? { text: "Done." }) : { text: "Side answer." };
+    const model = typeof body["model"] === "string" ? body["model"] : "claude-standin";
+    const n = sent++;
+    if (body["stream"] !== true) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: `msg_standin_${n}`,
+          type: "message",
+          role: "assistant",
+          model,
+          content: [{ type: "text", text: "text" in turn ? turn.text : "Side answer." }],
+          stop_reason: "end_turn",
+          stop_sequence: null,
+          usage: { input_tokens: 12, output_tokens: 3 },
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const [event, data] of messageEvents(turn, model, n))
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    res.end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     main: () => requests.filter((r) => r.main),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
 

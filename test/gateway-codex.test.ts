@@ -9,8 +9,7 @@ import path from "node:path";
 import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
-import { REPO_ROOT, waitFor } from "@geode/testing";
-import pg from "pg";
+import { REPO_ROOT } from "@geode/testing";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { useAgentPlane } from "./agent-plane-support.js";
@@ -27,7 +26,7 @@ import {
 
 const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
 const plane = useAgentPlane("codex-laptop");
-const { env, geode, cleanups } = plane;
+const { geode, cleanups } = plane;
 
 /** A scratch CODEX_HOME with the stand-in provider, and the gateway's hooks written by `geode connect codex`. */
 async function codexHome(
@@ -237,61 +236,11 @@ describe("Codex CLI governed through the agent gateway", () => {
       await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
       const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
       expect(sessionId).not.toBe("");
-      const db = new pg.Client({ connectionString: env().databaseUrl });
-      await db.connect();
-      cleanups.push(() => db.end());
-      const schema = env().ns;
-      await waitFor(async () => {
-        const r = await db.query(
-          `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
-          [sessionId],
-        );
-        return r.rows[0].n === 1;
-      }, 30_000);
-      const started = await db.query(
-        `select payload from ${schema}.activity_events where session_id = $1 and event = 'session_started'`,
-        [sessionId],
-      );
-      expect(started.rows[0].payload).toMatchObject({
-        agent_kind: "codex",
-        agent: "codex-laptop",
-        model: "gpt-5-codex",
-        provider: "openai",
+      await plane.expectRecordedSession(sessionId, {
+        agentKind: "codex",
+        extension: "audit-me",
+        started: { model: "gpt-5-codex", provider: "openai" },
       });
-      const audits = await db.query(
-        `select extension, name from ${schema}.extension_invocations where session_id = $1`,
-        [sessionId],
-      );
-      expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
-      const jsonl = readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8");
-      expect(jsonl).toContain("session_started");
-      // geode agents ls: the agent's kind, sessions and audited hook calls, from the projection.
-      await waitFor(async () => {
-        const r = await db.query(
-          `select count(*)::int as n from ${schema}.extension_invocations where session_id = $1`,
-          [sessionId],
-        );
-        return r.rows[0].n > 0;
-      });
-      const ls = await geode(["agents", "ls", "--json"]);
-      expect(ls.code, ls.err).toBe(0);
-      const mine = (JSON.parse(ls.out) as Array<Record<string, unknown>>).find(
-        (a) => a["name"] === "codex-laptop",
-      );
-      expect(mine).toMatchObject({ kinds: ["codex"] });
-      expect(mine?.["sessions"]).toBeGreaterThanOrEqual(1);
-      expect(mine?.["hook_calls"]).toBeGreaterThan(0);
-      expect(mine?.["last_seen"]).toBeGreaterThan(0);
-      const table = await geode(["agents", "ls"]);
-      expect(table.out).toMatch(/codex-laptop .*codex/);
-      // geode audit and geode events tail name the session's agent kind.
-      const audit = await geode(["audit", "--session", sessionId, "--json"]);
-      expect((JSON.parse(audit.out) as Array<Record<string, unknown>>)[0]).toMatchObject({
-        agent_kind: "codex",
-      });
-      const tail = await geode(["events", "tail", "--session", sessionId, "--from-seq", "1", "--limit", "3"]);
-      expect(tail.out).toMatch(/session_started\s+agent-gateway .*agent_kind=codex/);
-      expect(tail.out).toMatch(/user_input_received\s+agent-gateway .*agent_kind=codex/);
     },
   );
 

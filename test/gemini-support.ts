@@ -6,12 +6,11 @@
  * turn), streaming SSE `data:` chunks as the API does; any other model request gets a short text.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
 import { type AgentProcess, jsonLines, runAgentProcess } from "./agent-process-support.js";
+import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's entry point (the `.bin` launcher is a shell script). */
 const GEMINI_BIN = path.join(REPO_ROOT, "node_modules/@google/gemini-cli/bundle/gemini.js");
@@ -23,18 +22,12 @@ export type GeminiTurn =
   | { call: { name: string; args: Record<string, unknown> } }
   | { text: string };
 
-interface RecordedRequest {
-  url: string;
-  body: Record<string, unknown>;
-  raw: string;
-}
-
 export interface GeminiStandIn {
   readonly url: string;
   /** The chat requests (those that declare tools), in order. */
-  readonly requests: RecordedRequest[];
+  readonly requests: StandInRequest[];
   /** Every other model request. */
-  readonly others: RecordedRequest[];
+  readonly others: StandInRequest[];
   close(): Promise<void>;
 }
 
@@ -55,50 +48,32 @@ const chunk = (part: Record<string, unknown>) => ({
 
 /** Serves the Gemini API on 127.0.0.1: chat request i gets `script[i]` (then "Done."). */
 export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiStandIn> {
-  const requests: RecordedRequest[] = [];
-  const others: RecordedRequest[] = [];
+  const requests: StandInRequest[] = [];
+  const others: StandInRequest[] = [];
   let n = 0;
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("end", () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch {
-        // not JSON: answered like any other request
-      }
-      const url = req.url ?? "/";
-      const chat = Array.isArray(body["tools"]) && url.includes(":streamGenerateContent");
-      (chat ? requests : others).push({ url, body, raw });
-      const part = chat ? partOf(script[n++] ?? { text: "Done." }) : { text: "{}" };
-      if (url.includes(":streamGenerateContent")) {
-        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-        res.end(`data: ${JSON.stringify(chunk(part))}\n\n`);
-      } else if (url.includes(":generateContent")) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify(chunk(part)));
-      } else if (url.includes(":countTokens")) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ totalTokens: 20 }));
-      } else {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { code: 404, message: `no route ${url}` } }));
-      }
-    });
+  const server = await startStandInServer(({ url, body, raw }, res) => {
+    const chat = Array.isArray(body["tools"]) && url.includes(":streamGenerateContent");
+    (chat ? requests : others).push({ url, body, raw });
+    const part = chat ? partOf(script[n++] ?? { text: "Done." }) : { text: "{}" };
+    if (url.includes(":streamGenerateContent")) {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      res.end(`data: ${JSON.stringify(chunk(part))}\n\n`);
+    } else if (url.includes(":generateContent")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(chunk(part)));
+    } else if (url.includes(":countTokens")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ totalTokens: 20 }));
+    } else {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: 404, message: `no route ${url}` } }));
+    }
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     others,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
 

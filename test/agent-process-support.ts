@@ -1,5 +1,33 @@
 /** Runs a real agent CLI as a test does: its own process group, its output collected, killed after a timeout. */
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+/** How a test runs an agent headless: its prompt, scratch HOME, working folder, and extras. */
+export interface AgentRunOptions {
+  prompt: string;
+  home: string;
+  cwd: string;
+  /** Added to the agent's environment (which holds nothing of the test process's but PATH). */
+  env?: Record<string, string>;
+  args?: string[];
+  timeoutMs?: number;
+}
+
+/** A scratch HOME and working folder for one agent run (`geode-<agent>-home-…`); removed by `cleanup`. */
+export function scratchFolders(agent: string): { home: string; work: string; cleanup(): void } {
+  const home = mkdtempSync(path.join(tmpdir(), `geode-${agent}-home-`));
+  const work = mkdtempSync(path.join(tmpdir(), `geode-${agent}-work-`));
+  return {
+    home,
+    work,
+    cleanup() {
+      rmSync(home, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+}
 
 export interface AgentProcess {
   code: number | null;

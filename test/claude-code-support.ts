@@ -4,11 +4,9 @@
  * loopback, `HOME` a temp folder. The stand-in answers the main loop's requests (they carry tools)
  * from a script of turns, streaming SSE as the API does, and side requests with a short text.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
-import { type AgentProcess, runAgentProcess } from "./agent-process-support.js";
+import { type AgentProcess, runAgentProcess, scratchFolders } from "./agent-process-support.js";
 import { startStandInServer } from "./stand-in-server.js";
 
 /** The pinned Claude Code as docs/claude-code.md runs it: its native binary, put there by its postinstall. */
@@ -161,16 +159,7 @@ export interface ClaudeRun extends AgentProcess {
 
 /** A scratch HOME and working folder for one run; removed by `cleanup`. */
 export function scratch(): { home: string; work: string; cleanup(): void } {
-  const home = mkdtempSync(path.join(tmpdir(), "geode-cc-home-"));
-  const work = mkdtempSync(path.join(tmpdir(), "geode-cc-work-"));
-  return {
-    home,
-    work,
-    cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
-    },
-  };
+  return scratchFolders("cc");
 }
 
 /** Runs `claude -p <prompt>` headless against the stand-in; kills it (and its children) after `timeoutMs`. */

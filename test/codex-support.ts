@@ -4,11 +4,14 @@
  * OpenAI Responses API on loopback. The stand-in answers each request with the next turn of a
  * script (a shell call, or text that ends the turn), streaming SSE as the API does.
  */
-import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { type AgentProcess, jsonLines, runAgentProcess } from "./agent-process-support.js";
+import {
+  type AgentProcess,
+  type AgentRunOptions,
+  jsonLines,
+  runAgentProcess,
+  scratchFolders,
+} from "./agent-process-support.js";
 import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
@@ -101,16 +104,7 @@ export async function startResponsesStandIn(script: CodexTurn[]): Promise<Respon
 
 /** A scratch CODEX_HOME (also HOME) and a working folder; removed by `cleanup`. */
 export function codexScratch(): { home: string; work: string; cleanup(): void } {
-  const home = mkdtempSync(path.join(tmpdir(), "geode-codex-home-"));
-  const work = mkdtempSync(path.join(tmpdir(), "geode-codex-work-"));
-  return {
-    home,
-    work,
-    cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
-    },
-  };
+  return scratchFolders("codex");
 }
 
 /** The provider part of `config.toml`: the stand-in as a custom Responses provider, no approvals, no sandbox. */
@@ -136,14 +130,7 @@ export interface CodexRun extends AgentProcess {
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
-export async function runCodex(options: {
-  prompt: string;
-  home: string;
-  cwd: string;
-  env?: Record<string, string>;
-  args?: string[];
-  timeoutMs?: number;
-}): Promise<CodexRun> {
+export async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
   const args = [
     CODEX_BIN,
     "exec",

@@ -5,11 +5,16 @@
  * that declares tools) with the next turn of a script (a function call, or text that ends the
  * turn), streaming SSE `data:` chunks as the API does; any other model request gets a short text.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
-import { type AgentProcess, jsonLines, runAgentProcess } from "./agent-process-support.js";
+import {
+  type AgentProcess,
+  type AgentRunOptions,
+  jsonLines,
+  runAgentProcess,
+  scratchFolders,
+} from "./agent-process-support.js";
 import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's entry point (the `.bin` launcher is a shell script). */
@@ -79,8 +84,7 @@ export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiSt
 
 /** A scratch HOME with `.gemini/settings.json` for offline API-key use, and a working folder. */
 export function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
-  const home = mkdtempSync(path.join(tmpdir(), "geode-gemini-home-"));
-  const work = mkdtempSync(path.join(tmpdir(), "geode-gemini-work-"));
+  const { home, work, cleanup } = scratchFolders("gemini");
   mkdirSync(path.join(home, ".gemini"));
   const settings = path.join(home, ".gemini", "settings.json");
   writeFileSync(
@@ -100,10 +104,7 @@ export function geminiScratch(): { home: string; work: string; settings: string;
     home,
     work,
     settings,
-    cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
-    },
+    cleanup,
   };
 }
 
@@ -113,15 +114,7 @@ export interface GeminiRun extends AgentProcess {
 }
 
 /** Runs `gemini -p <prompt> -o stream-json` headless; kills it (and its children) after `timeoutMs`. */
-export async function runGemini(options: {
-  prompt: string;
-  home: string;
-  cwd: string;
-  apiUrl: string;
-  env?: Record<string, string>;
-  args?: string[];
-  timeoutMs?: number;
-}): Promise<GeminiRun> {
+export async function runGemini(options: AgentRunOptions & { apiUrl: string }): Promise<GeminiRun> {
   const args = [
     GEMINI_BIN,
     "-m",

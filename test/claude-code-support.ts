@@ -4,13 +4,10 @@
  * loopback, `HOME` a temp folder. The stand-in answers the main loop's requests (they carry tools)
  * from a script of turns, streaming SSE as the API does, and side requests with a short text.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { type AgentProcess, runAgentProcess, scratchFolders } from "./agent-process-support.js";
+import { startStandInServer } from "./stand-in-server.js";
 
 /** The pinned Claude Code as docs/claude-code.md runs it: its native binary, put there by its postinstall. */
 const CLAUDE_BIN = path.join(REPO_ROOT, "node_modules/.bin/claude");
@@ -110,93 +107,63 @@ export async function startAnthropicStandIn(script: Turn[]): Promise<AnthropicSt
   const requests: RecordedRequest[] = [];
   let mainCount = 0;
   let sent = 0;
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("end", () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch {
-        // not JSON: answered below like any other side request
-      }
-      const url = req.url ?? "/";
-      if (url.startsWith("/v1/messages/count_tokens")) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ input_tokens: 12 }));
-        return;
-      }
-      if (!url.startsWith("/v1/messages")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: url } }));
-        return;
-      }
-      const main = Array.isArray(body["tools"]) && (body["tools"] as unknown[]).length > 0;
-      requests.push({ url, main, body, raw });
-      const turn: Turn = main ? (script[mainCount++] ?? { text: "Done." }) : { text: "Side answer." };
-      const model = typeof body["model"] === "string" ? body["model"] : "claude-standin";
-      const n = sent++;
-      if (body["stream"] !== true) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            id: `msg_standin_${n}`,
-            type: "message",
-            role: "assistant",
-            model,
-            content: [{ type: "text", text: "text" in turn ? turn.text : "Side answer." }],
-            stop_reason: "end_turn",
-            stop_sequence: null,
-            usage: { input_tokens: 12, output_tokens: 3 },
-          }),
-        );
-        return;
-      }
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const [event, data] of messageEvents(turn, model, n))
-        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      res.end();
-    });
+  const server = await startStandInServer(({ url, body, raw }, res) => {
+    if (url.startsWith("/v1/messages/count_tokens")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ input_tokens: 12 }));
+      return;
+    }
+    if (!url.startsWith("/v1/messages")) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: url } }));
+      return;
+    }
+    const main = Array.isArray(body["tools"]) && (body["tools"] as unknown[]).length > 0;
+    requests.push({ url, main, body, raw });
+    const turn: Turn = main ? (script[mainCount++] ?? { text: "Done." }) : { text: "Side answer." };
+    const model = typeof body["model"] === "string" ? body["model"] : "claude-standin";
+    const n = sent++;
+    if (body["stream"] !== true) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: `msg_standin_${n}`,
+          type: "message",
+          role: "assistant",
+          model,
+          content: [{ type: "text", text: "text" in turn ? turn.text : "Side answer." }],
+          stop_reason: "end_turn",
+          stop_sequence: null,
+          usage: { input_tokens: 12, output_tokens: 3 },
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const [event, data] of messageEvents(turn, model, n))
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    res.end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     main: () => requests.filter((r) => r.main),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
 
-export interface ClaudeRun {
-  code: number | null;
+export interface ClaudeRun extends AgentProcess {
   /** The `--output-format json` result (null when stdout was not JSON). */
   result: Record<string, unknown> | null;
-  stdout: string;
-  stderr: string;
 }
 
 /** A scratch HOME and working folder for one run; removed by `cleanup`. */
 export function scratch(): { home: string; work: string; cleanup(): void } {
-  const home = mkdtempSync(path.join(tmpdir(), "geode-cc-home-"));
-  const work = mkdtempSync(path.join(tmpdir(), "geode-cc-work-"));
-  return {
-    home,
-    work,
-    cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
-    },
-  };
+  return scratchFolders("cc");
 }
 
 /** Runs `claude -p <prompt>` headless against the stand-in; kills it (and its children) after `timeoutMs`. */
-export function runClaude(options: {
+export async function runClaude(options: {
   prompt: string;
   settingsFile: string;
   apiUrl: string;
@@ -215,9 +182,8 @@ export function runClaude(options: {
     "json",
     ...(options.args ?? []),
   ];
-  const child = spawn(CLAUDE_BIN, args, {
+  const run = await runAgentProcess(CLAUDE_BIN, args, {
     cwd: options.cwd,
-    detached: true,
     env: {
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: options.home,
@@ -226,30 +192,13 @@ export function runClaude(options: {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       GEODE_AGENT_TOKEN: options.token,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    timeoutMs: options.timeoutMs,
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const timer = setTimeout(() => {
-    try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, options.timeoutMs ?? 120_000);
-  return new Promise((resolve) => {
-    // "close", not "exit": stdout is complete only once every holder of the pipe is gone.
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      let result: Record<string, unknown> | null = null;
-      try {
-        result = JSON.parse(stdout) as Record<string, unknown>;
-      } catch {
-        // not JSON (a crash, or killed): left null
-      }
-      resolve({ code, result, stdout, stderr });
-    });
-  });
+  let result: Record<string, unknown> | null = null;
+  try {
+    result = JSON.parse(run.stdout) as Record<string, unknown>;
+  } catch {
+    // not JSON (a crash, or killed): left null
+  }
+  return { ...run, result };
 }

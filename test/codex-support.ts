@@ -4,13 +4,15 @@
  * OpenAI Responses API on loopback. The stand-in answers each request with the next turn of a
  * script (a shell call, or text that ends the turn), streaming SSE as the API does.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import {
+  type AgentProcess,
+  type AgentRunOptions,
+  jsonLines,
+  runAgentProcess,
+  scratchFolders,
+} from "./agent-process-support.js";
+import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
 const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
@@ -21,15 +23,9 @@ export type CodexTurn =
   | { call: { name: string; arguments: Record<string, unknown> } }
   | { text: string };
 
-interface RecordedRequest {
-  url: string;
-  body: Record<string, unknown>;
-  raw: string;
-}
-
 export interface ResponsesStandIn {
   readonly url: string;
-  readonly requests: RecordedRequest[];
+  readonly requests: StandInRequest[];
   close(): Promise<void>;
 }
 
@@ -83,59 +79,32 @@ function eventsOf(turn: CodexTurn, n: number): Array<[string, Record<string, unk
 
 /** Serves `POST /v1/responses` on 127.0.0.1: request i gets `script[i]` (then "Done."). */
 export async function startResponsesStandIn(script: CodexTurn[]): Promise<ResponsesStandIn> {
-  const requests: RecordedRequest[] = [];
+  const requests: StandInRequest[] = [];
   let n = 0;
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("end", () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch {
-        // not JSON: answered like any other request
-      }
-      const url = req.url ?? "/";
-      if (!url.startsWith("/v1/responses")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: `no route ${url}` } }));
-        return;
-      }
-      requests.push({ url, body, raw });
-      const i = n++;
-      const turn = script[i] ?? { text: "Done." };
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const [event, data] of eventsOf(turn, i))
-        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      res.end();
-    });
+  const server = await startStandInServer(({ url, body, raw }, res) => {
+    if (!url.startsWith("/v1/responses")) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: `no route ${url}` } }));
+      return;
+    }
+    requests.push({ url, body, raw });
+    const i = n++;
+    const turn = script[i] ?? { text: "Done." };
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const [event, data] of eventsOf(turn, i))
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    res.end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
 
 /** A scratch CODEX_HOME (also HOME) and a working folder; removed by `cleanup`. */
 export function codexScratch(): { home: string; work: string; cleanup(): void } {
-  const home = mkdtempSync(path.join(tmpdir(), "geode-codex-home-"));
-  const work = mkdtempSync(path.join(tmpdir(), "geode-codex-work-"));
-  return {
-    home,
-    work,
-    cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
-    },
-  };
+  return scratchFolders("codex");
 }
 
 /** The provider part of `config.toml`: the stand-in as a custom Responses provider, no approvals, no sandbox. */
@@ -155,23 +124,13 @@ export function providerConfig(apiUrl: string): string {
   ].join("\n");
 }
 
-export interface CodexRun {
-  code: number | null;
+export interface CodexRun extends AgentProcess {
   /** The `--json` event lines of stdout, parsed. */
   events: Array<Record<string, unknown>>;
-  stdout: string;
-  stderr: string;
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
-export function runCodex(options: {
-  prompt: string;
-  home: string;
-  cwd: string;
-  env?: Record<string, string>;
-  args?: string[];
-  timeoutMs?: number;
-}): Promise<CodexRun> {
+export async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
   const args = [
     CODEX_BIN,
     "exec",
@@ -181,9 +140,8 @@ export function runCodex(options: {
     ...(options.args ?? []),
     options.prompt,
   ];
-  const child = spawn(process.execPath, args, {
+  const run = await runAgentProcess(process.execPath, args, {
     cwd: options.cwd,
-    detached: true,
     env: {
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: options.home,
@@ -191,32 +149,7 @@ export function runCodex(options: {
       STANDIN_API_KEY: "standin-not-a-real-key",
       ...options.env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    timeoutMs: options.timeoutMs,
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const timer = setTimeout(() => {
-    try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, options.timeoutMs ?? 120_000);
-  return new Promise((resolve) => {
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      const events: Array<Record<string, unknown>> = [];
-      for (const line of stdout.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        try {
-          events.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // not an event line
-        }
-      }
-      resolve({ code, events, stdout, stderr });
-    });
-  });
+  return { ...run, events: jsonLines(run.stdout) };
 }

@@ -3,19 +3,11 @@
  * hook schemas give them: what the plane is asked, and what Codex is answered.
  */
 import { randomUUID } from "node:crypto";
-import { startAgentGateway } from "@geode/agent-gateway";
-import {
-  names as buildNames,
-  CODEX_EVENTS,
-  CODEX_HOOK_PATH,
-  type EventEnvelope,
-  HookName,
-} from "@geode/contracts";
-import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { CODEX_EVENTS, CODEX_HOOK_PATH, HookName } from "@geode/contracts";
+import { serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { addAgent, useGatewayFixture } from "./gateway-support.js";
-import { eventsOf } from "./verify-support.js";
+import { useGatewayFixture, withUndecidedPlane } from "./gateway-support.js";
 
 const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 
@@ -40,23 +32,8 @@ function codexInput(
 const post = (body: unknown, token?: string | null) =>
   fx.post(body, { path: CODEX_HOOK_PATH, ...(token === undefined ? {} : { token }) });
 
-async function handler(
-  hook: HookName,
-  name: string,
-  decide: (e: HookEnvelope) => unknown,
-): Promise<HookEnvelope[]> {
-  const seen: HookEnvelope[] = [];
-  await fx.scope().serve(hook, { name }, (e) => {
-    seen.push(e);
-    return decide(e) as never;
-  });
-  return seen;
-}
-
-const sessionEvents = async (sessionId: string) =>
-  (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).filter(
-    (e: EventEnvelope) => e.correlation.session_id === sessionId,
-  );
+const handler = fx.serve;
+const sessionEvents = fx.sessionEvents;
 
 const bash = (
   command: string,
@@ -284,24 +261,7 @@ describe("Codex: compaction, sub-agents, Stop, interrupts", () => {
   });
 
   it("fails closed when the plane cannot decide: guarded events are refused with a 200, others go on", async () => {
-    // A namespace where no hook-dispatcher or verifier runs.
-    const names = buildNames(`${fx.env().ns}_x`);
-    const token = await addAgent({ ...fx.env(), names }, "lonely");
-    const gateway = await startAgentGateway({
-      nc: fx.env().nc,
-      names,
-      config: { host: "127.0.0.1", port: 0, hookTimeoutMs: 300, verifyTimeoutMs: 300 },
-    });
-    try {
-      await waitFor(() => gateway.agents() === 1);
-      const send = async (body: unknown) => {
-        const res = await fetch(`${gateway.url}${CODEX_HOOK_PATH}`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}` },
-          body: JSON.stringify(body),
-        });
-        return { status: res.status, body: (await res.json()) as unknown };
-      };
+    await withUndecidedPlane(fx.env(), CODEX_HOOK_PATH, async (send) => {
       expect(await send(bash("ls"))).toMatchObject({
         status: 200,
         body: {
@@ -330,8 +290,6 @@ describe("Codex: compaction, sub-agents, Stop, interrupts", () => {
         status: 200,
         body: {},
       });
-    } finally {
-      await gateway.stop();
-    }
+    });
   });
 });

@@ -4,22 +4,16 @@
  * them without --dangerously-bypass-hook-trust), its token from `geode agents add`, its model is a
  * scripted stand-in for the Responses API on loopback.
  */
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { freePort } from "@geode/cli";
-import { runCliCaptured } from "@geode/cli/testing";
 import { HookName } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
 import type { HookEnvelope } from "@geode/sdk";
-import { REPO_ROOT, useTestEnv, waitFor } from "@geode/testing";
-import { type RunningVerifier, startVerifier } from "@geode/verifier";
-import pg from "pg";
+import { REPO_ROOT } from "@geode/testing";
 import { parse } from "smol-toml";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useAgentPlane } from "./agent-plane-support.js";
+import { runHookCommandLine } from "./agent-process-support.js";
 import {
   type CodexRun,
   type CodexTurn,
@@ -29,21 +23,10 @@ import {
   runCodex,
   startResponsesStandIn,
 } from "./codex-support.js";
-import { HandlerScope, startDispatcher } from "./hooks-support.js";
 
 const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
-const env = useTestEnv();
-let dispatcher: HookDispatcher;
-let verifier: RunningVerifier;
-let recorder: ActivityRecorder;
-let gateway: AgentGateway;
-let scope: HandlerScope;
-let token = "";
-let runsDir = "";
-const cleanups: Array<() => void | Promise<void>> = [];
-
-const geode = (args: string[], extra: Record<string, string> = {}) =>
-  runCliCaptured(args, { ...process.env, ...env().env, ...extra });
+const plane = useAgentPlane("codex-laptop");
+const { geode, cleanups } = plane;
 
 /** A scratch CODEX_HOME with the stand-in provider, and the gateway's hooks written by `geode connect codex`. */
 async function codexHome(
@@ -59,7 +42,7 @@ async function codexHome(
       "connect",
       "codex",
       "--url",
-      options.url ?? gateway.url,
+      options.url ?? plane.gateway().url,
       "--write",
       config,
       "--codex",
@@ -84,7 +67,7 @@ async function session(
     prompt: options.prompt ?? "Do the task.",
     home,
     cwd: work,
-    env: { GEODE_AGENT_TOKEN: options.token ?? token },
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
   });
   const started = run.events.find((e) => e["type"] === "thread.started");
   return { run, api, work, home, sessionId: String(started?.["thread_id"] ?? "") };
@@ -105,17 +88,11 @@ function runHookCommand(
   const hooks = (parse(config) as { hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>> })
     .hooks;
   const cmd = hooks[event]?.[0]?.hooks[0]?.command as string;
-  const input = JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" });
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", cmd], {
-      env: { PATH: process.env["PATH"], GEODE_AGENT_TOKEN: withToken },
-    });
-    let stderr = "";
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.stdout.resume();
-    child.once("close", (status) => resolve({ status, stderr }));
-    child.stdin.end(input);
-  });
+  return runHookCommandLine(
+    cmd,
+    JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" }),
+    withToken,
+  );
 }
 
 /** What the stand-in was told after the tool ran (the function call's output, as Codex sent it). */
@@ -126,37 +103,6 @@ const toolOutputs = (api: ResponsesStandIn) =>
       .map((i) => String(i["output"])),
   );
 
-beforeAll(async () => {
-  const { nc, names, databaseUrl } = env();
-  runsDir = mkdtempSync(path.join(tmpdir(), "geode-codex-runs-"));
-  dispatcher = await startDispatcher(env());
-  verifier = await startVerifier({ nc, names });
-  recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
-  gateway = await startAgentGateway({
-    nc,
-    names,
-    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
-  });
-  scope = new HandlerScope(env(), [dispatcher]);
-  const added = await geode(["agents", "add", "codex-laptop"]);
-  expect(added.code, added.err).toBe(0);
-  token = added.out.trimEnd().split("\n").at(-1) as string;
-  await waitFor(() => gateway.agents() === 1);
-}, 120_000);
-
-afterEach(async () => {
-  await scope.close();
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-afterAll(async () => {
-  await gateway?.stop();
-  await recorder?.stop();
-  await verifier?.stop();
-  await dispatcher?.stop();
-  rmSync(runsDir, { recursive: true, force: true });
-});
-
 // Each case runs a real Codex process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 240_000 };
 
@@ -166,7 +112,7 @@ describe("Codex CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       const seen: string[] = [];
-      await scope.serve(HookName.SessionStart, { name: "watch-start" }, (e) => {
+      await plane.scope().serve(HookName.SessionStart, { name: "watch-start" }, (e) => {
         seen.push(String(e.payload["model"]));
         return null;
       });
@@ -180,11 +126,13 @@ describe("Codex CLI governed through the agent gateway", () => {
     "a PreToolUse guard blocks a shell command: it never runs, the model reads the reason",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
-        command(e).includes("blocked.txt")
-          ? { action: "block", reason: "touching blocked.txt is not allowed" }
-          : null,
-      );
+      await plane
+        .scope()
+        .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
+          command(e).includes("blocked.txt")
+            ? { action: "block", reason: "touching blocked.txt is not allowed" }
+            : null,
+        );
       const { api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
       expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
@@ -195,7 +143,7 @@ describe("Codex CLI governed through the agent gateway", () => {
     "a rewrite changes the command that runs (codex exec skips its own approval: bypassPermissions)",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+      await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
         command(e) === "touch original.txt"
           ? {
               action: "rewrite",
@@ -212,7 +160,7 @@ describe("Codex CLI governed through the agent gateway", () => {
   );
 
   it("PostToolUse context reaches the model's next request", CLI, async () => {
-    await scope.serve(HookName.PostToolUse, { name: "hint" }, () => ({
+    await plane.scope().serve(HookName.PostToolUse, { name: "hint" }, () => ({
       action: "add_context",
       reason: "remember: the build needs CODEX-CTX-77",
     }));
@@ -221,7 +169,7 @@ describe("Codex CLI governed through the agent gateway", () => {
   });
 
   it("a Stop loop goes through the verifier and is ended by the revise budget", CLI, async () => {
-    await scope.serve(HookName.PostVerify, { name: "never-happy" }, () => ({
+    await plane.scope().serve(HookName.PostVerify, { name: "never-happy" }, () => ({
       action: "revise",
       instruction: "Say it again, better (CODEX-REVISE).",
     }));
@@ -253,7 +201,7 @@ describe("Codex CLI governed through the agent gateway", () => {
       const refused = await runHookCommand(
         readFileSync(path.join(home, "config.toml"), "utf8"),
         "UserPromptSubmit",
-        token,
+        plane.token(),
       );
       expect(refused.status).toBe(2);
       expect(refused.stderr).toContain("a guarded call is refused");
@@ -262,7 +210,7 @@ describe("Codex CLI governed through the agent gateway", () => {
 
   it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Codex go on", CLI, async () => {
     const seen: HookEnvelope[] = [];
-    await scope.serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
+    await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
       seen.push(e);
       return null;
     });
@@ -285,64 +233,14 @@ describe("Codex CLI governed through the agent gateway", () => {
     "the session is a run with agent_kind codex: its events, invocations and timeline in Postgres",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
+      await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
       const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
       expect(sessionId).not.toBe("");
-      const db = new pg.Client({ connectionString: env().databaseUrl });
-      await db.connect();
-      cleanups.push(() => db.end());
-      const schema = env().ns;
-      await waitFor(async () => {
-        const r = await db.query(
-          `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
-          [sessionId],
-        );
-        return r.rows[0].n === 1;
-      }, 30_000);
-      const started = await db.query(
-        `select payload from ${schema}.activity_events where session_id = $1 and event = 'session_started'`,
-        [sessionId],
-      );
-      expect(started.rows[0].payload).toMatchObject({
-        agent_kind: "codex",
-        agent: "codex-laptop",
-        model: "gpt-5-codex",
-        provider: "openai",
+      await plane.expectRecordedSession(sessionId, {
+        agentKind: "codex",
+        extension: "audit-me",
+        started: { model: "gpt-5-codex", provider: "openai" },
       });
-      const audits = await db.query(
-        `select extension, name from ${schema}.extension_invocations where session_id = $1`,
-        [sessionId],
-      );
-      expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
-      const jsonl = readFileSync(path.join(runsDir, sessionId, "events.jsonl"), "utf8");
-      expect(jsonl).toContain("session_started");
-      // geode agents ls: the agent's kind, sessions and audited hook calls, from the projection.
-      await waitFor(async () => {
-        const r = await db.query(
-          `select count(*)::int as n from ${schema}.extension_invocations where session_id = $1`,
-          [sessionId],
-        );
-        return r.rows[0].n > 0;
-      });
-      const ls = await geode(["agents", "ls", "--json"]);
-      expect(ls.code, ls.err).toBe(0);
-      const mine = (JSON.parse(ls.out) as Array<Record<string, unknown>>).find(
-        (a) => a["name"] === "codex-laptop",
-      );
-      expect(mine).toMatchObject({ kinds: ["codex"] });
-      expect(mine?.["sessions"]).toBeGreaterThanOrEqual(1);
-      expect(mine?.["hook_calls"]).toBeGreaterThan(0);
-      expect(mine?.["last_seen"]).toBeGreaterThan(0);
-      const table = await geode(["agents", "ls"]);
-      expect(table.out).toMatch(/codex-laptop .*codex/);
-      // geode audit and geode events tail name the session's agent kind.
-      const audit = await geode(["audit", "--session", sessionId, "--json"]);
-      expect((JSON.parse(audit.out) as Array<Record<string, unknown>>)[0]).toMatchObject({
-        agent_kind: "codex",
-      });
-      const tail = await geode(["events", "tail", "--session", sessionId, "--from-seq", "1", "--limit", "3"]);
-      expect(tail.out).toMatch(/session_started\s+agent-gateway .*agent_kind=codex/);
-      expect(tail.out).toMatch(/user_input_received\s+agent-gateway .*agent_kind=codex/);
     },
   );
 
@@ -350,8 +248,11 @@ describe("Codex CLI governed through the agent gateway", () => {
     const api = await startResponsesStandIn([]);
     cleanups.push(() => api.close());
     const { home, config } = await codexHome(api.url);
-    const at = { HOME: home, CODEX_HOME: home, GEODE_AGENT_TOKEN: token };
-    const ok = await geode(["connect", "codex", "--check", "--url", gateway.url, "--codex", CODEX], at);
+    const at = { HOME: home, CODEX_HOME: home, GEODE_AGENT_TOKEN: plane.token() };
+    const ok = await geode(
+      ["connect", "codex", "--check", "--url", plane.gateway().url, "--codex", CODEX],
+      at,
+    );
     expect(ok.code, ok.err).toBe(0);
     expect(ok.out).toMatch(/trusted/);
     // An edited hook is no longer the one that was trusted: Codex would skip it silently.
@@ -359,13 +260,19 @@ describe("Codex CLI governed through the agent gateway", () => {
       config,
       readFileSync(config, "utf8").replace("--max-time", "--connect-timeout 5 --max-time"),
     );
-    const edited = await geode(["connect", "codex", "--check", "--url", gateway.url, "--codex", CODEX], at);
+    const edited = await geode(
+      ["connect", "codex", "--check", "--url", plane.gateway().url, "--codex", CODEX],
+      at,
+    );
     expect(edited.code).toBe(1);
     expect(edited.err).toMatch(/is (modified|untrusted): codex exec skips it silently/);
-    const badToken = await geode(["connect", "codex", "--check", "--url", gateway.url, "--codex", CODEX], {
-      ...at,
-      GEODE_AGENT_TOKEN: "nope",
-    });
+    const badToken = await geode(
+      ["connect", "codex", "--check", "--url", plane.gateway().url, "--codex", CODEX],
+      {
+        ...at,
+        GEODE_AGENT_TOKEN: "nope",
+      },
+    );
     expect(badToken.code).toBe(1);
   });
 });

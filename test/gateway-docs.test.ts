@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLAUDE_CODE_EVENTS, CODEX_EVENTS } from "@geode/contracts";
+import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, GEMINI_CLI_EVENTS } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
@@ -25,6 +25,7 @@ function mappingRows(text: string, header: string): Map<string, string[]> {
 const GUIDES = [
   { file: "docs/claude-code.md", header: "| Claude Code event |", events: CLAUDE_CODE_EVENTS },
   { file: "docs/codex.md", header: "| Codex event |", events: CODEX_EVENTS },
+  { file: "docs/gemini-cli.md", header: "| Gemini CLI event |", events: GEMINI_CLI_EVENTS },
 ] as const;
 
 describe.each(GUIDES)("$file", ({ file, header, events }) => {
@@ -48,6 +49,24 @@ describe("docs/codex.md", () => {
       "geode connect codex --check",
     ])
       expect(read("docs/codex.md")).toContain(command);
+  });
+});
+
+describe("docs/gemini-cli.md", () => {
+  it("names the three commands from nothing to a guarded session, and --check", () => {
+    for (const command of [
+      "geode up",
+      "geode agents add",
+      "geode connect gemini-cli --write",
+      "geode connect gemini-cli --check",
+    ])
+      expect(read("docs/gemini-cli.md")).toContain(command);
+  });
+
+  it("says which events connect does not write, as the contract has them", () => {
+    const rows = mappingRows(read("docs/gemini-cli.md"), "| Gemini CLI event |");
+    for (const e of GEMINI_CLI_EVENTS)
+      expect(rows.get(e.event)?.[1]?.includes("not written by connect"), e.event).toBe(!e.connect);
   });
 });
 

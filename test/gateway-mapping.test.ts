@@ -1,39 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { startAgentGateway } from "@geode/agent-gateway";
-import {
-  names as buildNames,
-  CLAUDE_CODE_HOOK_PATH,
-  type EventEnvelope,
-  HookName,
-  type TimelineRecord,
-} from "@geode/contracts";
-import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { CLAUDE_CODE_HOOK_PATH, HookName, type TimelineRecord } from "@geode/contracts";
+import { serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { addAgent, ccInput, useGatewayFixture } from "./gateway-support.js";
-import { eventsOf, timelineOf } from "./verify-support.js";
+import { ccInput, useGatewayFixture, withUndecidedPlane } from "./gateway-support.js";
+import { timelineOf } from "./verify-support.js";
 
 const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 
-/** Serves a handler that records what it saw and answers `decide`. */
-async function handler(
-  hook: HookName,
-  name: string,
-  decide: (e: HookEnvelope) => unknown,
-  options: { priority?: number } = {},
-): Promise<HookEnvelope[]> {
-  const seen: HookEnvelope[] = [];
-  await fx.scope().serve(hook, { name, ...options }, (e) => {
-    seen.push(e);
-    return decide(e) as never;
-  });
-  return seen;
-}
-
-const sessionEvents = async (sessionId: string) =>
-  (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).filter(
-    (e: EventEnvelope) => e.correlation.session_id === sessionId,
-  );
+const handler = fx.serve;
+const sessionEvents = fx.sessionEvents;
 const sessionTimeline = async (sessionId: string) =>
   (await timelineOf(fx.env().jsm, fx.env().names.timelineStream)).filter(
     (r: TimelineRecord) => r.correlation.session_id === sessionId,
@@ -644,24 +621,7 @@ describe("a call's records", () => {
 
 describe("when the plane cannot be reached", () => {
   it("guarded events are refused with a 200, the others answer {}", async () => {
-    // A namespace where no hook-dispatcher or verifier runs.
-    const names = buildNames(`${fx.env().ns}_x`);
-    const token = await addAgent({ ...fx.env(), names }, "lonely");
-    const gateway = await startAgentGateway({
-      nc: fx.env().nc,
-      names,
-      config: { host: "127.0.0.1", port: 0, hookTimeoutMs: 300, verifyTimeoutMs: 300 },
-    });
-    try {
-      await waitFor(() => gateway.agents() === 1);
-      const post = async (body: unknown) => {
-        const res = await fetch(`${gateway.url}${CLAUDE_CODE_HOOK_PATH}`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}` },
-          body: JSON.stringify(body),
-        });
-        return { status: res.status, body: (await res.json()) as unknown };
-      };
+    await withUndecidedPlane(fx.env(), CLAUDE_CODE_HOOK_PATH, async (post) => {
       const tool = await post(ccInput("PreToolUse", { tool_name: "Bash", tool_input: { command: "ls" } }));
       expect(tool).toMatchObject({
         status: 200,
@@ -690,8 +650,6 @@ describe("when the plane cannot be reached", () => {
         status: 200,
         body: {},
       });
-    } finally {
-      await gateway.stop();
-    }
+    });
   });
 });

@@ -5,12 +5,21 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { ensureBucket } from "@geode/bus";
-import { type AgentRecord, CLAUDE_CODE_HOOK_PATH, sha256 } from "@geode/contracts";
+import {
+  type AgentRecord,
+  names as buildNames,
+  CLAUDE_CODE_HOOK_PATH,
+  type EventEnvelope,
+  type HookName,
+  sha256,
+} from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
+import type { HookEnvelope } from "@geode/sdk";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { HandlerScope, startDispatcher } from "./hooks-support.js";
+import { eventsOf } from "./verify-support.js";
 
 /** Writes an agent record the way `geode agents add` does; returns its token. */
 export async function addAgent(env: TestEnv, name: string): Promise<string> {
@@ -48,6 +57,15 @@ export interface GatewayFixture {
     body: unknown,
     options?: { token?: string | null; raw?: string; path?: string },
   ): Promise<{ status: number; body: unknown }>;
+  /** Serves a handler for the current test that records what it saw and answers `decide`. */
+  serve(
+    hook: HookName,
+    name: string,
+    decide: (e: HookEnvelope) => unknown,
+    options?: { priority?: number },
+  ): Promise<HookEnvelope[]>;
+  /** The runtime events of one session so far. */
+  sessionEvents(sessionId: string): Promise<EventEnvelope[]>;
 }
 
 /** One test file's plane (dispatcher, verifier), a gateway on a free port and one agent. */
@@ -101,5 +119,49 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
       const text = await res.text();
       return { status: res.status, body: text === "" ? null : (JSON.parse(text) as unknown) };
     },
+    async serve(hook, name, decide, options = {}) {
+      const seen: HookEnvelope[] = [];
+      await ready(scope).serve(hook, { name, ...options }, (e) => {
+        seen.push(e);
+        return decide(e) as never;
+      });
+      return seen;
+    },
+    async sessionEvents(sessionId) {
+      return (await eventsOf(env().jsm, env().names.eventsStream)).filter(
+        (e: EventEnvelope) => e.correlation.session_id === sessionId,
+      );
+    },
   };
+}
+
+/**
+ * Runs `fn` against a gateway on a namespace where no hook-dispatcher or verifier runs (so the
+ * plane cannot decide), with one agent; `send` POSTs a body to `path` with its token.
+ */
+export async function withUndecidedPlane(
+  env: TestEnv,
+  path: string,
+  fn: (send: (body: unknown) => Promise<{ status: number; body: unknown }>) => Promise<void>,
+): Promise<void> {
+  const names = buildNames(`${env.ns}_x`);
+  const token = await addAgent({ ...env, names }, "lonely");
+  const gateway = await startAgentGateway({
+    nc: env.nc,
+    names,
+    config: { host: "127.0.0.1", port: 0, hookTimeoutMs: 300, verifyTimeoutMs: 300 },
+  });
+  try {
+    await waitFor(() => gateway.agents() === 1);
+    await fn(async (body) => {
+      const res = await fetch(`${gateway.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as unknown };
+    });
+  } finally {
+    await gateway.stop();
+  }
 }

@@ -13,6 +13,8 @@ import { fmtUs, type LatencySummary, measureInterleaved, progress, summarize, ta
 /** One agent's hook call: the PreToolUse command `geode connect` writes for it, and its input as it sends it. */
 export interface CommandPathCase {
   agent: string;
+  /** The agent's event measured (its name for PreToolUse). */
+  event: string;
   /** The PreToolUse hook command connect writes for a gateway at `base`. */
   command(base: string): Promise<string>;
   input: string;
@@ -37,6 +39,7 @@ function run(command: string, input: string, env: NodeJS.ProcessEnv): Promise<vo
 /** A Codex CLI PreToolUse input (Codex 0.171's hook schema). */
 export const CODEX_CASE: CommandPathCase = {
   agent: "Codex CLI",
+  event: "PreToolUse",
   async command(base) {
     const r = await runCliCaptured(["connect", "codex", "--url", base, "--fail-closed"], process.env);
     if (r.code !== 0) throw new Error(`geode connect codex: ${r.err}`);
@@ -55,6 +58,29 @@ export const CODEX_CASE: CommandPathCase = {
     tool_name: "Bash",
     tool_input: { command: "npm test -- --runInBand src/parser" },
     tool_use_id: "call_bench_1",
+  }),
+};
+
+/** A Gemini CLI BeforeTool input (Gemini CLI 0.61.0's hook input), through the command `geode connect gemini-cli` writes. */
+export const GEMINI_CASE: CommandPathCase = {
+  agent: "Gemini CLI",
+  event: "BeforeTool",
+  async command(base) {
+    const r = await runCliCaptured(["connect", "gemini-cli", "--url", base, "--fail-closed"], process.env);
+    if (r.code !== 0) throw new Error(`geode connect gemini-cli: ${r.err}`);
+    const hooks = (
+      JSON.parse(r.out) as { hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>> }
+    ).hooks;
+    return hooks["BeforeTool"]?.[0]?.hooks[0]?.command as string;
+  },
+  input: JSON.stringify({
+    session_id: randomUUID(),
+    transcript_path: "/home/dev/.gemini/tmp/parser/chats/session.jsonl",
+    cwd: "/home/dev/src/parser",
+    hook_event_name: "BeforeTool",
+    timestamp: new Date().toISOString(),
+    tool_name: "run_shell_command",
+    tool_input: { command: "npm test -- --runInBand src/parser", description: "runs the parser tests" },
   }),
 };
 
@@ -88,7 +114,7 @@ export async function measureCommandPaths(
     const added = (s.medianUs - floor.medianUs) / 1000;
     met &&= added <= COMMAND_PATH_TARGET_MS;
     rows.push([
-      `${c.agent}: the command connect writes, PreToolUse`,
+      `${c.agent}: the command connect writes, ${c.event}`,
       fmtUs(s.medianUs),
       fmtUs(s.p99Us),
       `+${added.toFixed(1)} ms`,

@@ -106,6 +106,16 @@ export {
 } from "./errors.js";
 export { fastCheck, fastParser } from "./fast-check.js";
 export {
+  GEMINI_CLI_EVENTS,
+  GEMINI_CLI_HOOK_PATH,
+  GeminiCliEventFields,
+  type GeminiCliEventName,
+  type GeminiCliHookInput,
+  GeminiCliHookInputCodec,
+  GeminiCliHookInputSchema,
+  type GeminiCliHookOutput,
+} from "./gemini-cli.js";
+export {
   type FailureMode,
   FailureModeSchema,
   type HandlerMatch,

@@ -73,6 +73,16 @@ export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, Too
     replace: edit("file_path"),
     web_fetch: WEB,
     google_web_search: WEB,
+    // Gemini CLI 0.61.0's other tools: background shells, plans, todos, skills, sub-agents.
+    list_background_processes: OTHER,
+    read_background_output: OTHER,
+    write_todos: OTHER,
+    update_topic: OTHER,
+    enter_plan_mode: OTHER,
+    exit_plan_mode: OTHER,
+    activate_skill: OTHER,
+    invoke_agent: OTHER,
+    ask_user: OTHER,
   },
   copilot: {
     bash: shell("command"),

@@ -4,7 +4,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { parse } from "smol-toml";
-import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import type { CommandIO, CommandModule } from "../command.js";
 import { listCodexHooks } from "../connect/codex-app-server.js";
 import {
   BLOCK_BEGIN,
@@ -14,9 +14,9 @@ import {
   trustKeysOutsideBlock,
   trustToml,
 } from "../connect/codex-config.js";
+import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
 import { gatewayProblem } from "../connect/gateway-check.js";
 import { TOKEN_ENV } from "../connect/hook-command.js";
-import { hookEndpoint } from "./hook-shim.js";
 
 /** Where Codex reads managed hooks (trusted by definition; writing there needs root). */
 const MANAGED_FILE = "/etc/codex/requirements.toml";
@@ -169,21 +169,13 @@ export const connectCodexCommand: CommandModule = {
       args,
       allowPositionals: true,
       options: {
-        url: { type: "string" },
-        write: { type: "string" },
+        ...CONNECT_OPTIONS,
         managed: { type: "boolean", default: false },
-        "fail-closed": { type: "boolean", default: false },
         check: { type: "boolean", default: false },
         codex: { type: "string" },
       },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-    let endpoint: string;
-    try {
-      endpoint = hookEndpoint(values.url, io.env, "codex");
-    } catch {
-      throw new UsageError(`--url is not a URL: ${values.url}`);
-    }
+    const endpoint = connectEndpoint(values.url, positionals, io.env, "codex");
     const managed = values.managed === true;
     const o: Options = {
       endpoint,

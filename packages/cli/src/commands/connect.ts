@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
-import { type CommandModule, UsageError } from "../command.js";
+import type { CommandModule } from "../command.js";
 import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
+import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
 import { shellQuote } from "../connect/hook-command.js";
-import { hookEndpoint } from "./hook-shim.js";
 
 /** The command that runs this CLI's hook shim (this Node, this checkout's `geode`). */
 function shimCommand(hookUrl: string, failClosed: boolean): string {
@@ -22,22 +22,8 @@ function shimCommand(hookUrl: string, failClosed: boolean): string {
  */
 export const connectClaudeCodeCommand: CommandModule = {
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        url: { type: "string" },
-        write: { type: "string" },
-        "fail-closed": { type: "boolean", default: false },
-      },
-    });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-    let hookUrl: string;
-    try {
-      hookUrl = hookEndpoint(values.url, io.env);
-    } catch {
-      throw new UsageError(`--url is not a URL: ${values.url}`);
-    }
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: CONNECT_OPTIONS });
+    const hookUrl = connectEndpoint(values.url, positionals, io.env, "claude-code");
     const failClosed = values["fail-closed"] === true;
     const hooks = claudeCodeHooks({
       hookUrl,

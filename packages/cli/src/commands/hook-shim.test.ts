@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { freePort } from "@geode/cli";
-import { CLAUDE_CODE_HOOK_PATH, CODEX_HOOK_PATH } from "@geode/contracts";
+import { CLAUDE_CODE_HOOK_PATH, CODEX_HOOK_PATH, GEMINI_CLI_HOOK_PATH } from "@geode/contracts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hookEndpoint, refusalOf } from "./hook-shim.js";
 
@@ -29,6 +29,7 @@ function shim(args: string[], input: string, env: Record<string, string> = {}) {
 let server: Server;
 let url = "";
 const got: Array<{ auth: string | undefined; body: unknown }> = [];
+const requests: Array<{ path: string | undefined; headers: string[] }> = [];
 const answers: Record<string, [number, unknown]> = {
   PreToolUse: [
     200,
@@ -42,6 +43,7 @@ const answers: Record<string, [number, unknown]> = {
   ],
   Stop: [200, { decision: "block", reason: "add tests" }],
   PostToolUse: [200, { hookSpecificOutput: { hookEventName: "PostToolUse", additionalContext: "note" } }],
+  BeforeTool: [200, { decision: "deny", reason: "no rm" }],
   UserPromptSubmit: [401, { error: { code: "policy_denied", message: "missing or unknown bearer token" } }],
 };
 
@@ -52,6 +54,7 @@ beforeAll(async () => {
     req.on("end", () => {
       const parsed = JSON.parse(body) as { hook_event_name: string };
       got.push({ auth: req.headers.authorization, body: parsed });
+      requests.push({ path: req.url, headers: Object.keys(req.headers) });
       const [status, answer] = answers[parsed.hook_event_name] ?? [200, {}];
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(answer));
@@ -94,6 +97,36 @@ describe("geode hook-shim", () => {
     const block = await shim(["--url", url], JSON.stringify({ session_id: "s", hook_event_name: "Stop" }));
     expect(block).toEqual({ code: 2, out: "", err: "add tests\n" });
   });
+
+  it(
+    "--agent gemini-cli: its endpoint, Gemini's own refusal JSON on stdout (exit 0), no environment sent",
+    SPAWNS,
+    async () => {
+      const input = JSON.stringify({
+        session_id: "s",
+        hook_event_name: "BeforeTool",
+        tool_name: "run_shell_command",
+      });
+      const r = await shim(["--agent", "gemini-cli", "--url", url], input, {
+        GEODE_AGENT_TOKEN: "tok-2",
+        GEMINI_API_KEY: "gemini-key-never-sent",
+      });
+      expect(r).toEqual({
+        code: 0,
+        out: `${JSON.stringify({ decision: "deny", reason: "no rm" })}\n`,
+        err: "",
+      });
+      expect(requests.at(-1)?.path).toBe(GEMINI_CLI_HOOK_PATH);
+      expect(JSON.stringify(got.at(-1))).not.toContain("gemini-key-never-sent");
+      expect(requests.at(-1)?.headers.sort()).toEqual([
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+      ]);
+    },
+  );
 
   it("an error answer or an unreachable gateway: exit 1, or 2 with --fail-closed", SPAWNS, async () => {
     const refused = await shim(

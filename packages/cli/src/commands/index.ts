@@ -163,6 +163,14 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./connect-codex.js")).connectCodexCommand,
   },
   {
+    path: ["connect", "gemini-cli"],
+    summary:
+      "print (or --write into a Gemini CLI settings file; --system: its system settings) the Gemini CLI hooks that go through the agent gateway; --check proves Gemini runs them",
+    usage:
+      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-closed] [--check]",
+    load: async () => (await import("./connect-gemini-cli.js")).connectGeminiCliCommand,
+  },
+  {
     path: ["hook-shim"],
     summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
     usage:

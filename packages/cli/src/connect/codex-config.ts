@@ -1,6 +1,6 @@
 import { CODEX_EVENTS } from "@geode/contracts";
 import { parse } from "smol-toml";
-import { hookCommand, hookTimeoutSeconds } from "./hook-command.js";
+import { agentHookCommand, hookTimeoutSeconds } from "./hook-command.js";
 
 /** The lines around what `geode connect codex` writes into a Codex config: a second run replaces them. */
 export const BLOCK_BEGIN =
@@ -38,12 +38,7 @@ export function codexHooks(options: CodexHooksOptions): CodexHook[] {
           e.event === "Stop" ? "stop" : e.tool ? "tool" : "other",
           options.approvalTimeoutMs,
         );
-    const command = hookCommand({
-      endpoint: options.endpoint,
-      failClosed: options.failClosed && e.guards,
-      // curl gives up a little before Codex kills the hook, so the hook's own answer is the one read.
-      timeoutSeconds: Math.max(1, timeout - 1),
-    });
+    const command = agentHookCommand(options.endpoint, options.failClosed && e.guards, timeout);
     return { event: e.event, command, timeout };
   });
 }

@@ -4,7 +4,7 @@ export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}
 /** The environment variable the agent's hook commands read their gateway token from. */
 export const TOKEN_ENV = "GEODE_AGENT_TOKEN";
 
-export interface HookCommandOptions {
+interface HookCommandOptions {
   /** The gateway's endpoint for this agent (`http://127.0.0.1:4280/v1/codex/hook`). */
   endpoint: string;
   /**
@@ -24,7 +24,7 @@ export interface HookCommandOptions {
  * few milliseconds, where a Node process takes tens; nothing of the hook process's environment but
  * the token is sent.
  */
-export function hookCommand(options: HookCommandOptions): string {
+function hookCommand(options: HookCommandOptions): string {
   const reason = options.failClosed
     ? "geode: the agent gateway could not answer; a guarded call is refused"
     : "geode: the agent gateway could not answer; going on ungoverned";
@@ -58,4 +58,12 @@ export function hookTimeoutSeconds(kind: "tool" | "stop" | "other", approvalTime
   if (kind === "tool") return Math.ceil(approvalTimeoutMs / 1000) + 30;
   if (kind === "stop") return 120;
   return 30;
+}
+
+/**
+ * The command of a hook the agent gives `agentTimeoutSeconds`: curl gives up a second before the
+ * agent kills the hook, so the hook's own answer (its exit rule) is the one the agent reads.
+ */
+export function agentHookCommand(endpoint: string, failClosed: boolean, agentTimeoutSeconds: number): string {
+  return hookCommand({ endpoint, failClosed, timeoutSeconds: Math.max(1, agentTimeoutSeconds - 1) });
 }

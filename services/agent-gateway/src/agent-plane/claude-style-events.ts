@@ -10,7 +10,7 @@ import {
   stopWith,
 } from "./claude-style-outputs.js";
 import { postCompact, preCompact } from "./compaction.js";
-import { submitPrompt } from "./prompt.js";
+import { promptRefusal, submitPrompt } from "./prompt.js";
 import { recordOnly } from "./record-only.js";
 import { llmFailed, verifyStop } from "./stop.js";
 import { subagentStarted, subagentStopped } from "./subagents.js";
@@ -77,13 +77,8 @@ const sessionEnd: ClaudeStyleEvent = async (call, input) => {
  * must not reach the model as it was) and the reason carries the rewritten prompt to send instead.
  */
 const userPromptSubmit: ClaudeStyleEvent = async (call, input) => {
-  const verdict = await submitPrompt(call, field(input, "prompt") ?? "");
-  if (verdict.action === "block") return block(verdict.reason);
-  if (verdict.action === "rewrite")
-    return block(
-      `${verdict.reason}\nThe prompt was rewritten and this agent cannot send a changed prompt, so it was not sent. Send this instead:\n${verdict.prompt}`,
-    );
-  return NOTHING;
+  const refusal = promptRefusal(await submitPrompt(call, field(input, "prompt") ?? ""), "this agent");
+  return refusal === null ? NOTHING : block(refusal);
 };
 
 /**

@@ -21,3 +21,15 @@ export async function submitPrompt(call: AgentCall, prompt: string): Promise<Pro
     };
   return { action: "go" };
 }
+
+/**
+ * The refusal of a prompt for an agent that cannot send a changed one (`agent` names it in the
+ * reason): a block's reason, or, for a rewrite, a reason that carries the prompt to send instead
+ * (the original must not reach the model as it was); null when the prompt goes.
+ */
+export function promptRefusal(verdict: PromptVerdict, agent: string): string | null {
+  if (verdict.action === "block") return verdict.reason;
+  if (verdict.action === "rewrite")
+    return `${verdict.reason}\nThe prompt was rewritten and ${agent} cannot send a changed prompt, so it was not sent. Send this instead:\n${verdict.prompt}`;
+  return null;
+}

@@ -1,0 +1,149 @@
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "@geode/bus";
+import type { CommandIO, CommandModule } from "../command.js";
+import { mergeHooks } from "../connect/claude-code-settings.js";
+import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
+import { gatewayProblem } from "../connect/gateway-check.js";
+import {
+  GEMINI_HOOK_NAME,
+  geminiHooks,
+  geminiSystemSettings,
+  geminiTrustProblem,
+  geminiUserSettings,
+  readSettings,
+} from "../connect/gemini-settings.js";
+import { isGeodeHookCommand, TOKEN_ENV } from "../connect/hook-command.js";
+
+interface Options {
+  endpoint: string;
+  /** The settings file to write (or, with --check, the first one looked at). */
+  file: string;
+  failClosed: boolean;
+}
+
+/** The settings objects Gemini reads here (user and system), those that exist and parse. */
+function settingsHere(io: CommandIO): Array<Record<string, unknown>> {
+  return [geminiUserSettings(io.env), geminiSystemSettings(io.env)].flatMap((f) => {
+    const r = readSettings(f);
+    return "settings" in r ? [r.settings] : [];
+  });
+}
+
+async function write(o: Options, io: CommandIO): Promise<number> {
+  const hooks = geminiHooks({
+    endpoint: o.endpoint,
+    approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
+    failClosed: o.failClosed,
+  });
+  const current = readSettings(o.file);
+  if ("error" in current) {
+    io.err(`${current.error}; nothing written\n`);
+    return 1;
+  }
+  let merged: Record<string, unknown>;
+  try {
+    merged = mergeHooks(current.settings, hooks);
+  } catch (err) {
+    io.err(`${o.file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
+    return 1;
+  }
+  mkdirSync(path.dirname(o.file), { recursive: true });
+  const tmp = `${o.file}.geode-${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`);
+  renameSync(tmp, o.file);
+  io.out(
+    `wrote the hooks of ${Object.keys(hooks).length} Gemini CLI events to ${o.file} (gateway ${o.endpoint}).\nGemini CLI reads the agent token from ${TOKEN_ENV}.\n`,
+  );
+  const untrusted = geminiTrustProblem(process.cwd(), io.env, settingsHere(io));
+  if (untrusted !== null) io.err(`${untrusted}\n`);
+  return 0;
+}
+
+/** Hooks of the gateway in a settings object: how many, and whether hooks are switched off there. */
+function geodeHooksIn(settings: Record<string, unknown>): { count: number; off: string | null } {
+  const config = settings["hooksConfig"] as { enabled?: unknown; disabled?: unknown } | undefined;
+  const off =
+    config?.enabled === false
+      ? "hooksConfig.enabled is false"
+      : Array.isArray(config?.disabled) && config.disabled.includes(GEMINI_HOOK_NAME)
+        ? `hooksConfig.disabled names "${GEMINI_HOOK_NAME}"`
+        : null;
+  const hooks = settings["hooks"];
+  if (hooks === null || typeof hooks !== "object") return { count: 0, off };
+  let count = 0;
+  for (const groups of Object.values(hooks as Record<string, unknown>))
+    for (const g of Array.isArray(groups) ? groups : [])
+      for (const h of Array.isArray(g?.hooks) ? (g.hooks as Array<Record<string, unknown>>) : [])
+        if (h?.["type"] === "command" && isGeodeHookCommand(h["command"])) count++;
+  return { count, off };
+}
+
+/** The checks a user cannot see: hooks where Gemini looks, switched on, the folder trusted, the gateway and the token. */
+async function check(o: Options, io: CommandIO): Promise<number> {
+  const fail = (line: string) => {
+    io.err(`${line}\n`);
+    return 1;
+  };
+  const files = [...new Set([o.file, geminiUserSettings(io.env), geminiSystemSettings(io.env)])];
+  let count = 0;
+  for (const f of files) {
+    const r = readSettings(f);
+    if ("error" in r) return fail(`${r.error}: Gemini CLI refuses to start`);
+    const found = geodeHooksIn(r.settings);
+    if (found.off !== null) return fail(`${f}: ${found.off}, so Gemini CLI runs none of its hooks`);
+    count += found.count;
+  }
+  if (count === 0)
+    return fail(
+      `no geode hooks in ${files.join(" or ")}: run geode connect gemini-cli --write ${geminiUserSettings(io.env)}`,
+    );
+  const untrusted = geminiTrustProblem(process.cwd(), io.env, settingsHere(io));
+  if (untrusted !== null) return fail(untrusted);
+  const gateway = await gatewayProblem(o.endpoint, io.env);
+  if (gateway !== null) return fail(gateway);
+  io.out(
+    `ok: ${count} hooks, the folder is trusted; the gateway at ${new URL(o.endpoint).origin} knows the token\n`,
+  );
+  return 0;
+}
+
+/**
+ * `geode connect gemini-cli`: prints (or `--write`s into a Gemini settings file, merged; `--system`
+ * into its system settings) the command hooks that send every Gemini CLI event to the agent
+ * gateway, and says what the current folder's trust needs; `--check` proves Gemini will run them.
+ */
+export const connectGeminiCliCommand: CommandModule = {
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        ...CONNECT_OPTIONS,
+        system: { type: "boolean", default: false },
+        check: { type: "boolean", default: false },
+      },
+    });
+    const endpoint = connectEndpoint(values.url, positionals, io.env, "gemini-cli");
+    const system = values.system === true;
+    const o: Options = {
+      endpoint,
+      file: path.resolve(
+        values.write ?? (system ? geminiSystemSettings(io.env) : geminiUserSettings(io.env)),
+      ),
+      failClosed: values["fail-closed"] === true,
+    };
+    if (values.check) return check(o, io);
+    if (values.write === undefined && !system) {
+      const hooks = geminiHooks({
+        endpoint,
+        approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
+        failClosed: o.failClosed,
+      });
+      io.out(`${JSON.stringify({ hooks }, null, 2)}\n`);
+      return 0;
+    }
+    return write(o, io);
+  },
+};

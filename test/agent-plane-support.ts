@@ -1,0 +1,158 @@
+/**
+ * The plane a real agent CLI is governed through in a test file: a hook-dispatcher, the verifier,
+ * the recorder (Postgres and run files), the agent gateway on a free port, and one agent added
+ * with `geode agents add` (its token), all on the file's own namespace.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
+import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
+import { runCliCaptured } from "@geode/cli/testing";
+import type { HookDispatcher } from "@geode/hook-dispatcher";
+import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
+import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import { HandlerScope, startDispatcher } from "./hooks-support.js";
+
+export interface AgentPlane {
+  env: () => TestEnv;
+  /** Runs the `geode` CLI in this process, on the file's namespace, with `extra` in its environment. */
+  geode(args: string[], extra?: Record<string, string>): ReturnType<typeof runCliCaptured>;
+  gateway(): AgentGateway;
+  /** Handlers served for the current test (closed after it). */
+  scope(): HandlerScope;
+  /** The agent's token (`geode agents add`). */
+  token(): string;
+  /** Where the recorder writes each run's JSONL. */
+  runsDir(): string;
+  /** Run after the current test, last added first. */
+  cleanups: Array<() => void | Promise<void>>;
+  /**
+   * Checks what the plane recorded of one ended session of the agent: `session_started` in
+   * Postgres with `started`'s fields, a PreToolUse audit row of handler `extension`, the run's
+   * JSONL, and the agent kind in `geode agents ls`, `geode audit` and `geode events tail`.
+   */
+  expectRecordedSession(
+    sessionId: string,
+    expected: { agentKind: string; extension: string; started: Record<string, unknown> },
+  ): Promise<void>;
+}
+
+/** Sets up the plane for the file (`beforeAll`), with one agent named `agentName`. */
+export function useAgentPlane(agentName: string): AgentPlane {
+  const env = useTestEnv();
+  let dispatcher: HookDispatcher | undefined;
+  let verifier: RunningVerifier | undefined;
+  let recorder: ActivityRecorder | undefined;
+  let gateway: AgentGateway | undefined;
+  let scope: HandlerScope | undefined;
+  let token = "";
+  let runsDir = "";
+  const cleanups: Array<() => void | Promise<void>> = [];
+  const geode = (args: string[], extra: Record<string, string> = {}) =>
+    runCliCaptured(args, { ...process.env, ...env().env, ...extra });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("the agent plane is not ready: use it inside a test");
+    return value;
+  };
+
+  beforeAll(async () => {
+    const { nc, names, databaseUrl } = env();
+    runsDir = mkdtempSync(path.join(tmpdir(), "geode-agent-runs-"));
+    dispatcher = await startDispatcher(env());
+    verifier = await startVerifier({ nc, names });
+    recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
+    const started = await startAgentGateway({
+      nc,
+      names,
+      config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
+    });
+    gateway = started;
+    scope = new HandlerScope(env(), [dispatcher]);
+    const added = await geode(["agents", "add", agentName]);
+    expect(added.code, added.err).toBe(0);
+    token = added.out.trimEnd().split("\n").at(-1) as string;
+    await waitFor(() => started.agents() === 1);
+  }, 120_000);
+
+  afterEach(async () => {
+    await scope?.close();
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await recorder?.stop();
+    await verifier?.stop();
+    await dispatcher?.stop();
+    if (runsDir !== "") rmSync(runsDir, { recursive: true, force: true });
+  });
+
+  async function expectRecordedSession(
+    sessionId: string,
+    expected: { agentKind: string; extension: string; started: Record<string, unknown> },
+  ): Promise<void> {
+    const db = new pg.Client({ connectionString: env().databaseUrl });
+    await db.connect();
+    cleanups.push(() => db.end());
+    const schema = env().ns;
+    const count = async (sql: string) => (await db.query(sql, [sessionId])).rows[0].n as number;
+    await waitFor(
+      async () =>
+        (await count(
+          `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
+        )) === 1,
+      30_000,
+    );
+    const started = await db.query(
+      `select payload from ${schema}.activity_events where session_id = $1 and event = 'session_started'`,
+      [sessionId],
+    );
+    expect(started.rows[0].payload).toMatchObject({
+      agent_kind: expected.agentKind,
+      agent: agentName,
+      ...expected.started,
+    });
+    await waitFor(
+      async () =>
+        (await count(
+          `select count(*)::int as n from ${schema}.extension_invocations where session_id = $1 and extension = '${expected.extension}' and name = 'PreToolUse'`,
+        )) > 0,
+    );
+    expect(readFileSync(path.join(runsDir, sessionId, "events.jsonl"), "utf8")).toContain("session_started");
+    // geode agents ls: the agent's kind, sessions and audited hook calls, from the projection.
+    const ls = await geode(["agents", "ls", "--json"]);
+    expect(ls.code, ls.err).toBe(0);
+    const mine = (JSON.parse(ls.out) as Array<Record<string, unknown>>).find((a) => a["name"] === agentName);
+    expect(mine).toMatchObject({ kinds: [expected.agentKind] });
+    expect(mine?.["sessions"]).toBeGreaterThanOrEqual(1);
+    expect(mine?.["hook_calls"]).toBeGreaterThan(0);
+    expect(mine?.["last_seen"]).toBeGreaterThan(0);
+    expect((await geode(["agents", "ls"])).out).toMatch(new RegExp(`${agentName} .*${expected.agentKind}`));
+    // geode audit and geode events tail name the session's agent kind.
+    const audit = await geode(["audit", "--session", sessionId, "--json"]);
+    expect((JSON.parse(audit.out) as Array<Record<string, unknown>>)[0]).toMatchObject({
+      agent_kind: expected.agentKind,
+    });
+    const tail = await geode(["events", "tail", "--session", sessionId, "--from-seq", "1", "--limit", "3"]);
+    expect(tail.out).toMatch(
+      new RegExp(`session_started\\s+agent-gateway .*agent_kind=${expected.agentKind}`),
+    );
+    expect(tail.out).toMatch(
+      new RegExp(`user_input_received\\s+agent-gateway .*agent_kind=${expected.agentKind}`),
+    );
+  }
+
+  return {
+    env,
+    geode,
+    expectRecordedSession,
+    gateway: () => ready(gateway),
+    scope: () => ready(scope),
+    token: () => token,
+    runsDir: () => runsDir,
+    cleanups,
+  };
+}

@@ -1,0 +1,106 @@
+/** Runs a real agent CLI as a test does: its own process group, its output collected, killed after a timeout. */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+/** How a test runs an agent headless: its prompt, scratch HOME, working folder, and extras. */
+export interface AgentRunOptions {
+  prompt: string;
+  home: string;
+  cwd: string;
+  /** Added to the agent's environment (which holds nothing of the test process's but PATH). */
+  env?: Record<string, string>;
+  args?: string[];
+  timeoutMs?: number;
+}
+
+/** A scratch HOME and working folder for one agent run (`geode-<agent>-home-…`); removed by `cleanup`. */
+export function scratchFolders(agent: string): { home: string; work: string; cleanup(): void } {
+  const home = mkdtempSync(path.join(tmpdir(), `geode-${agent}-home-`));
+  const work = mkdtempSync(path.join(tmpdir(), `geode-${agent}-work-`));
+  return {
+    home,
+    work,
+    cleanup() {
+      rmSync(home, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface AgentProcess {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Spawns `command args` detached (its own process group, so a kill takes its children too) with
+ * `env` as its whole environment; resolves once every holder of its output pipes is gone ("close",
+ * not "exit"), or kills the group after `timeoutMs`.
+ */
+export function runAgentProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number | undefined },
+): Promise<AgentProcess> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    detached: true,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+  const timer = setTimeout(() => {
+    try {
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }, options.timeoutMs ?? 120_000);
+  return new Promise((resolve) => {
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The JSON object lines of an agent's event stream (`--json`, `stream-json`). */
+export function jsonLines(stdout: string): Array<Record<string, unknown>> {
+  const events: Array<Record<string, unknown>> = [];
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      events.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // not an event line
+    }
+  }
+  return events;
+}
+
+/**
+ * Runs one hook command as an agent runs it (`sh -c`), with `input` on stdin and only PATH and the
+ * token in its environment (asynchronously: the gateway it calls may run in this process).
+ */
+export function runHookCommandLine(
+  command: string,
+  input: string,
+  token: string,
+): Promise<{ status: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("sh", ["-c", command], {
+      env: { PATH: process.env["PATH"], GEODE_AGENT_TOKEN: token },
+    });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    child.stdout.resume();
+    child.once("close", (status) => resolve({ status, stderr }));
+    child.stdin.end(input);
+  });
+}

@@ -1,0 +1,269 @@
+/**
+ * The real Gemini CLI, headless and offline (`gemini -p`), governed through the agent gateway: its
+ * hooks come from `geode connect gemini-cli --write`, its working folder is trusted the way Gemini
+ * records trust (`~/.gemini/trustedFolders.json`), its token from `geode agents add`, its model is
+ * a scripted stand-in for the Gemini API on loopback.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { freePort } from "@geode/cli";
+import { AGENT_TOOLS, HookName } from "@geode/contracts";
+import type { HookEnvelope } from "@geode/sdk";
+import { describe, expect, it } from "vitest";
+import { useAgentPlane } from "./agent-plane-support.js";
+import { runHookCommandLine } from "./agent-process-support.js";
+import {
+  type GeminiRun,
+  type GeminiStandIn,
+  type GeminiTurn,
+  geminiScratch,
+  runGemini,
+  startGeminiStandIn,
+} from "./gemini-support.js";
+
+const plane = useAgentPlane("gemini-laptop");
+const { geode, cleanups } = plane;
+
+/** Trusts `folder` the way Gemini records it when its user says so. */
+function trust(home: string, folder: string): void {
+  writeFileSync(
+    path.join(home, ".gemini", "trustedFolders.json"),
+    JSON.stringify({ [folder]: "TRUST_FOLDER" }),
+  );
+}
+
+/** A scratch HOME with API-key settings, a trusted working folder, and the gateway's hooks written by `geode connect gemini-cli`. */
+async function geminiHome(
+  options: { url?: string; flags?: string[]; trusted?: boolean } = {},
+): Promise<{ home: string; work: string; settings: string }> {
+  const dirs = geminiScratch();
+  cleanups.push(dirs.cleanup);
+  if (options.trusted !== false) trust(dirs.home, dirs.work);
+  const r = await geode(
+    [
+      "connect",
+      "gemini-cli",
+      "--url",
+      options.url ?? plane.gateway().url,
+      "--write",
+      dirs.settings,
+      ...(options.flags ?? []),
+    ],
+    { HOME: dirs.home },
+  );
+  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+  return dirs;
+}
+
+/** One Gemini CLI session through the gateway: the stand-in with `script`, `gemini -p`. */
+async function session(
+  script: GeminiTurn[],
+  options: { url?: string; flags?: string[]; token?: string; prompt?: string } = {},
+): Promise<{ run: GeminiRun; api: GeminiStandIn; work: string; home: string; sessionId: string }> {
+  const api = await startGeminiStandIn(script);
+  cleanups.push(() => api.close());
+  const { home, work } = await geminiHome(options);
+  const run = await runGemini({
+    prompt: options.prompt ?? "Do the task.",
+    home,
+    cwd: work,
+    apiUrl: api.url,
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
+  });
+  const init = run.events.find((e) => e["type"] === "init");
+  return { run, api, work, home, sessionId: String(init?.["session_id"] ?? "") };
+}
+
+const shell = (command: string): GeminiTurn => ({ shell: command });
+const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
+
+/** What the stand-in was told after a tool ran (the function responses, as Gemini sent them). */
+const toolOutputs = (api: GeminiStandIn) =>
+  api.requests.flatMap((r) =>
+    ((r.body["contents"] as Array<{ parts?: Array<Record<string, unknown>> }>) ?? []).flatMap((c) =>
+      (c.parts ?? []).filter((p) => p["functionResponse"]).map((p) => JSON.stringify(p["functionResponse"])),
+    ),
+  );
+
+/** Runs the hook command the settings give `event`, as Gemini runs it (a shell), with a prompt as input. */
+function runHookCommand(
+  settings: string,
+  event: string,
+  withToken: string,
+): Promise<{ status: number | null; stderr: string }> {
+  const hooks = (
+    JSON.parse(readFileSync(settings, "utf8")) as {
+      hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>>;
+    }
+  ).hooks;
+  const cmd = hooks[event]?.[0]?.hooks[0]?.command as string;
+  return runHookCommandLine(
+    cmd,
+    JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" }),
+    withToken,
+  );
+}
+
+// Each case runs a real Gemini CLI process (and its hook commands): give it room on a loaded machine.
+const CLI = { timeout: 180_000 };
+
+describe("Gemini CLI governed through the agent gateway", () => {
+  it(
+    "a BeforeTool guard blocks a run_shell_command: it never runs, the model reads the reason",
+    CLI,
+    async () => {
+      const seen: HookEnvelope[] = [];
+      await plane
+        .scope()
+        .serve(
+          HookName.PreToolUse,
+          { name: "no-touch", match: { tool_name: ["run_shell_command"] } },
+          (e) => {
+            seen.push(e);
+            return command(e).includes("blocked.txt")
+              ? { action: "block", reason: "touching blocked.txt is not allowed" }
+              : null;
+          },
+        );
+      const { api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
+      expect(seen).toHaveLength(1);
+      expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
+      expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
+      // The tool-kind table knows every tool the pinned CLI offers its model.
+      const declared = (
+        (api.requests[0]?.body["tools"] ?? []) as Array<{ functionDeclarations?: Array<{ name: string }> }>
+      ).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name));
+      expect(declared).toContain("run_shell_command");
+      expect(declared.filter((name) => AGENT_TOOLS["gemini-cli"][name] === undefined)).toEqual([]);
+    },
+  );
+
+  it(
+    "a rewrite changes the command that runs; AfterTool context reaches the model's next request",
+    CLI,
+    async () => {
+      await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+        command(e) === "touch original.txt"
+          ? {
+              action: "rewrite",
+              updates: {
+                arguments: { ...(e.payload["arguments"] as object), command: "touch rewritten.txt" },
+              },
+            }
+          : null,
+      );
+      await plane.scope().serve(HookName.PostToolUse, { name: "hint" }, () => ({
+        action: "add_context",
+        reason: "remember: the build needs GEMINI-CTX-77",
+      }));
+      const { api, work } = await session([shell("touch original.txt"), { text: "Done." }]);
+      expect(existsSync(path.join(work, "rewritten.txt"))).toBe(true);
+      expect(existsSync(path.join(work, "original.txt"))).toBe(false);
+      expect(api.requests[1]?.raw).toContain("remember: the build needs GEMINI-CTX-77");
+    },
+  );
+
+  it("AfterAgent goes through the verifier: a revise loop ended by the budget", CLI, async () => {
+    await plane.scope().serve(HookName.PostVerify, { name: "never-happy" }, () => ({
+      action: "revise",
+      instruction: "Say it again, better (GEMINI-REVISE).",
+    }));
+    const { run, api } = await session([
+      { text: "One." },
+      { text: "Two." },
+      { text: "Three." },
+      { text: "Four." },
+    ]);
+    // Two revisions reach the model as the next prompts of the turn; the third verdict is past the budget.
+    expect(api.requests).toHaveLength(3);
+    expect(api.requests.filter((r) => r.raw.includes("GEMINI-REVISE"))).toHaveLength(2);
+    expect(run.stdout).not.toContain("Four.");
+  });
+
+  it(
+    "fails closed: with --fail-closed hooks and the gateway down, the prompt never reaches the model",
+    CLI,
+    async () => {
+      const dead = `http://127.0.0.1:${await freePort()}`;
+      const { api, home } = await session([shell("touch x.txt"), { text: "Done." }], {
+        url: dead,
+        flags: ["--fail-closed"],
+      });
+      expect(api.requests).toHaveLength(0);
+      const refused = await runHookCommand(
+        path.join(home, ".gemini", "settings.json"),
+        "BeforeAgent",
+        plane.token(),
+      );
+      expect(refused.status).toBe(2);
+      expect(refused.stderr).toContain("a guarded call is refused");
+    },
+  );
+
+  it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Gemini go on", CLI, async () => {
+    const seen: HookEnvelope[] = [];
+    await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
+      seen.push(e);
+      return null;
+    });
+    const { run, api, home } = await session([{ text: "Hello." }], {
+      token: "geode_agent_not-a-known-token",
+    });
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    expect(api.requests.length).toBeGreaterThan(0);
+    expect(seen).toHaveLength(0);
+    const answered = await runHookCommand(path.join(home, ".gemini", "settings.json"), "BeforeAgent", "nope");
+    expect(answered.status).toBe(1);
+    expect(answered.stderr).toMatch(/401/);
+  });
+
+  it(
+    "the session is a run with agent_kind gemini-cli: its events, invocations and timeline in Postgres",
+    CLI,
+    async () => {
+      await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
+      const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
+      expect(sessionId).not.toBe("");
+      await plane.expectRecordedSession(sessionId, {
+        agentKind: "gemini-cli",
+        extension: "audit-me",
+        started: { provider: "google" },
+      });
+    },
+  );
+
+  it(
+    "--check passes in a trusted folder and names an untrusted one, where Gemini refuses to run",
+    CLI,
+    async () => {
+      const api = await startGeminiStandIn([{ text: "Hello." }]);
+      cleanups.push(() => api.close());
+      const { home, work } = await geminiHome({ trusted: false });
+      const at = { HOME: home, GEODE_AGENT_TOKEN: plane.token() };
+      const check = async (extra: Record<string, string> = {}) => {
+        const before = process.cwd();
+        process.chdir(work);
+        try {
+          return await geode(["connect", "gemini-cli", "--check", "--url", plane.gateway().url], {
+            ...at,
+            ...extra,
+          });
+        } finally {
+          process.chdir(before);
+        }
+      };
+      const untrusted = await check();
+      expect(untrusted.code).toBe(1);
+      expect(untrusted.err).toMatch(/^Gemini CLI does not trust .* registers no hooks there/);
+      const run = await runGemini({ prompt: "Hi", home, cwd: work, apiUrl: api.url, env: at });
+      expect(run.code).not.toBe(0);
+      expect(`${run.stdout}${run.stderr}`).toMatch(/not running in a trusted directory/);
+      expect(api.requests).toHaveLength(0);
+      trust(home, work);
+      const ok = await check();
+      expect(ok.code, ok.err).toBe(0);
+      expect(ok.out).toMatch(/^ok: 8 hooks, the folder is trusted/);
+      expect((await check({ GEODE_AGENT_TOKEN: "nope" })).err).toMatch(/does not know the token/);
+    },
+  );
+});

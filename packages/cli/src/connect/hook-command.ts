@@ -15,6 +15,11 @@ export interface HookCommandOptions {
   failClosed: boolean;
   /** How long one call may take (the agent's own hook timeout should be a little longer). */
   timeoutSeconds: number;
+  /**
+   * The exit code that means "go on" to the agent when the gateway cannot answer and the hook is
+   * not fail-closed: 1 by default; 0 for Copilot CLI, which reads exit 1 as a refusal.
+   */
+  openExit?: 0 | 1;
 }
 
 /**
@@ -35,7 +40,7 @@ export function hookCommand(options: HookCommandOptions): string {
     `-H "authorization: Bearer \${${TOKEN_ENV}:-}"`,
     "--data-binary @-",
     shellQuote(options.endpoint),
-    `|| { echo ${shellQuote(reason)} >&2; exit ${options.failClosed ? 2 : 1}; }`,
+    `|| { echo ${shellQuote(reason)} >&2; exit ${options.failClosed ? 2 : (options.openExit ?? 1)}; }`,
   ].join(" ");
 }
 

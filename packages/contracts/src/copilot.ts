@@ -94,3 +94,15 @@ export interface CopilotHookOutput {
   modifiedPrompt?: string;
   additionalContext?: string;
 }
+
+/**
+ * The refusal of a guarded Copilot event in the form Copilot reads (a deny for preToolUse and
+ * permissionRequest, a block for a prompt); `{}` for the events that guard nothing. Both the
+ * gateway (the plane cannot decide) and the hook command (the gateway cannot be reached) give it.
+ */
+export function copilotRefusal(event: string, reason: string): CopilotHookOutput {
+  if (event === "preToolUse") return { permissionDecision: "deny", permissionDecisionReason: reason };
+  if (event === "permissionRequest") return { behavior: "deny", message: reason };
+  if (event === "userPromptSubmitted") return { decision: "block", reason };
+  return {};
+}

@@ -87,6 +87,7 @@ export {
   CopilotHookInputCodec,
   CopilotHookInputSchema,
   type CopilotHookOutput,
+  copilotRefusal,
 } from "./copilot.js";
 export {
   CORRELATION_FIELDS,

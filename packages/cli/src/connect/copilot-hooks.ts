@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { COPILOT_EVENT_PARAM, COPILOT_EVENTS } from "@geode/contracts";
+import { COPILOT_EVENT_PARAM, COPILOT_EVENTS, copilotRefusal } from "@geode/contracts";
 import { hookCommand, hookTimeoutSeconds } from "./hook-command.js";
 
 /** One hook entry as Copilot CLI reads it in a native (camelCase) hooks file. */
@@ -28,6 +28,8 @@ export interface CopilotHooksOptions {
   shim: (url: string) => string;
 }
 
+const REFUSAL = "geode: the agent gateway could not answer; a guarded call is refused";
+
 /** The endpoint with the event named (Copilot's native input names none). */
 export function eventUrl(endpoint: string, event: string): string {
   const url = new URL(endpoint);
@@ -38,9 +40,10 @@ export function eventUrl(endpoint: string, event: string): string {
 /**
  * The hooks file `geode connect copilot` writes: every Copilot event, native camelCase keys. Each
  * hook is one `curl` to the event's URL; a Copilot timeout, empty output or non-JSON output fails
- * open, so curl gives up 5 s before Copilot would, and the command's own exit code decides: 2 (a
- * refusal) for a guarded event of a fail-closed set-up, else 0 with nothing printed (Copilot reads
- * exit 1 as a refusal too). agentStop runs the hook shim, which adds the answer text from
+ * open, so curl gives up 5 s before Copilot would, and the command itself answers: for a guarded
+ * event of a fail-closed set-up the event's refusal JSON and exit 2 (Copilot reads exit 2 alone as
+ * a refusal of a tool call, not of a prompt), else exit 0 with nothing printed (Copilot reads exit
+ * 1 as a refusal too). agentStop runs the hook shim, which adds the answer text from
  * Copilot's transcript (Copilot's input has none) for the verifier.
  */
 export function copilotHooks(options: CopilotHooksOptions): CopilotHooksFile {
@@ -59,6 +62,7 @@ export function copilotHooks(options: CopilotHooksOptions): CopilotHooksFile {
             failClosed: options.failClosed && e.guards,
             timeoutSeconds: seconds,
             openExit: 0,
+            refusal: JSON.stringify(copilotRefusal(e.event, REFUSAL)),
           });
     hooks[e.event] = [{ type: "command", bash, timeoutSec: seconds + 5 }];
   }

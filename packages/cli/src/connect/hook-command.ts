@@ -20,6 +20,11 @@ export interface HookCommandOptions {
    * not fail-closed: 1 by default; 0 for Copilot CLI, which reads exit 1 as a refusal.
    */
   openExit?: 0 | 1;
+  /**
+   * For a fail-closed hook: the agent's refusal JSON, printed on stdout before exit 2 (Copilot CLI
+   * reads exit 2 alone as a refusal of a tool call but not of a prompt).
+   */
+  refusal?: string;
 }
 
 /**
@@ -40,7 +45,7 @@ export function hookCommand(options: HookCommandOptions): string {
     `-H "authorization: Bearer \${${TOKEN_ENV}:-}"`,
     "--data-binary @-",
     shellQuote(options.endpoint),
-    `|| { echo ${shellQuote(reason)} >&2; exit ${options.failClosed ? 2 : (options.openExit ?? 1)}; }`,
+    `|| { echo ${shellQuote(reason)} >&2;${options.failClosed && options.refusal ? ` echo ${shellQuote(options.refusal)};` : ""} exit ${options.failClosed ? 2 : (options.openExit ?? 1)}; }`,
   ].join(" ");
 }
 

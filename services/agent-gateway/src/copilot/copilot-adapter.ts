@@ -5,9 +5,10 @@ import {
   type CopilotHookInput,
   CopilotHookInputCodec,
   type CopilotHookOutput,
+  copilotRefusal,
 } from "@geode/contracts";
 import type { AgentAdapter } from "../agent-adapter.js";
-import { COPILOT_HANDLERS, denyTool, recordOnlyEvent } from "./copilot-events.js";
+import { COPILOT_HANDLERS, recordOnlyEvent } from "./copilot-events.js";
 
 const GUARDED: ReadonlySet<string> = new Set(COPILOT_EVENTS.filter((e) => e.guards).map((e) => e.event));
 
@@ -27,10 +28,10 @@ function named(body: unknown, query: URLSearchParams): unknown {
  */
 export function unavailableCopilotOutput(event: string, message: string): CopilotHookOutput {
   if (!GUARDED.has(event)) return {};
-  const reason = `geode: the extension plane could not decide (${message}); a guarded call is refused`;
-  if (event === "preToolUse") return denyTool(reason);
-  if (event === "permissionRequest") return { behavior: "deny", message: reason };
-  return { decision: "block", reason };
+  return copilotRefusal(
+    event,
+    `geode: the extension plane could not decide (${message}); a guarded call is refused`,
+  );
 }
 
 /**

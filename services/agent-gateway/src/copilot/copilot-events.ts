@@ -1,4 +1,4 @@
-import type { CopilotHookInput, CopilotHookOutput } from "@geode/contracts";
+import { type CopilotHookInput, type CopilotHookOutput, copilotRefusal } from "@geode/contracts";
 import type { AgentCall } from "../agent-plane/agent-call.js";
 import { preCompact } from "../agent-plane/compaction.js";
 import { submitPrompt } from "../agent-plane/prompt.js";
@@ -35,10 +35,7 @@ const toolUse = (input: CopilotHookInput, argsField = "toolArgs") => ({
 });
 
 /** The preToolUse refusal Copilot reads (it blocks even with --allow-all-tools; the model reads the reason). */
-export const denyTool = (reason: string): CopilotHookOutput => ({
-  permissionDecision: "deny",
-  permissionDecisionReason: reason,
-});
+const denyTool = (reason: string): CopilotHookOutput => copilotRefusal("preToolUse", reason);
 
 /** sessionStart → the session is created (or resumed: a new generation), then SessionStart runs. */
 const sessionStart: CopilotEvent = async (call, input) => {

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLAUDE_CODE_EVENTS, CODEX_EVENTS } from "@geode/contracts";
+import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
@@ -25,6 +25,7 @@ function mappingRows(text: string, header: string): Map<string, string[]> {
 const GUIDES = [
   { file: "docs/claude-code.md", header: "| Claude Code event |", events: CLAUDE_CODE_EVENTS },
   { file: "docs/codex.md", header: "| Codex event |", events: CODEX_EVENTS },
+  { file: "docs/copilot.md", header: "| Copilot event |", events: COPILOT_EVENTS },
 ] as const;
 
 describe.each(GUIDES)("$file", ({ file, header, events }) => {
@@ -48,6 +49,18 @@ describe("docs/codex.md", () => {
       "geode connect codex --check",
     ])
       expect(read("docs/codex.md")).toContain(command);
+  });
+});
+
+describe("docs/copilot.md", () => {
+  it("names the three commands from nothing to a guarded session, and --check", () => {
+    for (const command of [
+      "geode up",
+      "geode agents add",
+      "geode connect copilot",
+      "geode connect copilot --check",
+    ])
+      expect(read("docs/copilot.md")).toContain(command);
   });
 });
 

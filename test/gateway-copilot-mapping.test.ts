@@ -66,6 +66,10 @@ describe("Copilot: the front door", () => {
     expect(JSON.stringify(unnamed.body)).toContain("?event=");
     expect((await post("userPromptSubmitted", { prompt: "x" })).status).toBe(400);
     expect((await post("preToolUse", copilotInput({ toolArgs: {} }))).status).toBe(400);
+    // What Copilot sends under Claude Code-style entries: not its native input (docs/copilot.md).
+    const claudeStyle = { hook_event_name: "UserPromptSubmit", session_id: randomUUID(), prompt: "hi" };
+    expect((await post(null, claudeStyle)).status).toBe(400);
+    expect((await post("UserPromptSubmit", claudeStyle)).status).toBe(400);
     expect(seen).toHaveLength(0);
   });
 

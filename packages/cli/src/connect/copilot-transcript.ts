@@ -8,7 +8,7 @@ const TAIL_BYTES = 4 * 1024 * 1024;
  * The text of the last `assistant.message` with content in a Copilot CLI transcript
  * (`events.jsonl`, one event a line), or undefined when there is none or the file cannot be read.
  */
-export function lastAssistantMessage(file: string): string | undefined {
+function lastAssistantMessage(file: string): string | undefined {
   let text: string;
   try {
     const fd = openSync(file, "r");

@@ -26,7 +26,7 @@ function named(body: unknown, query: URLSearchParams): unknown {
  * When the plane cannot decide, a guarded event is refused in the form Copilot reads (a
  * fail-closed guard that fails); the other events go on.
  */
-export function unavailableCopilotOutput(event: string, message: string): CopilotHookOutput {
+function unavailableCopilotOutput(event: string, message: string): CopilotHookOutput {
   if (!GUARDED.has(event)) return {};
   return copilotRefusal(
     event,

@@ -14,7 +14,7 @@ import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
 
 /** The npm package's loader: it runs the native binary of the platform package. */
-export const COPILOT_BIN = path.join(REPO_ROOT, "node_modules/.bin/copilot");
+const COPILOT_BIN = path.join(REPO_ROOT, "node_modules/.bin/copilot");
 
 /**
  * Where the native binary unpacks its package (about 235 MB) on first run; shared by every run
@@ -139,7 +139,7 @@ export interface CopilotRun {
 }
 
 /** The environment of an offline Copilot run against the stand-in at `apiUrl`. */
-export function copilotEnv(home: string, apiUrl: string): Record<string, string> {
+function copilotEnv(home: string, apiUrl: string): Record<string, string> {
   return {
     PATH: process.env["PATH"] ?? "/usr/bin:/bin",
     HOME: home,

@@ -23,7 +23,7 @@ const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 /** A Copilot hook input: the fields every event carries (`cwd` never to be forwarded) and `fields`. */
 function copilotInput(
   fields: Record<string, unknown> = {},
-  sessionId = randomUUID(),
+  sessionId: string = randomUUID(),
 ): Record<string, unknown> {
   return { sessionId, timestamp: Date.now(), cwd: "/home/dev/secret-project", ...fields };
 }

@@ -5,7 +5,7 @@ import { COPILOT_EVENT_PARAM, COPILOT_EVENTS, copilotRefusal } from "@geode/cont
 import { hookCommand, hookTimeoutSeconds } from "./hook-command.js";
 
 /** One hook entry as Copilot CLI reads it in a native (camelCase) hooks file. */
-export interface CopilotHookEntry {
+interface CopilotHookEntry {
   type: "command";
   bash: string;
   timeoutSec: number;
@@ -70,7 +70,7 @@ export function copilotHooks(options: CopilotHooksOptions): CopilotHooksFile {
 }
 
 /** Copilot CLI's own folder: `$COPILOT_HOME`, else `~/.copilot`. */
-export function copilotHome(env: NodeJS.ProcessEnv): string {
+function copilotHome(env: NodeJS.ProcessEnv): string {
   return env["COPILOT_HOME"] || path.join(env["HOME"] || os.homedir(), ".copilot");
 }
 

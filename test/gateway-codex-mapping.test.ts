@@ -4,18 +4,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { startAgentGateway } from "@geode/agent-gateway";
-import {
-  names as buildNames,
-  CODEX_EVENTS,
-  CODEX_HOOK_PATH,
-  type EventEnvelope,
-  HookName,
-} from "@geode/contracts";
-import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { names as buildNames, CODEX_EVENTS, CODEX_HOOK_PATH, HookName } from "@geode/contracts";
+import { serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import { addAgent, useGatewayFixture } from "./gateway-support.js";
-import { eventsOf } from "./verify-support.js";
 
 const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 
@@ -40,23 +33,9 @@ function codexInput(
 const post = (body: unknown, token?: string | null) =>
   fx.post(body, { path: CODEX_HOOK_PATH, ...(token === undefined ? {} : { token }) });
 
-async function handler(
-  hook: HookName,
-  name: string,
-  decide: (e: HookEnvelope) => unknown,
-): Promise<HookEnvelope[]> {
-  const seen: HookEnvelope[] = [];
-  await fx.scope().serve(hook, { name }, (e) => {
-    seen.push(e);
-    return decide(e) as never;
-  });
-  return seen;
-}
+const handler = fx.serveRecorded;
 
-const sessionEvents = async (sessionId: string) =>
-  (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).filter(
-    (e: EventEnvelope) => e.correlation.session_id === sessionId,
-  );
+const sessionEvents = fx.sessionEvents;
 
 const bash = (
   command: string,

@@ -5,18 +5,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { startAgentGateway } from "@geode/agent-gateway";
-import {
-  names as buildNames,
-  COPILOT_EVENTS,
-  COPILOT_HOOK_PATH,
-  type EventEnvelope,
-  HookName,
-} from "@geode/contracts";
-import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { names as buildNames, COPILOT_EVENTS, COPILOT_HOOK_PATH, HookName } from "@geode/contracts";
+import { serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import { addAgent, useGatewayFixture } from "./gateway-support.js";
-import { eventsOf } from "./verify-support.js";
 
 const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 
@@ -34,23 +27,9 @@ const post = (event: string | null, body: unknown, token?: string | null) =>
     ...(token === undefined ? {} : { token }),
   });
 
-async function handler(
-  hook: HookName,
-  name: string,
-  decide: (e: HookEnvelope) => unknown,
-): Promise<HookEnvelope[]> {
-  const seen: HookEnvelope[] = [];
-  await fx.scope().serve(hook, { name }, (e) => {
-    seen.push(e);
-    return decide(e) as never;
-  });
-  return seen;
-}
+const handler = fx.serveRecorded;
 
-const sessionEvents = async (sessionId: string) =>
-  (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).filter(
-    (e: EventEnvelope) => e.correlation.session_id === sessionId,
-  );
+const sessionEvents = fx.sessionEvents;
 
 const bashArgs = (command: string) => ({ command, description: "run", mode: "sync", initial_wait: 10 });
 const bash = (command: string, sessionId?: string) =>

@@ -1,39 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { startAgentGateway } from "@geode/agent-gateway";
-import {
-  names as buildNames,
-  CLAUDE_CODE_HOOK_PATH,
-  type EventEnvelope,
-  HookName,
-  type TimelineRecord,
-} from "@geode/contracts";
-import { type HookEnvelope, serveApprovals } from "@geode/sdk";
+import { names as buildNames, CLAUDE_CODE_HOOK_PATH, HookName, type TimelineRecord } from "@geode/contracts";
+import { serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import { addAgent, ccInput, useGatewayFixture } from "./gateway-support.js";
-import { eventsOf, timelineOf } from "./verify-support.js";
+import { timelineOf } from "./verify-support.js";
 
 const fx = useGatewayFixture({ approvalTimeoutMs: 1_500 });
 
-/** Serves a handler that records what it saw and answers `decide`. */
-async function handler(
-  hook: HookName,
-  name: string,
-  decide: (e: HookEnvelope) => unknown,
-  options: { priority?: number } = {},
-): Promise<HookEnvelope[]> {
-  const seen: HookEnvelope[] = [];
-  await fx.scope().serve(hook, { name, ...options }, (e) => {
-    seen.push(e);
-    return decide(e) as never;
-  });
-  return seen;
-}
+const handler = fx.serveRecorded;
 
-const sessionEvents = async (sessionId: string) =>
-  (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).filter(
-    (e: EventEnvelope) => e.correlation.session_id === sessionId,
-  );
+const sessionEvents = fx.sessionEvents;
 const sessionTimeline = async (sessionId: string) =>
   (await timelineOf(fx.env().jsm, fx.env().names.timelineStream)).filter(
     (r: TimelineRecord) => r.correlation.session_id === sessionId,

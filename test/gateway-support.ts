@@ -5,12 +5,20 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { ensureBucket } from "@geode/bus";
-import { type AgentRecord, CLAUDE_CODE_HOOK_PATH, sha256 } from "@geode/contracts";
+import {
+  type AgentRecord,
+  CLAUDE_CODE_HOOK_PATH,
+  type EventEnvelope,
+  type HookName,
+  sha256,
+} from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
+import type { HookEnvelope } from "@geode/sdk";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { HandlerScope, startDispatcher } from "./hooks-support.js";
+import { eventsOf } from "./verify-support.js";
 
 /** Writes an agent record the way `geode agents add` does; returns its token. */
 export async function addAgent(env: TestEnv, name: string): Promise<string> {
@@ -43,6 +51,15 @@ export interface GatewayFixture {
   scope: () => HandlerScope;
   gateway: () => AgentGateway;
   token: () => string;
+  /** Serves a handler that records what it saw (the array returned) and answers `decide`. */
+  serveRecorded(
+    hook: HookName,
+    name: string,
+    decide: (e: HookEnvelope) => unknown,
+    options?: { priority?: number },
+  ): Promise<HookEnvelope[]>;
+  /** The runtime events of one session, from the events stream. */
+  sessionEvents(sessionId: string): Promise<EventEnvelope[]>;
   /** POSTs a hook input; resolves with the status and the parsed body. */
   post(
     body: unknown,
@@ -88,6 +105,19 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
     scope: () => ready(scope),
     gateway: () => ready(gateway),
     token: () => token,
+    async serveRecorded(hook, name, decide, options = {}) {
+      const seen: HookEnvelope[] = [];
+      await ready(scope).serve(hook, { name, ...options }, (e) => {
+        seen.push(e);
+        return decide(e) as never;
+      });
+      return seen;
+    },
+    async sessionEvents(sessionId) {
+      return (await eventsOf(env().jsm, env().names.eventsStream)).filter(
+        (e: EventEnvelope) => e.correlation.session_id === sessionId,
+      );
+    },
     async post(body, options = {}) {
       const t = options.token === undefined ? token : options.token;
       const res = await fetch(`${ready(gateway).url}${options.path ?? CLAUDE_CODE_HOOK_PATH}`, {

@@ -4,13 +4,13 @@
  * loopback, `HOME` a temp folder. The stand-in answers the main loop's requests (they carry tools)
  * from a script of turns, streaming SSE as the API does, and side requests with a short text.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { runAgentProcess } from "./agent-cli-support.js";
 
 /** The pinned Claude Code as docs/claude-code.md runs it: its native binary, put there by its postinstall. */
 const CLAUDE_BIN = path.join(REPO_ROOT, "node_modules/.bin/claude");
@@ -196,7 +196,7 @@ export function scratch(): { home: string; work: string; cleanup(): void } {
 }
 
 /** Runs `claude -p <prompt>` headless against the stand-in; kills it (and its children) after `timeoutMs`. */
-export function runClaude(options: {
+export async function runClaude(options: {
   prompt: string;
   settingsFile: string;
   apiUrl: string;
@@ -215,9 +215,8 @@ export function runClaude(options: {
     "json",
     ...(options.args ?? []),
   ];
-  const child = spawn(CLAUDE_BIN, args, {
+  const run = await runAgentProcess(CLAUDE_BIN, args, {
     cwd: options.cwd,
-    detached: true,
     env: {
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: options.home,
@@ -226,30 +225,13 @@ export function runClaude(options: {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       GEODE_AGENT_TOKEN: options.token,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    timeoutMs: options.timeoutMs,
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const timer = setTimeout(() => {
-    try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, options.timeoutMs ?? 120_000);
-  return new Promise((resolve) => {
-    // "close", not "exit": stdout is complete only once every holder of the pipe is gone.
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      let result: Record<string, unknown> | null = null;
-      try {
-        result = JSON.parse(stdout) as Record<string, unknown>;
-      } catch {
-        // not JSON (a crash, or killed): left null
-      }
-      resolve({ code, result, stdout, stderr });
-    });
-  });
+  let result: Record<string, unknown> | null = null;
+  try {
+    result = JSON.parse(run.stdout) as Record<string, unknown>;
+  } catch {
+    // not JSON (a crash, or killed): left null
+  }
+  return { ...run, result };
 }

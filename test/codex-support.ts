@@ -4,13 +4,13 @@
  * OpenAI Responses API on loopback. The stand-in answers each request with the next turn of a
  * script (a shell call, or text that ends the turn), streaming SSE as the API does.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { runAgentProcess } from "./agent-cli-support.js";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
 const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
@@ -164,7 +164,7 @@ export interface CodexRun {
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
-export function runCodex(options: {
+export async function runCodex(options: {
   prompt: string;
   home: string;
   cwd: string;
@@ -181,9 +181,8 @@ export function runCodex(options: {
     ...(options.args ?? []),
     options.prompt,
   ];
-  const child = spawn(process.execPath, args, {
+  const run = await runAgentProcess(process.execPath, args, {
     cwd: options.cwd,
-    detached: true,
     env: {
       PATH: process.env["PATH"] ?? "/usr/bin:/bin",
       HOME: options.home,
@@ -191,32 +190,16 @@ export function runCodex(options: {
       STANDIN_API_KEY: "standin-not-a-real-key",
       ...options.env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    timeoutMs: options.timeoutMs,
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const timer = setTimeout(() => {
+  const events: Array<Record<string, unknown>> = [];
+  for (const line of run.stdout.split("\n")) {
+    if (!line.startsWith("{")) continue;
     try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
+      events.push(JSON.parse(line) as Record<string, unknown>);
     } catch {
-      // already gone
+      // not an event line
     }
-  }, options.timeoutMs ?? 120_000);
-  return new Promise((resolve) => {
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      const events: Array<Record<string, unknown>> = [];
-      for (const line of stdout.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        try {
-          events.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // not an event line
-        }
-      }
-      resolve({ code, events, stdout, stderr });
-    });
-  });
+  }
+  return { ...run, events };
 }

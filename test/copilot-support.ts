@@ -5,13 +5,13 @@
  * script (a `bash` tool call, or text that ends the turn), streaming `chat.completion.chunk` SSE
  * frames as the API does.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { type AgentProcessRun, runAgentProcess } from "./agent-cli-support.js";
 
 /** The npm package's loader: it runs the native binary of the platform package. */
 const COPILOT_BIN = path.join(REPO_ROOT, "node_modules/.bin/copilot");
@@ -132,12 +132,6 @@ export function copilotScratch(): { home: string; work: string; cleanup(): void 
   };
 }
 
-export interface CopilotRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** The environment of an offline Copilot run against the stand-in at `apiUrl`. */
 function copilotEnv(home: string, apiUrl: string): Record<string, string> {
   return {
@@ -161,7 +155,7 @@ export function runCopilot(options: {
   env?: Record<string, string>;
   args?: string[];
   timeoutMs?: number;
-}): Promise<CopilotRun> {
+}): Promise<AgentProcessRun> {
   const args = [
     "-p",
     options.prompt,
@@ -169,27 +163,9 @@ export function runCopilot(options: {
     "--disable-client-telemetry",
     ...(options.args ?? ["--allow-all-tools"]),
   ];
-  const child = spawn(COPILOT_BIN, args, {
+  return runAgentProcess(COPILOT_BIN, args, {
     cwd: options.cwd,
-    detached: true,
     env: { ...copilotEnv(options.home, options.apiUrl), ...options.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-  child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const timer = setTimeout(() => {
-    try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, options.timeoutMs ?? 120_000);
-  return new Promise((resolve) => {
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+    timeoutMs: options.timeoutMs,
   });
 }

@@ -5,21 +5,16 @@
  * scripted stand-in for the Responses API on loopback.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { freePort } from "@geode/cli";
-import { runCliCaptured } from "@geode/cli/testing";
 import { HookName } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
 import type { HookEnvelope } from "@geode/sdk";
-import { REPO_ROOT, useTestEnv, waitFor } from "@geode/testing";
-import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { REPO_ROOT, waitFor } from "@geode/testing";
 import pg from "pg";
 import { parse } from "smol-toml";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useAgentPlane } from "./agent-cli-support.js";
 import {
   type CodexRun,
   type CodexTurn,
@@ -29,21 +24,10 @@ import {
   runCodex,
   startResponsesStandIn,
 } from "./codex-support.js";
-import { HandlerScope, startDispatcher } from "./hooks-support.js";
 
 const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
-const env = useTestEnv();
-let dispatcher: HookDispatcher;
-let verifier: RunningVerifier;
-let recorder: ActivityRecorder;
-let gateway: AgentGateway;
-let scope: HandlerScope;
-let token = "";
-let runsDir = "";
-const cleanups: Array<() => void | Promise<void>> = [];
-
-const geode = (args: string[], extra: Record<string, string> = {}) =>
-  runCliCaptured(args, { ...process.env, ...env().env, ...extra });
+const plane = useAgentPlane("codex-laptop");
+const { env, cleanups, geode } = plane;
 
 /** A scratch CODEX_HOME with the stand-in provider, and the gateway's hooks written by `geode connect codex`. */
 async function codexHome(
@@ -59,7 +43,7 @@ async function codexHome(
       "connect",
       "codex",
       "--url",
-      options.url ?? gateway.url,
+      options.url ?? plane.gateway().url,
       "--write",
       config,
       "--codex",
@@ -84,7 +68,7 @@ async function session(
     prompt: options.prompt ?? "Do the task.",
     home,
     cwd: work,
-    env: { GEODE_AGENT_TOKEN: options.token ?? token },
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
   });
   const started = run.events.find((e) => e["type"] === "thread.started");
   return { run, api, work, home, sessionId: String(started?.["thread_id"] ?? "") };
@@ -126,37 +110,6 @@ const toolOutputs = (api: ResponsesStandIn) =>
       .map((i) => String(i["output"])),
   );
 
-beforeAll(async () => {
-  const { nc, names, databaseUrl } = env();
-  runsDir = mkdtempSync(path.join(tmpdir(), "geode-codex-runs-"));
-  dispatcher = await startDispatcher(env());
-  verifier = await startVerifier({ nc, names });
-  recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
-  gateway = await startAgentGateway({
-    nc,
-    names,
-    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
-  });
-  scope = new HandlerScope(env(), [dispatcher]);
-  const added = await geode(["agents", "add", "codex-laptop"]);
-  expect(added.code, added.err).toBe(0);
-  token = added.out.trimEnd().split("\n").at(-1) as string;
-  await waitFor(() => gateway.agents() === 1);
-}, 120_000);
-
-afterEach(async () => {
-  await scope.close();
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-afterAll(async () => {
-  await gateway?.stop();
-  await recorder?.stop();
-  await verifier?.stop();
-  await dispatcher?.stop();
-  rmSync(runsDir, { recursive: true, force: true });
-});
-
 // Each case runs a real Codex process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 240_000 };
 
@@ -166,7 +119,7 @@ describe("Codex CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       const seen: string[] = [];
-      await scope.serve(HookName.SessionStart, { name: "watch-start" }, (e) => {
+      await plane.scope().serve(HookName.SessionStart, { name: "watch-start" }, (e) => {
         seen.push(String(e.payload["model"]));
         return null;
       });
@@ -180,11 +133,13 @@ describe("Codex CLI governed through the agent gateway", () => {
     "a PreToolUse guard blocks a shell command: it never runs, the model reads the reason",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
-        command(e).includes("blocked.txt")
-          ? { action: "block", reason: "touching blocked.txt is not allowed" }
-          : null,
-      );
+      await plane
+        .scope()
+        .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
+          command(e).includes("blocked.txt")
+            ? { action: "block", reason: "touching blocked.txt is not allowed" }
+            : null,
+        );
       const { api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
       expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
@@ -195,7 +150,7 @@ describe("Codex CLI governed through the agent gateway", () => {
     "a rewrite changes the command that runs (codex exec skips its own approval: bypassPermissions)",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+      await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
         command(e) === "touch original.txt"
           ? {
               action: "rewrite",
@@ -212,7 +167,7 @@ describe("Codex CLI governed through the agent gateway", () => {
   );
 
   it("PostToolUse context reaches the model's next request", CLI, async () => {
-    await scope.serve(HookName.PostToolUse, { name: "hint" }, () => ({
+    await plane.scope().serve(HookName.PostToolUse, { name: "hint" }, () => ({
       action: "add_context",
       reason: "remember: the build needs CODEX-CTX-77",
     }));
@@ -221,7 +176,7 @@ describe("Codex CLI governed through the agent gateway", () => {
   });
 
   it("a Stop loop goes through the verifier and is ended by the revise budget", CLI, async () => {
-    await scope.serve(HookName.PostVerify, { name: "never-happy" }, () => ({
+    await plane.scope().serve(HookName.PostVerify, { name: "never-happy" }, () => ({
       action: "revise",
       instruction: "Say it again, better (CODEX-REVISE).",
     }));
@@ -253,7 +208,7 @@ describe("Codex CLI governed through the agent gateway", () => {
       const refused = await runHookCommand(
         readFileSync(path.join(home, "config.toml"), "utf8"),
         "UserPromptSubmit",
-        token,
+        plane.token(),
       );
       expect(refused.status).toBe(2);
       expect(refused.stderr).toContain("a guarded call is refused");
@@ -262,7 +217,7 @@ describe("Codex CLI governed through the agent gateway", () => {
 
   it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Codex go on", CLI, async () => {
     const seen: HookEnvelope[] = [];
-    await scope.serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
+    await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
       seen.push(e);
       return null;
     });
@@ -285,7 +240,7 @@ describe("Codex CLI governed through the agent gateway", () => {
     "the session is a run with agent_kind codex: its events, invocations and timeline in Postgres",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
+      await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
       const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
       expect(sessionId).not.toBe("");
       const db = new pg.Client({ connectionString: env().databaseUrl });
@@ -314,7 +269,7 @@ describe("Codex CLI governed through the agent gateway", () => {
         [sessionId],
       );
       expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
-      const jsonl = readFileSync(path.join(runsDir, sessionId, "events.jsonl"), "utf8");
+      const jsonl = readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8");
       expect(jsonl).toContain("session_started");
       // geode agents ls: the agent's kind, sessions and audited hook calls, from the projection.
       await waitFor(async () => {
@@ -350,8 +305,11 @@ describe("Codex CLI governed through the agent gateway", () => {
     const api = await startResponsesStandIn([]);
     cleanups.push(() => api.close());
     const { home, config } = await codexHome(api.url);
-    const at = { HOME: home, CODEX_HOME: home, GEODE_AGENT_TOKEN: token };
-    const ok = await geode(["connect", "codex", "--check", "--url", gateway.url, "--codex", CODEX], at);
+    const at = { HOME: home, CODEX_HOME: home, GEODE_AGENT_TOKEN: plane.token() };
+    const ok = await geode(
+      ["connect", "codex", "--check", "--url", plane.gateway().url, "--codex", CODEX],
+      at,
+    );
     expect(ok.code, ok.err).toBe(0);
     expect(ok.out).toMatch(/trusted/);
     // An edited hook is no longer the one that was trusted: Codex would skip it silently.
@@ -359,13 +317,19 @@ describe("Codex CLI governed through the agent gateway", () => {
       config,
       readFileSync(config, "utf8").replace("--max-time", "--connect-timeout 5 --max-time"),
     );
-    const edited = await geode(["connect", "codex", "--check", "--url", gateway.url, "--codex", CODEX], at);
+    const edited = await geode(
+      ["connect", "codex", "--check", "--url", plane.gateway().url, "--codex", CODEX],
+      at,
+    );
     expect(edited.code).toBe(1);
     expect(edited.err).toMatch(/is (modified|untrusted): codex exec skips it silently/);
-    const badToken = await geode(["connect", "codex", "--check", "--url", gateway.url, "--codex", CODEX], {
-      ...at,
-      GEODE_AGENT_TOKEN: "nope",
-    });
+    const badToken = await geode(
+      ["connect", "codex", "--check", "--url", plane.gateway().url, "--codex", CODEX],
+      {
+        ...at,
+        GEODE_AGENT_TOKEN: "nope",
+      },
+    );
     expect(badToken.code).toBe(1);
   });
 });

@@ -5,60 +5,33 @@
  * on loopback.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { freePort } from "@geode/cli";
-import { runCliCaptured } from "@geode/cli/testing";
 import { HookName } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
-import { REPO_ROOT, useTestEnv, waitFor } from "@geode/testing";
-import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { REPO_ROOT, waitFor } from "@geode/testing";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { type AgentProcessRun, runAgentProcess, useAgentPlane } from "./agent-cli-support.js";
 import {
   type ChatStandIn,
-  type CopilotRun,
   type CopilotTurn,
   copilotScratch,
   runCopilot,
   startChatStandIn,
 } from "./copilot-support.js";
-import { HandlerScope, startDispatcher } from "./hooks-support.js";
 
 const GEODE_BIN = path.join(REPO_ROOT, "packages/cli/bin/geode.mjs");
-const env = useTestEnv();
-let dispatcher: HookDispatcher;
-let verifier: RunningVerifier;
-let recorder: ActivityRecorder;
-let gateway: AgentGateway;
-let scope: HandlerScope;
-let token = "";
-let runsDir = "";
-const cleanups: Array<() => void | Promise<void>> = [];
-
-const geode = (args: string[], extra: Record<string, string> = {}) =>
-  runCliCaptured(args, { ...process.env, ...env().env, ...extra });
+const plane = useAgentPlane("copilot-laptop");
+const { env, cleanups, geode } = plane;
 
 /** `geode` as a process of its own in `cwd` (what `--check` reads the folder of). */
-function geodeIn(
-  cwd: string,
-  args: string[],
-  extra: Record<string, string>,
-): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, [GEODE_BIN, ...args], {
+const geodeIn = (cwd: string, args: string[], extra: Record<string, string>) =>
+  runAgentProcess(process.execPath, [GEODE_BIN, ...args], {
     cwd,
     env: { PATH: process.env["PATH"], ...extra },
   });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
-  child.stderr.on("data", (c: Buffer) => (err += c.toString("utf8")));
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, out, err })));
-}
 
 /** A scratch HOME with the gateway's hooks written by `geode connect copilot` (or none). */
 async function copilotHome(
@@ -72,7 +45,7 @@ async function copilotHome(
       "connect",
       "copilot",
       "--url",
-      options.url ?? gateway.url,
+      options.url ?? plane.gateway().url,
       ...(target ? ["--write", target] : []),
       ...(options.flags ?? []),
     ],
@@ -83,7 +56,7 @@ async function copilotHome(
 }
 
 interface Session {
-  run: CopilotRun;
+  run: AgentProcessRun;
   api: ChatStandIn;
   work: string;
   home: string;
@@ -103,7 +76,7 @@ async function session(
     home,
     cwd: work,
     apiUrl: api.url,
-    env: { GEODE_AGENT_TOKEN: options.token ?? token },
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
     ...(options.args ? { args: options.args } : {}),
   });
   const sessionId = /--resume=([0-9a-f-]{36})/.exec(run.stdout + run.stderr)?.[1] ?? "";
@@ -145,37 +118,6 @@ function runHookCommand(
   });
 }
 
-beforeAll(async () => {
-  const { nc, names, databaseUrl } = env();
-  runsDir = mkdtempSync(path.join(tmpdir(), "geode-copilot-runs-"));
-  dispatcher = await startDispatcher(env());
-  verifier = await startVerifier({ nc, names });
-  recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
-  gateway = await startAgentGateway({
-    nc,
-    names,
-    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
-  });
-  scope = new HandlerScope(env(), [dispatcher]);
-  const added = await geode(["agents", "add", "copilot-laptop"]);
-  expect(added.code, added.err).toBe(0);
-  token = added.out.trimEnd().split("\n").at(-1) as string;
-  await waitFor(() => gateway.agents() === 1);
-}, 120_000);
-
-afterEach(async () => {
-  await scope.close();
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-afterAll(async () => {
-  await gateway?.stop();
-  await recorder?.stop();
-  await verifier?.stop();
-  await dispatcher?.stop();
-  rmSync(runsDir, { recursive: true, force: true });
-});
-
 // Each case runs a real Copilot process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 240_000 };
 
@@ -184,11 +126,13 @@ describe("Copilot CLI governed through the agent gateway", () => {
     "a preToolUse guard blocks a bash call even under --allow-all-tools: it never runs, the model reads the reason",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["bash"] } }, (e) =>
-        command(e).includes("blocked.txt")
-          ? { action: "block", reason: "touching blocked.txt is not allowed" }
-          : null,
-      );
+      await plane
+        .scope()
+        .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["bash"] } }, (e) =>
+          command(e).includes("blocked.txt")
+            ? { action: "block", reason: "touching blocked.txt is not allowed" }
+            : null,
+        );
       const { run, api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(run.code, run.stderr.slice(-1500)).toBe(0);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
@@ -201,11 +145,11 @@ describe("Copilot CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       const seen: HookEnvelope[] = [];
-      await scope.serve(HookName.PreToolUse, { name: "watch" }, (e) => {
+      await plane.scope().serve(HookName.PreToolUse, { name: "watch" }, (e) => {
         seen.push(e);
         return null;
       });
-      await scope.serve(HookName.PostToolUse, { name: "hint" }, () => ({
+      await plane.scope().serve(HookName.PostToolUse, { name: "hint" }, () => ({
         action: "add_context",
         reason: "remember: the build needs COPILOT-CTX-77",
       }));
@@ -238,7 +182,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       const candidates: string[] = [];
-      await scope.serve(HookName.PostVerify, { name: "never-happy" }, (e) => {
+      await plane.scope().serve(HookName.PostVerify, { name: "never-happy" }, (e) => {
         candidates.push(JSON.stringify(e.payload));
         return { action: "revise", instruction: "Say it again, better (COPILOT-REVISE)." };
       });
@@ -269,7 +213,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       });
       expect(existsSync(path.join(work, "x.txt"))).toBe(false);
       expect(api.requests).toHaveLength(0);
-      const refused = await runHookCommand(home, "preToolUse", token, {
+      const refused = await runHookCommand(home, "preToolUse", plane.token(), {
         sessionId: "s-cmd",
         toolName: "bash",
         toolArgs: { command: "ls" },
@@ -278,7 +222,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       expect(refused.stderr).toContain("a guarded call is refused");
       expect(JSON.parse(refused.stdout)).toMatchObject({ permissionDecision: "deny" });
       // Exit 2 alone does not stop a prompt: the command prints Copilot's block too.
-      const prompt = await runHookCommand(home, "userPromptSubmitted", token, {
+      const prompt = await runHookCommand(home, "userPromptSubmitted", plane.token(), {
         sessionId: "s",
         prompt: "hi",
       });
@@ -289,7 +233,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
 
   it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Copilot go on", CLI, async () => {
     const seen: HookEnvelope[] = [];
-    await scope.serve(HookName.PreToolUse, { name: "watch-tools" }, (e) => {
+    await plane.scope().serve(HookName.PreToolUse, { name: "watch-tools" }, (e) => {
       seen.push(e);
       return { action: "block", reason: "never reached" };
     });
@@ -309,7 +253,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
   });
 
   it("the session is a run with agent_kind copilot: its events, invocations and JSONL", CLI, async () => {
-    await scope.serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
+    await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
     const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
     expect(sessionId).not.toBe("");
     const db = new pg.Client({ connectionString: env().databaseUrl });
@@ -337,7 +281,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       [sessionId],
     );
     expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
-    const jsonl = readFileSync(path.join(runsDir, sessionId, "events.jsonl"), "utf8");
+    const jsonl = readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8");
     expect(jsonl).toContain("session_started");
     expect(jsonl).toContain("tool_exec_ended");
     const audit = await geode(["audit", "--session", sessionId, "--json"]);
@@ -351,44 +295,56 @@ describe("Copilot CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       const user = await copilotHome();
-      const ok = await geodeIn(user.work, ["connect", "copilot", "--check", "--url", gateway.url], {
+      const ok = await geodeIn(user.work, ["connect", "copilot", "--check", "--url", plane.gateway().url], {
         HOME: user.home,
-        GEODE_AGENT_TOKEN: token,
+        GEODE_AGENT_TOKEN: plane.token(),
       });
-      expect(ok.code, ok.err).toBe(0);
-      expect(ok.out).toContain("geode.json");
-      const badToken = await geodeIn(user.work, ["connect", "copilot", "--check", "--url", gateway.url], {
-        HOME: user.home,
-        GEODE_AGENT_TOKEN: "nope",
-      });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stdout).toContain("geode.json");
+      const badToken = await geodeIn(
+        user.work,
+        ["connect", "copilot", "--check", "--url", plane.gateway().url],
+        {
+          HOME: user.home,
+          GEODE_AGENT_TOKEN: "nope",
+        },
+      );
       expect(badToken.code).toBe(1);
-      expect(badToken.err).toMatch(/does not know the token/);
+      expect(badToken.stderr).toMatch(/does not know the token/);
 
       // Repository hooks only: Copilot skips them silently unless it trusts the folder.
       const repo = await copilotHome({ write: (work) => path.join(work, ".github/hooks/geode.json") });
-      const at = { HOME: repo.home, GEODE_AGENT_TOKEN: token };
-      const untrusted = await geodeIn(repo.work, ["connect", "copilot", "--check", "--url", gateway.url], at);
+      const at = { HOME: repo.home, GEODE_AGENT_TOKEN: plane.token() };
+      const untrusted = await geodeIn(
+        repo.work,
+        ["connect", "copilot", "--check", "--url", plane.gateway().url],
+        at,
+      );
       expect(untrusted.code).toBe(1);
-      expect(untrusted.err).toMatch(/Copilot does not trust .* skips it silently/);
-      expect(untrusted.err.trim().split("\n")).toHaveLength(1);
+      expect(untrusted.stderr).toMatch(/Copilot does not trust .* skips it silently/);
+      expect(untrusted.stderr.trim().split("\n")).toHaveLength(1);
       // And indeed: a guard there never runs.
-      await scope.serve(HookName.PreToolUse, { name: "repo-guard" }, () => ({
+      await plane.scope().serve(HookName.PreToolUse, { name: "repo-guard" }, () => ({
         action: "block",
         reason: "no",
       }));
       const api = await startChatStandIn([shell("touch skipped.txt"), { text: "Done." }]);
       cleanups.push(() => api.close());
       const prompt = { prompt: "Do the task.", home: repo.home, cwd: repo.work, apiUrl: api.url };
-      await runCopilot({ ...prompt, env: { GEODE_AGENT_TOKEN: token } });
+      await runCopilot({ ...prompt, env: { GEODE_AGENT_TOKEN: plane.token() } });
       expect(existsSync(path.join(repo.work, "skipped.txt"))).toBe(true);
       // Trusted the way Copilot records it, the same hooks load and the check passes.
       writeFileSync(
         path.join(repo.home, ".copilot/config.json"),
         JSON.stringify({ trustedFolders: [repo.work] }),
       );
-      const trusted = await geodeIn(repo.work, ["connect", "copilot", "--check", "--url", gateway.url], at);
-      expect(trusted.code, trusted.err).toBe(0);
-      expect(trusted.out).toContain("trusted folder");
+      const trusted = await geodeIn(
+        repo.work,
+        ["connect", "copilot", "--check", "--url", plane.gateway().url],
+        at,
+      );
+      expect(trusted.code, trusted.stderr).toBe(0);
+      expect(trusted.stdout).toContain("trusted folder");
     },
   );
 });

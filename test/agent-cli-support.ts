@@ -4,7 +4,9 @@
  * agent gateway in-process, and one agent's token from `geode agents add`).
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
@@ -13,6 +15,7 @@ import { runCliCaptured } from "@geode/cli/testing";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { HandlerScope, startDispatcher } from "./hooks-support.js";
 
@@ -126,4 +129,100 @@ export function useAgentPlane(agentName: string): AgentPlane {
     cleanups,
     geode,
   };
+}
+
+/** One request the scripted model API was sent: its URL, its JSON body, its text. */
+export interface RecordedRequest {
+  url: string;
+  body: Record<string, unknown>;
+  raw: string;
+}
+
+/** A scripted stand-in for a model API on loopback. */
+export interface ScriptedApi {
+  readonly url: string;
+  readonly requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `POST <route>` on 127.0.0.1: each request is recorded and the i-th (from 0) answered by
+ * `answer(i, res)`; any other path gets 404.
+ */
+export async function startScriptedApi(
+  route: string,
+  answer: (i: number, res: ServerResponse) => void,
+): Promise<ScriptedApi> {
+  const requests: RecordedRequest[] = [];
+  let n = 0;
+  const server = createServer((req, res) => {
+    let raw = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (raw += c));
+    req.on("end", () => {
+      const url = req.url ?? "/";
+      if (!url.startsWith(route)) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: `no route ${url}` } }));
+        return;
+      }
+      let body: Record<string, unknown> = {};
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        // not JSON: answered like any other request
+      }
+      requests.push({ url, body, raw });
+      answer(n++, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * What the recorder kept of one agent session, once it ended: its `session_started` payload, its
+ * audit rows (extension and hook) and its JSONL file.
+ */
+export async function recordedSession(
+  plane: AgentPlane,
+  sessionId: string,
+): Promise<{
+  started: Record<string, unknown>;
+  audits: Array<{ extension: string; name: string }>;
+  jsonl: string;
+}> {
+  const db = new pg.Client({ connectionString: plane.env().databaseUrl });
+  await db.connect();
+  try {
+    const schema = plane.env().ns;
+    await waitFor(async () => {
+      const r = await db.query(
+        `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
+        [sessionId],
+      );
+      return r.rows[0].n === 1;
+    }, 30_000);
+    const started = await db.query(
+      `select payload from ${schema}.activity_events where session_id = $1 and event = 'session_started'`,
+      [sessionId],
+    );
+    const audits = await db.query(
+      `select extension, name from ${schema}.extension_invocations where session_id = $1`,
+      [sessionId],
+    );
+    const jsonl = readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8");
+    return { started: started.rows[0]?.payload ?? {}, audits: audits.rows, jsonl };
+  } finally {
+    await db.end();
+  }
 }

@@ -5,12 +5,10 @@
  * script (a shell call, or text that ends the turn), streaming SSE as the API does.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { runAgentProcess } from "./agent-cli-support.js";
+import { runAgentProcess, type ScriptedApi, startScriptedApi } from "./agent-cli-support.js";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
 const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
@@ -21,17 +19,8 @@ export type CodexTurn =
   | { call: { name: string; arguments: Record<string, unknown> } }
   | { text: string };
 
-interface RecordedRequest {
-  url: string;
-  body: Record<string, unknown>;
-  raw: string;
-}
-
-export interface ResponsesStandIn {
-  readonly url: string;
-  readonly requests: RecordedRequest[];
-  close(): Promise<void>;
-}
+/** The Responses API stand-in. */
+export type ResponsesStandIn = ScriptedApi;
 
 function itemOf(turn: CodexTurn, n: number): Record<string, unknown> {
   if ("text" in turn)
@@ -82,46 +71,13 @@ function eventsOf(turn: CodexTurn, n: number): Array<[string, Record<string, unk
 }
 
 /** Serves `POST /v1/responses` on 127.0.0.1: request i gets `script[i]` (then "Done."). */
-export async function startResponsesStandIn(script: CodexTurn[]): Promise<ResponsesStandIn> {
-  const requests: RecordedRequest[] = [];
-  let n = 0;
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("end", () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch {
-        // not JSON: answered like any other request
-      }
-      const url = req.url ?? "/";
-      if (!url.startsWith("/v1/responses")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: `no route ${url}` } }));
-        return;
-      }
-      requests.push({ url, body, raw });
-      const i = n++;
-      const turn = script[i] ?? { text: "Done." };
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const [event, data] of eventsOf(turn, i))
-        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      res.end();
-    });
+export function startResponsesStandIn(script: CodexTurn[]): Promise<ResponsesStandIn> {
+  return startScriptedApi("/v1/responses", (i, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const [event, data] of eventsOf(script[i] ?? { text: "Done." }, i))
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    res.end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** A scratch CODEX_HOME (also HOME) and a working folder; removed by `cleanup`. */

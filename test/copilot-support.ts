@@ -6,12 +6,15 @@
  * frames as the API does.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
-import { type AgentProcessRun, runAgentProcess } from "./agent-cli-support.js";
+import {
+  type AgentProcessRun,
+  runAgentProcess,
+  type ScriptedApi,
+  startScriptedApi,
+} from "./agent-cli-support.js";
 
 /** The npm package's loader: it runs the native binary of the platform package. */
 const COPILOT_BIN = path.join(REPO_ROOT, "node_modules/.bin/copilot");
@@ -25,17 +28,8 @@ const PKG_CACHE = path.join(REPO_ROOT, "node_modules/.cache/copilot");
 /** One scripted answer of the model: a shell command to run, or text that ends the turn. */
 export type CopilotTurn = { shell: string } | { text: string };
 
-interface RecordedRequest {
-  url: string;
-  body: Record<string, unknown>;
-  raw: string;
-}
-
-export interface ChatStandIn {
-  readonly url: string;
-  readonly requests: RecordedRequest[];
-  close(): Promise<void>;
-}
+/** The chat-completions stand-in. */
+export type ChatStandIn = ScriptedApi;
 
 function framesOf(turn: CopilotTurn, n: number): Array<Record<string, unknown>> {
   const base = { id: `chatcmpl-standin-${n}`, object: "chat.completion.chunk", created: 1, model: "gpt-4.1" };
@@ -76,45 +70,13 @@ function framesOf(turn: CopilotTurn, n: number): Array<Record<string, unknown>> 
 }
 
 /** Serves `POST /v1/chat/completions` on 127.0.0.1: request i gets `script[i]` (then "Done."). */
-export async function startChatStandIn(script: CopilotTurn[]): Promise<ChatStandIn> {
-  const requests: RecordedRequest[] = [];
-  let n = 0;
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("end", () => {
-      const url = req.url ?? "/";
-      if (!url.startsWith("/v1/chat/completions")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: `no route ${url}` } }));
-        return;
-      }
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(raw) as Record<string, unknown>;
-      } catch {
-        // not JSON: answered like any other request
-      }
-      requests.push({ url, body, raw });
-      const i = n++;
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const frame of framesOf(script[i] ?? { text: "Done." }, i))
-        res.write(`data: ${JSON.stringify(frame)}\n\n`);
-      res.end("data: [DONE]\n\n");
-    });
+export function startChatStandIn(script: CopilotTurn[]): Promise<ChatStandIn> {
+  return startScriptedApi("/v1/chat/completions", (i, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const frame of framesOf(script[i] ?? { text: "Done." }, i))
+      res.write(`data: ${JSON.stringify(frame)}\n\n`);
+    res.end("data: [DONE]\n\n");
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** A scratch HOME (Copilot's folder `.copilot` in it) and a working folder; removed by `cleanup`. */

@@ -10,11 +10,10 @@ import path from "node:path";
 import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
-import { REPO_ROOT, waitFor } from "@geode/testing";
-import pg from "pg";
+import { REPO_ROOT } from "@geode/testing";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { useAgentPlane } from "./agent-cli-support.js";
+import { recordedSession, useAgentPlane } from "./agent-cli-support.js";
 import {
   type CodexRun,
   type CodexTurn,
@@ -27,7 +26,7 @@ import {
 
 const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
 const plane = useAgentPlane("codex-laptop");
-const { env, cleanups, geode } = plane;
+const { cleanups, geode } = plane;
 
 /** A scratch CODEX_HOME with the stand-in provider, and the gateway's hooks written by `geode connect codex`. */
 async function codexHome(
@@ -243,42 +242,16 @@ describe("Codex CLI governed through the agent gateway", () => {
       await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
       const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
       expect(sessionId).not.toBe("");
-      const db = new pg.Client({ connectionString: env().databaseUrl });
-      await db.connect();
-      cleanups.push(() => db.end());
-      const schema = env().ns;
-      await waitFor(async () => {
-        const r = await db.query(
-          `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
-          [sessionId],
-        );
-        return r.rows[0].n === 1;
-      }, 30_000);
-      const started = await db.query(
-        `select payload from ${schema}.activity_events where session_id = $1 and event = 'session_started'`,
-        [sessionId],
-      );
-      expect(started.rows[0].payload).toMatchObject({
+      const { started, audits, jsonl } = await recordedSession(plane, sessionId);
+      expect(started).toMatchObject({
         agent_kind: "codex",
         agent: "codex-laptop",
         model: "gpt-5-codex",
         provider: "openai",
       });
-      const audits = await db.query(
-        `select extension, name from ${schema}.extension_invocations where session_id = $1`,
-        [sessionId],
-      );
-      expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
-      const jsonl = readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8");
+      expect(audits).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
       expect(jsonl).toContain("session_started");
-      // geode agents ls: the agent's kind, sessions and audited hook calls, from the projection.
-      await waitFor(async () => {
-        const r = await db.query(
-          `select count(*)::int as n from ${schema}.extension_invocations where session_id = $1`,
-          [sessionId],
-        );
-        return r.rows[0].n > 0;
-      });
+      // geode agents ls: the agent's kind, sessions and audited hook calls (audited above), from the projection.
       const ls = await geode(["agents", "ls", "--json"]);
       expect(ls.code, ls.err).toBe(0);
       const mine = (JSON.parse(ls.out) as Array<Record<string, unknown>>).find(

@@ -10,10 +10,14 @@ import path from "node:path";
 import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
-import { REPO_ROOT, waitFor } from "@geode/testing";
-import pg from "pg";
+import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { type AgentProcessRun, runAgentProcess, useAgentPlane } from "./agent-cli-support.js";
+import {
+  type AgentProcessRun,
+  recordedSession,
+  runAgentProcess,
+  useAgentPlane,
+} from "./agent-cli-support.js";
 import {
   type ChatStandIn,
   type CopilotTurn,
@@ -256,32 +260,9 @@ describe("Copilot CLI governed through the agent gateway", () => {
     await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
     const { sessionId } = await session([shell("echo audited"), { text: "Done." }]);
     expect(sessionId).not.toBe("");
-    const db = new pg.Client({ connectionString: env().databaseUrl });
-    await db.connect();
-    cleanups.push(() => db.end());
-    const schema = env().ns;
-    await waitFor(async () => {
-      const r = await db.query(
-        `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
-        [sessionId],
-      );
-      return r.rows[0].n === 1;
-    }, 30_000);
-    const started = await db.query(
-      `select payload from ${schema}.activity_events where session_id = $1 and event = 'session_started'`,
-      [sessionId],
-    );
-    expect(started.rows[0].payload).toMatchObject({
-      agent_kind: "copilot",
-      agent: "copilot-laptop",
-      provider: "github",
-    });
-    const audits = await db.query(
-      `select extension, name from ${schema}.extension_invocations where session_id = $1`,
-      [sessionId],
-    );
-    expect(audits.rows).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
-    const jsonl = readFileSync(path.join(plane.runsDir(), sessionId, "events.jsonl"), "utf8");
+    const { started, audits, jsonl } = await recordedSession(plane, sessionId);
+    expect(started).toMatchObject({ agent_kind: "copilot", agent: "copilot-laptop", provider: "github" });
+    expect(audits).toEqual(expect.arrayContaining([{ extension: "audit-me", name: "PreToolUse" }]));
     expect(jsonl).toContain("session_started");
     expect(jsonl).toContain("tool_exec_ended");
     const audit = await geode(["audit", "--session", sessionId, "--json"]);

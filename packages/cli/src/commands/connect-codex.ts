@@ -4,7 +4,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { parse } from "smol-toml";
-import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import type { CommandIO, CommandModule } from "../command.js";
 import { listCodexHooks } from "../connect/codex-app-server.js";
 import {
   BLOCK_BEGIN,
@@ -14,9 +14,9 @@ import {
   trustKeysOutsideBlock,
   trustToml,
 } from "../connect/codex-config.js";
+import { connectEndpoint } from "../connect/connect-endpoint.js";
 import { gatewayProblem } from "../connect/gateway-check.js";
 import { TOKEN_ENV } from "../connect/hook-command.js";
-import { hookEndpoint } from "./hook-shim.js";
 
 /** Where Codex reads managed hooks (trusted by definition; writing there needs root). */
 const MANAGED_FILE = "/etc/codex/requirements.toml";
@@ -177,13 +177,7 @@ export const connectCodexCommand: CommandModule = {
         codex: { type: "string" },
       },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-    let endpoint: string;
-    try {
-      endpoint = hookEndpoint(values.url, io.env, "codex");
-    } catch {
-      throw new UsageError(`--url is not a URL: ${values.url}`);
-    }
+    const endpoint = connectEndpoint(values.url, positionals, io.env, "codex");
     const managed = values.managed === true;
     const o: Options = {
       endpoint,

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
-import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import type { CommandIO, CommandModule } from "../command.js";
+import { connectEndpoint } from "../connect/connect-endpoint.js";
 import {
   type CopilotHooksFile,
   copilotHooks,
@@ -15,7 +16,6 @@ import {
 import { gatewayProblem } from "../connect/gateway-check.js";
 import { isGeodeHookCommand, TOKEN_ENV } from "../connect/hook-command.js";
 import { shimCommand } from "./connect.js";
-import { hookEndpoint } from "./hook-shim.js";
 
 interface Options {
   endpoint: string;
@@ -123,13 +123,7 @@ export const connectCopilotCommand: CommandModule = {
         print: { type: "boolean", default: false },
       },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-    let endpoint: string;
-    try {
-      endpoint = hookEndpoint(values.url, io.env, "copilot");
-    } catch {
-      throw new UsageError(`--url is not a URL: ${values.url}`);
-    }
+    const endpoint = connectEndpoint(values.url, positionals, io.env, "copilot");
     const o: Options = {
       endpoint,
       file: path.resolve(values.write ?? userHooksFile(io.env)),

@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
-import { type CommandModule, UsageError } from "../command.js";
+import type { CommandModule } from "../command.js";
 import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
+import { connectEndpoint } from "../connect/connect-endpoint.js";
 import { shellQuote } from "../connect/hook-command.js";
-import { hookEndpoint } from "./hook-shim.js";
 
 /** The command that runs this CLI's hook shim (this Node, this checkout's `geode`) for `agent`. */
 export function shimCommand(hookUrl: string, failClosed: boolean, agent?: string): string {
@@ -31,13 +31,7 @@ export const connectClaudeCodeCommand: CommandModule = {
         "fail-closed": { type: "boolean", default: false },
       },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-    let hookUrl: string;
-    try {
-      hookUrl = hookEndpoint(values.url, io.env);
-    } catch {
-      throw new UsageError(`--url is not a URL: ${values.url}`);
-    }
+    const hookUrl = connectEndpoint(values.url, positionals, io.env, "claude-code");
     const failClosed = values["fail-closed"] === true;
     const hooks = claudeCodeHooks({
       hookUrl,

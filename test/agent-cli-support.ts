@@ -132,7 +132,7 @@ export function useAgentPlane(agentName: string): AgentPlane {
 }
 
 /** One request the scripted model API was sent: its URL, its JSON body, its text. */
-export interface RecordedRequest {
+interface RecordedRequest {
   url: string;
   body: Record<string, unknown>;
   raw: string;

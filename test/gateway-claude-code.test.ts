@@ -6,17 +6,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { freePort } from "@geode/cli";
-import { runCliCaptured } from "@geode/cli/testing";
 import { HookName } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
-import { useTestEnv, waitFor } from "@geode/testing";
-import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { waitFor } from "@geode/testing";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useAgentPlane } from "./agent-plane-support.js";
 import {
   type AnthropicStandIn,
   type ClaudeRun,
@@ -25,20 +21,12 @@ import {
   startAnthropicStandIn,
   type Turn,
 } from "./claude-code-support.js";
-import { HandlerScope, startDispatcher } from "./hooks-support.js";
 
-const env = useTestEnv();
-let dispatcher: HookDispatcher;
-let verifier: RunningVerifier;
-let recorder: ActivityRecorder;
-let gateway: AgentGateway;
-let scope: HandlerScope;
-let token = "";
-let runsDir = "";
+const plane = useAgentPlane("claude");
+const { env, cleanups } = plane;
 let settingsDir = "";
-const cleanups: Array<() => void | Promise<void>> = [];
 
-const geode = (...argv: string[]) => runCliCaptured(argv, { ...process.env, ...env().env });
+const geode = (...argv: string[]) => plane.geode(argv);
 
 /** Writes Claude Code settings with `geode connect claude-code` and returns the file. */
 async function settingsFor(url: string, ...flags: string[]): Promise<string> {
@@ -58,11 +46,11 @@ async function session(
   cleanups.push(() => api.close(), dirs.cleanup);
   const run = await runClaude({
     prompt: options.prompt ?? "Do the task.",
-    settingsFile: options.settings ?? (await settingsFor(gateway.url)),
+    settingsFile: options.settings ?? (await settingsFor(plane.gateway().url)),
     apiUrl: api.url,
     home: dirs.home,
     cwd: dirs.work,
-    token: options.token ?? token,
+    token: options.token ?? plane.token(),
     args: options.args ?? ["--allowedTools", "Bash"],
   });
   expect(run.result, `claude exited ${run.code}: ${run.stderr.slice(-2000)}`).not.toBeNull();
@@ -74,36 +62,11 @@ const bash = (command: string): Turn => ({
 });
 const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
 
-beforeAll(async () => {
-  const { nc, names, databaseUrl } = env();
-  runsDir = mkdtempSync(path.join(tmpdir(), "geode-cc-runs-"));
+beforeAll(() => {
   settingsDir = mkdtempSync(path.join(tmpdir(), "geode-cc-settings-"));
-  dispatcher = await startDispatcher(env());
-  verifier = await startVerifier({ nc, names });
-  recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
-  gateway = await startAgentGateway({
-    nc,
-    names,
-    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 20_000 },
-  });
-  scope = new HandlerScope(env(), [dispatcher]);
-  const added = await geode("agents", "add", "claude");
-  expect(added.code, added.err).toBe(0);
-  token = added.out.trimEnd().split("\n").at(-1) as string;
-  await waitFor(() => gateway.agents() === 1);
-}, 120_000);
-
-afterEach(async () => {
-  await scope.close();
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-afterAll(async () => {
-  await gateway?.stop();
-  await recorder?.stop();
-  await verifier?.stop();
-  await dispatcher?.stop();
-  rmSync(runsDir, { recursive: true, force: true });
+afterAll(() => {
   rmSync(settingsDir, { recursive: true, force: true });
 });
 
@@ -115,11 +78,13 @@ describe("Claude Code governed through the agent gateway", () => {
     "a PreToolUse guard blocks a Bash call: the command never runs, Claude sees the reason",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
-        command(e).includes("blocked.txt")
-          ? { action: "block", reason: "touching blocked.txt is not allowed" }
-          : null,
-      );
+      await plane
+        .scope()
+        .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
+          command(e).includes("blocked.txt")
+            ? { action: "block", reason: "touching blocked.txt is not allowed" }
+            : null,
+        );
       const { run, api, work } = await session([bash("touch blocked.txt"), { text: "Could not do it." }]);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
       expect(run.result?.["permission_denials"]).toEqual([expect.objectContaining({ tool_name: "Bash" })]);
@@ -128,7 +93,7 @@ describe("Claude Code governed through the agent gateway", () => {
   );
 
   it("a PreToolUse rewrite changes the command that runs", CLI, async () => {
-    await scope.serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+    await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
       command(e) === "touch original.txt"
         ? {
             action: "rewrite",
@@ -167,11 +132,13 @@ describe("Claude Code governed through the agent gateway", () => {
   });
 
   it("PostToolUse context reaches the model's next request", CLI, async () => {
-    await scope.serve(HookName.PostToolUse, { name: "hint" }, (e) =>
-      e.payload["has_error"]
-        ? null
-        : { action: "add_context", reason: "GEODE-HINT: the build cache is cold" },
-    );
+    await plane
+      .scope()
+      .serve(HookName.PostToolUse, { name: "hint" }, (e) =>
+        e.payload["has_error"]
+          ? null
+          : { action: "add_context", reason: "GEODE-HINT: the build cache is cold" },
+      );
     const { api } = await session([bash("echo hello"), { text: "Done." }]);
     expect(api.main()).toHaveLength(2);
     expect(api.main()[1]?.raw).toContain("GEODE-HINT: the build cache is cold");
@@ -180,7 +147,7 @@ describe("Claude Code governed through the agent gateway", () => {
 
   it("a Stop loop is ended by the revise budget", CLI, async () => {
     const verdicts: number[] = [];
-    await scope.serve(HookName.PostVerify, { name: "never-satisfied" }, (e) => {
+    await plane.scope().serve(HookName.PostVerify, { name: "never-satisfied" }, (e) => {
       verdicts.push(e.correlation.verify_attempt);
       return { action: "revise", instruction: "GEODE-REVISE: add the test results." };
     });
@@ -200,7 +167,7 @@ describe("Claude Code governed through the agent gateway", () => {
     "fails closed: a closed guard that is down denies the call; with --fail-closed settings a dead gateway blocks the prompt",
     CLI,
     async () => {
-      await scope.register({
+      await plane.scope().register({
         hook: HookName.PreToolUse,
         name: "crashed-guard",
         failure_mode: "closed",
@@ -220,7 +187,7 @@ describe("Claude Code governed through the agent gateway", () => {
 
   it("an unknown token gets 401 and nothing is invoked", CLI, async () => {
     const seen: HookEnvelope[] = [];
-    await scope.serve(HookName.PreToolUse, { name: "observer-401" }, (e) => {
+    await plane.scope().serve(HookName.PreToolUse, { name: "observer-401" }, (e) => {
       seen.push(e);
       return null;
     });
@@ -243,7 +210,7 @@ describe("Claude Code governed through the agent gateway", () => {
     "the session is a run: its events, invocations and timeline in Postgres, its activity in the run's JSONL",
     CLI,
     async () => {
-      await scope.serve(HookName.PreToolUse, { name: "audit-tools" }, () => null);
+      await plane.scope().serve(HookName.PreToolUse, { name: "audit-tools" }, () => null);
       const { sessionId } = await session([bash("echo projected"), { text: "All done." }]);
       expect(sessionId).not.toBe("");
       const db = new pg.Client({ connectionString: env().databaseUrl });
@@ -287,7 +254,7 @@ describe("Claude Code governed through the agent gateway", () => {
           expect.arrayContaining(["tool.called", "tool.completed", "verification.decided"]),
         );
         expect(timeline.at(-1)).toBe("session.ended");
-        const file = path.join(runsDir, sessionId, "events.jsonl");
+        const file = path.join(plane.runsDir(), sessionId, "events.jsonl");
         // `geode events tail` shows the session like any other.
         const tail = await geode("events", "tail", "--session", sessionId, "--from-seq", "1", "--limit", "2");
         expect(tail.code, tail.err).toBe(0);

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, GEMINI_CLI_EVENTS } from "@geode/contracts";
+import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_CLI_EVENTS } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
@@ -26,6 +26,7 @@ const GUIDES = [
   { file: "docs/claude-code.md", header: "| Claude Code event |", events: CLAUDE_CODE_EVENTS },
   { file: "docs/codex.md", header: "| Codex event |", events: CODEX_EVENTS },
   { file: "docs/gemini-cli.md", header: "| Gemini CLI event |", events: GEMINI_CLI_EVENTS },
+  { file: "docs/copilot.md", header: "| Copilot event |", events: COPILOT_EVENTS },
 ] as const;
 
 describe.each(GUIDES)("$file", ({ file, header, events }) => {
@@ -97,4 +98,16 @@ describe("docs/claude-code.md", () => {
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe(`${pinned} (Claude Code)`);
   }, 90_000);
+});
+
+describe("docs/copilot.md", () => {
+  it("names the three commands from nothing to a guarded session, and --check", () => {
+    for (const command of [
+      "geode up",
+      "geode agents add",
+      "geode connect copilot",
+      "geode connect copilot --check",
+    ])
+      expect(read("docs/copilot.md")).toContain(command);
+  });
 });

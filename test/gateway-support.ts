@@ -137,12 +137,12 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
 
 /**
  * Runs `fn` against a gateway on a namespace where no hook-dispatcher or verifier runs (so the
- * plane cannot decide), with one agent; `send` POSTs a body to `path` with its token.
+ * plane cannot decide), with one agent; `send` POSTs a body to `path` (and `query`) with its token.
  */
 export async function withUndecidedPlane(
   env: TestEnv,
   path: string,
-  fn: (send: (body: unknown) => Promise<{ status: number; body: unknown }>) => Promise<void>,
+  fn: (send: (body: unknown, query?: string) => Promise<{ status: number; body: unknown }>) => Promise<void>,
 ): Promise<void> {
   const names = buildNames(`${env.ns}_x`);
   const token = await addAgent({ ...env, names }, "lonely");
@@ -153,8 +153,8 @@ export async function withUndecidedPlane(
   });
   try {
     await waitFor(() => gateway.agents() === 1);
-    await fn(async (body) => {
-      const res = await fetch(`${gateway.url}${path}`, {
+    await fn(async (body, query = "") => {
+      const res = await fetch(`${gateway.url}${path}${query}`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}` },
         body: JSON.stringify(body),

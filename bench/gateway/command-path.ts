@@ -84,6 +84,33 @@ export const GEMINI_CASE: CommandPathCase = {
   }),
 };
 
+/** A Copilot CLI preToolUse input (native, as Copilot 1.0.102 sends it; the event is in the hook's URL). */
+export const COPILOT_CASE: CommandPathCase = {
+  agent: "Copilot CLI",
+  event: "preToolUse",
+  async command(base) {
+    const r = await runCliCaptured(
+      ["connect", "copilot", "--url", base, "--fail-closed", "--print"],
+      process.env,
+    );
+    if (r.code !== 0) throw new Error(`geode connect copilot: ${r.err}`);
+    return (JSON.parse(r.out) as { hooks: Record<string, Array<{ bash: string }>> }).hooks["preToolUse"]?.[0]
+      ?.bash as string;
+  },
+  input: JSON.stringify({
+    sessionId: randomUUID(),
+    timestamp: Date.now(),
+    cwd: "/home/dev/src/parser",
+    toolName: "bash",
+    toolArgs: {
+      command: "npm test -- --runInBand src/parser",
+      description: "Run the parser tests",
+      mode: "sync",
+      initial_wait: 30,
+    },
+  }),
+};
+
 /**
  * Measures each agent's command path against the do-nothing command hook, interleaved; returns
  * the lines to print and whether every agent met the target at the median.

@@ -24,7 +24,7 @@ import {
   summarize,
   table,
 } from "../lib/stats.js";
-import { CODEX_CASE, GEMINI_CASE, measureCommandPaths } from "./command-path.js";
+import { CODEX_CASE, COPILOT_CASE, GEMINI_CASE, measureCommandPaths } from "./command-path.js";
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 100);
 const PER_ROUND = 20;
@@ -185,7 +185,7 @@ try {
   const commandPath = await measureCommandPaths(
     gatewayUrl.replace(CLAUDE_CODE_HOOK_PATH, ""),
     token,
-    [CODEX_CASE, GEMINI_CASE],
+    [CODEX_CASE, GEMINI_CASE, COPILOT_CASE],
     Math.max(10, Math.round(ROUNDS / 5)),
   );
   process.stdout.write(`${commandPath.text}\n`);

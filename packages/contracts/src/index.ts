@@ -78,6 +78,18 @@ export {
   OPERATOR_PATTERN,
 } from "./console-api.js";
 export {
+  COPILOT_EVENT_PARAM,
+  COPILOT_EVENTS,
+  COPILOT_HOOK_PATH,
+  CopilotEventFields,
+  type CopilotEventName,
+  type CopilotHookInput,
+  CopilotHookInputCodec,
+  CopilotHookInputSchema,
+  type CopilotHookOutput,
+  copilotRefusal,
+} from "./copilot.js";
+export {
   CORRELATION_FIELDS,
   type Correlation,
   type CorrelationInput,

@@ -1,9 +1,5 @@
 import type { GeodeConnection } from "@geode/bus";
-import type {
-  Correlation,
-  DispatchOutcome,
-  GeodeError as GeodeErrorType,
-} from "@geode/contracts";
+import type { Correlation, DispatchOutcome, GeodeError as GeodeErrorType } from "@geode/contracts";
 import {
   type SubagentStartRequest as LifecycleStartRequest,
   type SubagentStopRequest as LifecycleStopRequest,

@@ -28,8 +28,11 @@ export interface AgentAdapter<I, O> {
   readonly path: string;
   /** Its model provider, as its sessions record it. */
   readonly provider: string;
-  /** The body checked against its event's schema; a message naming what is wrong otherwise. */
-  parse(body: unknown): { input: I } | { error: string };
+  /**
+   * The body checked against its event's schema; a message naming what is wrong otherwise. `query`
+   * is the request URL's (where an agent's input does not name its event, the URL does).
+   */
+  parse(body: unknown, query: URLSearchParams): { input: I } | { error: string };
   /** The event's name (its `hook_event_name`), for logs and the unavailable answer. */
   eventOf(input: I): string;
   ids(input: I): AgentIds;

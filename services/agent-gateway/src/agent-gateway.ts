@@ -8,13 +8,14 @@ import { SessionTracker } from "./agent-plane/session-tracker.js";
 import { ToolCalls } from "./agent-plane/tool-calls.js";
 import { claudeCodeAdapter } from "./claude-code/claude-code-adapter.js";
 import { codexAdapter } from "./codex/codex-adapter.js";
+import { copilotAdapter } from "./copilot/copilot-adapter.js";
 import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { geminiCliAdapter } from "./gemini-cli/gemini-cli-adapter.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
 import { createPlane } from "./plane.js";
 
 /** The agent kinds the gateway speaks for, one adapter each. */
-const ADAPTERS: readonly AnyAdapter[] = [claudeCodeAdapter, codexAdapter, geminiCliAdapter];
+const ADAPTERS: readonly AnyAdapter[] = [claudeCodeAdapter, codexAdapter, geminiCliAdapter, copilotAdapter];
 
 export interface AgentGatewayOptions {
   nc: NatsConnection;

@@ -21,9 +21,9 @@ export interface AgentHookDeps {
 export async function handleAgentHook<I, O>(
   adapter: AgentAdapter<I, O>,
   deps: AgentHookDeps,
-  request: { body: unknown; agent: string; signal: AbortSignal },
+  request: { body: unknown; agent: string; signal: AbortSignal; query?: URLSearchParams },
 ): Promise<HookResponse<O>> {
-  const parsed = adapter.parse(request.body);
+  const parsed = adapter.parse(request.body, request.query ?? new URLSearchParams());
   if ("error" in parsed) return invalidRequest(parsed.error);
   const { input } = parsed;
   const event = adapter.eventOf(input);

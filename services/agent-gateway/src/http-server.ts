@@ -15,6 +15,8 @@ export type HookRoute = (request: {
   body: unknown;
   agent: string;
   signal: AbortSignal;
+  /** The request URL's query (Copilot CLI's hook commands name their event there). */
+  query: URLSearchParams;
 }) => Promise<{ status: number; body: unknown }>;
 
 export interface HttpRoutes {
@@ -93,7 +95,12 @@ export async function startHttpServer(options: {
   const { routes, log, maxBodyBytes } = options;
   const inflight = new Set<Promise<void>>();
 
-  const hook = async (req: IncomingMessage, res: ServerResponse, route: HookRoute): Promise<void> => {
+  const hook = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: HookRoute,
+    query: URLSearchParams,
+  ): Promise<void> => {
     const agent = routes.identify(req.headers.authorization);
     if (agent === null) {
       req.resume();
@@ -127,7 +134,7 @@ export async function startHttpServer(options: {
     const trace =
       parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER)) ?? newTraceContext();
     const reply = await runInTrace(trace, () =>
-      withSpan("geode.gateway.hook", {}, () => route({ body, agent, signal: ac.signal })),
+      withSpan("geode.gateway.hook", {}, () => route({ body, agent, signal: ac.signal, query })),
     );
     if (!res.destroyed) send(res, reply.status, reply.body);
   };
@@ -148,7 +155,7 @@ export async function startHttpServer(options: {
       if (req.method !== "POST") {
         req.resume();
         work = Promise.resolve(send(res, 405, error(ErrorCode.InvalidRequest, "use POST")));
-      } else work = hook(req, res, route);
+      } else work = hook(req, res, route, new URLSearchParams(url.slice(path.length + 1)));
     } else {
       req.resume();
       work = Promise.resolve(send(res, 404, error(ErrorCode.InvalidRequest, `no route ${path}`)));

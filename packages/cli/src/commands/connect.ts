@@ -7,10 +7,10 @@ import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-s
 import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
 import { shellQuote } from "../connect/hook-command.js";
 
-/** The command that runs this CLI's hook shim (this Node, this checkout's `geode`). */
-function shimCommand(hookUrl: string, failClosed: boolean): string {
+/** The command that runs this CLI's hook shim (this Node, this checkout's `geode`) for `agent`. */
+export function shimCommand(hookUrl: string, failClosed: boolean, agent?: string): string {
   const bin = path.resolve(import.meta.dirname, "../../bin/geode.mjs");
-  return [process.execPath, bin, "hook-shim", "--url", hookUrl]
+  return [process.execPath, bin, "hook-shim", ...(agent ? ["--agent", agent] : []), "--url", hookUrl]
     .map(shellQuote)
     .concat(failClosed ? ["--fail-closed"] : [])
     .join(" ");

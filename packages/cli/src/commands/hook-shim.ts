@@ -111,8 +111,9 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
       "timeout-ms": { type: "string" },
     },
   });
-  const failCode = values["fail-closed"] ? 2 : 1;
   const agent = values.agent as ShimAgent;
+  // Copilot CLI reads exit 1 as a refusal: there "go on" is exit 0 with nothing printed.
+  const failCode = values["fail-closed"] ? 2 : agent === "copilot" ? 0 : 1;
   if (!SHIM_AGENTS.includes(agent)) {
     io.err(`geode hook-shim: --agent must be one of ${SHIM_AGENTS.join(", ")}\n`);
     return failCode;
@@ -130,7 +131,10 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
     return failCode;
   }
   const token = io.env["GEODE_AGENT_TOKEN"];
-  const input = await readAll(io.stdin);
+  let input = await readAll(io.stdin);
+  // Copilot's agentStop input has no answer text, only its transcript's path: the verifier needs the text.
+  if (agent === "copilot" && new URL(endpoint).searchParams.get("event") === "agentStop")
+    input = (await import("../connect/copilot-transcript.js")).withAnswerText(input);
   let reply: { status: number; text: string };
   try {
     reply = await post(endpoint, input, token, timeoutMs);

@@ -171,6 +171,14 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./connect-gemini-cli.js")).connectGeminiCliCommand,
   },
   {
+    path: ["connect", "copilot"],
+    summary:
+      "write (or --print) the Copilot CLI hooks that go through the agent gateway into ~/.copilot/hooks/geode.json (or --write PATH); --check proves Copilot runs them",
+    usage:
+      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-closed] [--check] [--print]",
+    load: async () => (await import("./connect-copilot.js")).connectCopilotCommand,
+  },
+  {
     path: ["hook-shim"],
     summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
     usage:

@@ -15,6 +15,16 @@ interface HookCommandOptions {
   failClosed: boolean;
   /** How long one call may take (the agent's own hook timeout should be a little longer). */
   timeoutSeconds: number;
+  /**
+   * The exit code that means "go on" to the agent when the gateway cannot answer and the hook is
+   * not fail-closed: 1 by default; 0 for Copilot CLI, which reads exit 1 as a refusal.
+   */
+  openExit?: 0 | 1;
+  /**
+   * For a fail-closed hook: the agent's refusal JSON, printed on stdout before exit 2 (Copilot CLI
+   * reads exit 2 alone as a refusal of a tool call but not of a prompt).
+   */
+  refusal?: string;
 }
 
 /**
@@ -24,7 +34,7 @@ interface HookCommandOptions {
  * few milliseconds, where a Node process takes tens; nothing of the hook process's environment but
  * the token is sent.
  */
-function hookCommand(options: HookCommandOptions): string {
+export function hookCommand(options: HookCommandOptions): string {
   const reason = options.failClosed
     ? "geode: the agent gateway could not answer; a guarded call is refused"
     : "geode: the agent gateway could not answer; going on ungoverned";
@@ -35,7 +45,7 @@ function hookCommand(options: HookCommandOptions): string {
     `-H "authorization: Bearer \${${TOKEN_ENV}:-}"`,
     "--data-binary @-",
     shellQuote(options.endpoint),
-    `|| { echo ${shellQuote(reason)} >&2; exit ${options.failClosed ? 2 : 1}; }`,
+    `|| { echo ${shellQuote(reason)} >&2;${options.failClosed && options.refusal ? ` echo ${shellQuote(options.refusal)};` : ""} exit ${options.failClosed ? 2 : (options.openExit ?? 1)}; }`,
   ].join(" ");
 }
 

@@ -1,0 +1,143 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "@geode/bus";
+import type { CommandIO, CommandModule } from "../command.js";
+import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
+import {
+  type CopilotHooksFile,
+  copilotHooks,
+  folderTrusted,
+  hooksDisabledBy,
+  hooksFileProblem,
+  repositoryHooks,
+  userHooksFile,
+} from "../connect/copilot-hooks.js";
+import { gatewayProblem } from "../connect/gateway-check.js";
+import { isGeodeHookCommand, TOKEN_ENV } from "../connect/hook-command.js";
+import { shimCommand } from "./connect.js";
+
+interface Options {
+  endpoint: string;
+  file: string;
+  failClosed: boolean;
+}
+
+/** `current` with geode's hooks replaced by `ours` (the other hooks in the file kept). */
+function merge(current: unknown, ours: CopilotHooksFile): CopilotHooksFile {
+  const c = (current ?? {}) as Partial<CopilotHooksFile>;
+  if (typeof c !== "object" || Array.isArray(c) || (c.hooks !== undefined && typeof c.hooks !== "object"))
+    throw new Error("not a Copilot hooks file");
+  const hooks: CopilotHooksFile["hooks"] = {};
+  for (const [event, entries] of Object.entries(c.hooks ?? {}))
+    hooks[event] = (Array.isArray(entries) ? entries : []).filter((h) => !isGeodeHookCommand(h?.bash));
+  for (const [event, entries] of Object.entries(ours.hooks))
+    hooks[event] = [...(hooks[event] ?? []), ...entries];
+  return { ...c, version: 1, hooks };
+}
+
+function write(o: Options, hooks: CopilotHooksFile, io: CommandIO): number {
+  let current: unknown = {};
+  if (existsSync(o.file)) {
+    try {
+      const text = readFileSync(o.file, "utf8");
+      current = text.trim() === "" ? {} : JSON.parse(text);
+    } catch {
+      io.err(`${o.file} is not valid JSON; nothing written\n`);
+      return 1;
+    }
+  }
+  let merged: CopilotHooksFile;
+  try {
+    merged = merge(current, hooks);
+  } catch (err) {
+    io.err(`${o.file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
+    return 1;
+  }
+  mkdirSync(path.dirname(o.file), { recursive: true });
+  const tmp = `${o.file}.geode-${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`);
+  renameSync(tmp, o.file);
+  io.out(
+    `wrote the hooks of ${Object.keys(hooks.hooks).length} Copilot CLI events to ${o.file} (gateway ${o.endpoint}).\n` +
+      `Copilot reads the agent token from ${TOKEN_ENV}.\n`,
+  );
+  return 0;
+}
+
+/**
+ * The checks a user cannot see: the hooks where Copilot loads them (a user-level file, always
+ * loaded; else repository hooks in a folder Copilot trusts), hooks not turned off, the gateway and
+ * the token.
+ */
+async function check(o: Options, io: CommandIO): Promise<number> {
+  const fail = (line: string) => {
+    io.err(`${line}\n`);
+    return 1;
+  };
+  const disabled = hooksDisabledBy(io.env);
+  if (disabled) return fail(`${disabled} sets disableAllHooks: Copilot runs no hook`);
+  let where: string;
+  if (existsSync(o.file)) {
+    const problem = hooksFileProblem(o.file, o.endpoint);
+    if (problem) return fail(problem);
+    where = o.file;
+  } else {
+    const cwd = process.cwd();
+    const repo = repositoryHooks(cwd, o.endpoint);
+    if (repo.length === 0)
+      return fail(
+        `no geode hooks in ${o.file} or ${path.join(cwd, ".github", "hooks")}: run geode connect copilot --write ${o.file}`,
+      );
+    if (!folderTrusted(cwd, io.env))
+      return fail(
+        `${repo[0]} is a repository hook and Copilot does not trust ${cwd}, so it skips it silently: trust the folder in Copilot, or write user-level hooks (geode connect copilot)`,
+      );
+    const problem = hooksFileProblem(repo[0] as string, o.endpoint);
+    if (problem) return fail(problem);
+    where = `${repo[0]} (trusted folder)`;
+  }
+  const gateway = await gatewayProblem(o.endpoint, io.env);
+  if (gateway !== null) return fail(gateway);
+  io.out(
+    `ok: Copilot loads the hooks in ${where}; the gateway at ${new URL(o.endpoint).origin} knows the token\n`,
+  );
+  return 0;
+}
+
+/**
+ * `geode connect copilot`: prints (or `--write`s, by default into `~/.copilot/hooks/geode.json`,
+ * which Copilot always loads) the native hooks that send every Copilot CLI event to the agent
+ * gateway; `--check` proves Copilot will run them.
+ */
+export const connectCopilotCommand: CommandModule = {
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        ...CONNECT_OPTIONS,
+        check: { type: "boolean", default: false },
+        print: { type: "boolean", default: false },
+      },
+    });
+    const endpoint = connectEndpoint(values.url, positionals, io.env, "copilot");
+    const o: Options = {
+      endpoint,
+      file: path.resolve(values.write ?? userHooksFile(io.env)),
+      failClosed: values["fail-closed"] === true,
+    };
+    if (values.check) return check(o, io);
+    const hooks = copilotHooks({
+      endpoint,
+      approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
+      failClosed: o.failClosed,
+      shim: (url) => shimCommand(url, false, "copilot"),
+    });
+    if (values.print) {
+      io.out(`${JSON.stringify(hooks, null, 2)}\n`);
+      return 0;
+    }
+    return write(o, hooks, io);
+  },
+};

@@ -1,9 +1,16 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
+import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { requestJson } from "@geode/bus";
 import { type RunningConsole, startConsole } from "@geode/console";
-import type { ToolExecuteReply } from "@geode/contracts";
+import { CLAUDE_CODE_HOOK_PATH, type ToolExecuteReply } from "@geode/contracts";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createVerifyClient, type VerifyClient } from "@geode/runtime";
-import type { TestEnv } from "@geode/testing";
+import { type TestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { addAgent } from "./gateway-support.js";
 import { type RecordingTool, recordingTool, startToolStack, type ToolStack } from "./tools-support.js";
 
 /** A JSON reply of the API; the tests check it field by field. */
@@ -12,14 +19,22 @@ export type ApiBody = any;
 
 export const CONSOLE_TOKEN = "console-test-token-0123456789";
 
-/** A dispatcher, tool-executor (with `deploy`, which needs approval), verifier and console in this process. */
+/**
+ * A dispatcher, tool-executor (with `deploy`, which needs approval), verifier, activity-recorder,
+ * agent gateway (with the agent `laptop`) and console, reading the projection, in this process.
+ */
 export interface ConsolePlane {
   env: TestEnv;
   tools: ToolStack;
   deploy: RecordingTool;
   verifier: RunningVerifier;
   verify: VerifyClient;
+  recorder: ActivityRecorder;
+  projection: ProjectionDb;
+  gateway: AgentGateway;
   console: RunningConsole;
+  /** POSTs a Claude Code hook input to the gateway as the agent `laptop`; resolves with its JSON reply. */
+  claudeCode(body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Calls the API with the bearer token (or `token: null` for none); returns status and JSON. */
   api(
     path: string,
@@ -35,22 +50,46 @@ export interface ConsolePlane {
 }
 
 export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
+  const { nc, names, databaseUrl } = env;
   const deploy = recordingTool("deploy", "mutation", { requires_approval: true });
   const tools = await startToolStack(env, { tools: [deploy], config: { approvalTimeoutMs: 30_000 } });
-  const verifier = await startVerifier({ nc: env.nc, names: env.names });
+  const verifier = await startVerifier({ nc, names });
+  const runsDir = mkdtempSync(path.join(os.tmpdir(), "geode-console-runs-"));
+  const recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
+  const projection = await openProjectionDb({ ns: env.ns, databaseUrl });
+  const agentToken = await addAgent(env, "laptop");
+  const gateway = await startAgentGateway({
+    nc,
+    names,
+    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 30_000 },
+  });
+  await waitFor(() => gateway.agents() === 1);
   const running = await startConsole({
-    conn: { nc: env.nc, names: env.names },
+    conn: { nc, names },
     token: CONSOLE_TOKEN,
     port: 0,
     approvalTimeoutMs: 30_000,
+    projection: { db: projection.db, ns: projection.ns },
   });
   return {
     env,
     tools,
     deploy,
     verifier,
-    verify: createVerifyClient({ nc: env.nc, names: env.names }),
+    verify: createVerifyClient({ nc, names }),
+    recorder,
+    projection,
+    gateway,
     console: running,
+    async claudeCode(body) {
+      const res = await fetch(`${gateway.url}${CLAUDE_CODE_HOOK_PATH}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${agentToken}` },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 200) throw new Error(`the gateway answered ${res.status}`);
+      return (await res.json()) as Record<string, unknown>;
+    },
     async api(path, init = {}) {
       const token = init.token === undefined ? CONSOLE_TOKEN : init.token;
       const headers: Record<string, string> = { ...init.headers };
@@ -80,8 +119,12 @@ export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
     },
     async stop() {
       await running.close();
+      await gateway.stop();
+      await recorder.stop();
+      await projection.close();
       await verifier.stop();
       await tools.stop();
+      rmSync(runsDir, { recursive: true, force: true });
     },
   };
 }

@@ -71,7 +71,7 @@ describe("GET /api/sessions", () => {
   it("lists every session with its agent, kind, counts and status, the latest first", async () => {
     const page = await list();
     expect(ids(page).slice(0, 3).sort()).toEqual([activeId, blockedId, runtimeId].sort());
-    const byId = new Map(page.items.map((s: ApiBody) => [s.session_id, s]));
+    const byId = new Map<string, ApiBody>(page.items.map((s: ApiBody) => [s.session_id, s]));
     expect(byId.get(blockedId)).toMatchObject({
       agent: "laptop",
       agent_kind: "claude-code",
@@ -217,7 +217,9 @@ describe("DELETE /api/handlers/{hook}/{name}", () => {
     expect((await regs.list("PreToolUse")).map((h) => h.name)).toEqual(["disk-guard"]);
     expect((await plane().api("/api/handlers/PreToolUse/dead-guard", { method: "DELETE" })).status).toBe(404);
     expect((await plane().api("/api/handlers/NoSuchHook/x", { method: "DELETE" })).status).toBe(400);
-    expect((await plane().api("/api/handlers/PreToolUse/x", { method: "DELETE", token: null })).status).toBe(401);
+    expect((await plane().api("/api/handlers/PreToolUse/x", { method: "DELETE", token: null })).status).toBe(
+      401,
+    );
   });
 });
 
@@ -231,7 +233,10 @@ describe("the session routes: the token and bad query values", () => {
   });
 
   it.each([
-    ["/api/sessions?agent_kind=robot", "agent_kind must be one of runtime, claude-code, codex, gemini-cli, copilot"],
+    [
+      "/api/sessions?agent_kind=robot",
+      "agent_kind must be one of runtime, claude-code, codex, gemini-cli, copilot",
+    ],
     ["/api/sessions?status=sleeping", "status must be one of active, paused, completed, error"],
     ["/api/sessions?has_blocks=yes", "has_blocks must be one of true, false"],
     ["/api/sessions?since=yesterday", "since must be epoch milliseconds or an ISO 8601 date-time"],

@@ -8,7 +8,9 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { readStream } from "./stream-reader.js";
 
 /** The host of each webhook handler's endpoint, keyed `{hook}.{handler}` (never the URL's path or query). */
-export function webhookHosts(hooks: ReadonlyArray<{ hook: string; name: string; url: string }>): Map<string, string> {
+export function webhookHosts(
+  hooks: ReadonlyArray<{ hook: string; name: string; url: string }>,
+): Map<string, string> {
   const hosts = new Map<string, string>();
   for (const w of hooks) {
     try {

@@ -76,13 +76,23 @@ export async function hookStats(
              percentile_cont(0.99) within group (order by latency_ms) as p99
       from (${calls}) c group by grouping sets ((bucket), (name))`.execute(p.db),
   ]);
-  const series = { p50: [] as Array<number | null>, p95: [] as Array<number | null>, p99: [] as Array<number | null> };
+  const series = {
+    p50: [] as Array<number | null>,
+    p95: [] as Array<number | null>,
+    p99: [] as Array<number | null>,
+  };
   for (const k of ["p50", "p95", "p99"] as const) series[k] = new Array(BUCKETS).fill(null);
   const byHookLatency: ConsoleStats["latency_by_hook"] = [];
   const round = (v: string | number | null) => Math.round(Number(v ?? 0) * 100) / 100;
   for (const r of latency.rows) {
     if (r.hook !== null)
-      byHookLatency.push({ hook: r.hook, calls: Number(r.calls), p50: round(r.p50), p95: round(r.p95), p99: round(r.p99) });
+      byHookLatency.push({
+        hook: r.hook,
+        calls: Number(r.calls),
+        p50: round(r.p50),
+        p95: round(r.p95),
+        p99: round(r.p99),
+      });
     else if (r.bucket !== null)
       for (const k of ["p50", "p95", "p99"] as const) series[k][Number(r.bucket)] = round(r[k]);
   }

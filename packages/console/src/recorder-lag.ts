@@ -1,4 +1,9 @@
-import { type ConsoleRecorderLag, type Names, RECORDER_CONSUMER, recorderLagMessages } from "@geode/contracts";
+import {
+  type ConsoleRecorderLag,
+  type Names,
+  RECORDER_CONSUMER,
+  recorderLagMessages,
+} from "@geode/contracts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 

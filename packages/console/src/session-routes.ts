@@ -98,15 +98,21 @@ export const SESSION_ROUTES: Route[] = [
     async handle(d, r) {
       const hookName = segment(r.params[0], "hook", 64);
       const hook = HookNameSchema.safeParse(hookName);
-      if (!hook.success) throw badRequest(`hook must be one of the public hooks, got ${hookName.slice(0, 64)}`);
+      if (!hook.success)
+        throw badRequest(`hook must be one of the public hooks, got ${hookName.slice(0, 64)}`);
       const name = segment(r.params[1], "name", 128);
       const outcome = await d.handlers.removeExpired(hook.data as HookName, name);
       if (outcome === "not_found")
         throw new ApiError(404, "invalid_request", `no handler ${name} is registered for ${hook.data}`);
       if (outcome === "live")
-        throw new ApiError(409, "invalid_request", `handler ${name} of ${hook.data} is live: its lease has not expired`, {
-          why: "lease_live",
-        });
+        throw new ApiError(
+          409,
+          "invalid_request",
+          `handler ${name} of ${hook.data} is live: its lease has not expired`,
+          {
+            why: "lease_live",
+          },
+        );
       d.log.info({ hook: hook.data, handler: name, operator: r.caller.operator }, "dead handler removed");
       sendJson(r.res, 200, { hook: hook.data, name, removed: true } satisfies ConsoleHandlerRemoved);
     },

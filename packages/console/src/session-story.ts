@@ -95,7 +95,12 @@ function callParts(rows: StoryRows): CallParts[] {
     if (c.turn === "") c.turn = turn;
     return c;
   };
-  const TOOL_EVENTS = new Set(["tool_exec_started", "tool_exec_ended", "tool_approval_requested", "approval_transition"]);
+  const TOOL_EVENTS = new Set([
+    "tool_exec_started",
+    "tool_exec_ended",
+    "tool_approval_requested",
+    "approval_transition",
+  ]);
   for (const e of rows.events)
     if (TOOL_EVENTS.has(e.event) && e.tool_call_id !== "" && e.payload["subject"] === undefined)
       part(e.tool_call_id, e.tool_call_id, e.ts, e.turn_id).events.push(e);
@@ -115,7 +120,9 @@ function callVerdict(c: CallParts): Pick<ConsoleStoryStep, "verdict" | "decided_
   const block = c.audits.find((a) => a.status === "block" && a.name !== "PermissionRequest");
   if (block) return { verdict: "blocked", decided_by: block.extension };
   const answers = c.events.filter((e) => e.event === "approval_transition");
-  const answered = answers.find((e) => e.payload["decision"] === "deny") ?? answers.find((e) => e.payload["decision"] === "allow");
+  const answered =
+    answers.find((e) => e.payload["decision"] === "deny") ??
+    answers.find((e) => e.payload["decision"] === "allow");
   const handlerDeny = c.audits.find((a) => a.name === "PermissionRequest" && a.status === "deny");
   if (handlerDeny) return { verdict: "denied", decided_by: handlerDeny.extension };
   if (answered) {
@@ -143,7 +150,8 @@ function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
   if (s.outcome === null && (s.verdict === "blocked" || s.verdict === "denied")) s.outcome = "not run";
   const called = c.records.find((r) => r.kind === "tool.called");
   s.duration_ms =
-    num(ended?.payload["duration_ms"]) ?? (called && completed ? Math.max(0, completed.ts - called.ts) : null);
+    num(ended?.payload["duration_ms"]) ??
+    (called && completed ? Math.max(0, completed.ts - called.ts) : null);
   return s;
 }
 
@@ -185,7 +193,9 @@ function otherSteps(rows: StoryRows): ConsoleStoryStep[] {
     if (r.kind === "verification.decided") {
       const s = step("verification", r.ts, str(r.payload["root_turn"]) ?? r.turn_id);
       const action = str(r.payload["policy_action"]);
-      const decisions = Array.isArray(r.payload["decisions"]) ? (r.payload["decisions"] as Array<Record<string, unknown>>) : [];
+      const decisions = Array.isArray(r.payload["decisions"])
+        ? (r.payload["decisions"] as Array<Record<string, unknown>>)
+        : [];
       const decider = decisions.find((d) => d["action"] === action) ?? decisions.at(-1);
       s.verdict = action;
       s.decided_by = str(decider?.["handler"]);
@@ -194,7 +204,8 @@ function otherSteps(rows: StoryRows): ConsoleStoryStep[] {
     } else if (r.kind === "subagent.started" || r.kind === "subagent.stopped") {
       const s = step("subagent", r.ts, r.turn_id);
       s.tool_name = str(r.payload["task_type"]);
-      s.verdict = r.kind === "subagent.started" ? "started" : r.payload["success"] === false ? "failed" : "completed";
+      s.verdict =
+        r.kind === "subagent.started" ? "started" : r.payload["success"] === false ? "failed" : "completed";
       s.duration_ms = num(r.payload["duration_ms"]);
       steps.push(s);
     }
@@ -208,7 +219,11 @@ function otherSteps(rows: StoryRows): ConsoleStoryStep[] {
   for (const mine of compactions.values()) {
     const s = step("compaction", mine[0]!.ts, mine[0]!.turn_id);
     const deferred = mine.find((a) => a.status === "block");
-    s.verdict = mine.some((a) => a.name === "PostCompact") ? "compacted" : deferred ? "deferred" : "requested";
+    s.verdict = mine.some((a) => a.name === "PostCompact")
+      ? "compacted"
+      : deferred
+        ? "deferred"
+        : "requested";
     s.decided_by = deferred?.extension ?? null;
     steps.push(s);
   }
@@ -216,7 +231,10 @@ function otherSteps(rows: StoryRows): ConsoleStoryStep[] {
 }
 
 /** The session's steps in time order, each timed from the session's start. */
-export function storySteps(rows: StoryRows, session: Pick<ConsoleSessionSummary, "agent_kind" | "started_at">): ConsoleStoryStep[] {
+export function storySteps(
+  rows: StoryRows,
+  session: Pick<ConsoleSessionSummary, "agent_kind" | "started_at">,
+): ConsoleStoryStep[] {
   const owner = session.agent_kind as ToolOwner;
   const steps = [
     ...promptSteps(rows),
@@ -233,15 +251,23 @@ async function storyRows(p: ConsoleProjection, sessionId: string): Promise<Story
   const [events, invocations, records] = await Promise.all([
     sql<StoryEvent>`
       select stream_seq as seq, event, ts, turn_id, tool_call_id, run_id, payload from ${t.activity}
-      where session_id = ${sessionId} and event <> 'extension_invoked' order by ts, stream_seq limit ${MAX_ROWS}`.execute(p.db),
+      where session_id = ${sessionId} and event <> 'extension_invoked' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
+      p.db,
+    ),
     sql<StoryInvocation>`
       select stream_seq as seq, ts, name, extension, status, latency_ms, turn_id, tool_call_id, step_id, run_id
-      from ${t.invocations} where session_id = ${sessionId} and surface = 'hook' order by ts, stream_seq limit ${MAX_ROWS}`.execute(p.db),
+      from ${t.invocations} where session_id = ${sessionId} and surface = 'hook' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
+      p.db,
+    ),
     sql<StoryRecord>`
       select stream_seq as seq, kind, ts, turn_id, tool_call_id, run_id, record_id, payload from ${t.timeline}
       where session_id = ${sessionId} order by ts, stream_seq limit ${MAX_ROWS}`.execute(p.db),
   ]);
-  const n = <T extends { seq: unknown; ts: unknown }>(r: T): T => ({ ...r, seq: Number(r.seq), ts: Number(r.ts) });
+  const n = <T extends { seq: unknown; ts: unknown }>(r: T): T => ({
+    ...r,
+    seq: Number(r.seq),
+    ts: Number(r.ts),
+  });
   return {
     events: events.rows.map(n),
     invocations: invocations.rows.map((r) => ({ ...n(r), latency_ms: Number(r.latency_ms) })),
@@ -260,6 +286,7 @@ export async function sessionStory(
   if (summary.status === "active" && (await paused(sessionId))) summary.status = "paused";
   const rows = await storyRows(p, sessionId);
   const runIds = new Set<string>();
-  for (const r of [...rows.events, ...rows.invocations, ...rows.records]) if (r.run_id !== "") runIds.add(r.run_id);
+  for (const r of [...rows.events, ...rows.invocations, ...rows.records])
+    if (r.run_id !== "") runIds.add(r.run_id);
   return { session: { ...summary, run_ids: [...runIds].sort() }, steps: storySteps(rows, summary) };
 }

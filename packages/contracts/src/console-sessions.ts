@@ -30,7 +30,11 @@ const instant = z
   .string()
   .max(40, { error: "must be epoch milliseconds or an ISO 8601 date-time" })
   .transform((raw, ctx) => {
-    const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : /^\d{4}-\d\d-\d\d/.test(raw) ? Date.parse(raw) : Number.NaN;
+    const ms = /^\d{1,15}$/.test(raw)
+      ? Number(raw)
+      : /^\d{4}-\d\d-\d\d/.test(raw)
+        ? Date.parse(raw)
+        : Number.NaN;
     if (Number.isFinite(ms)) return ms;
     ctx.addIssue({ code: "custom", message: "must be epoch milliseconds or an ISO 8601 date-time" });
     return z.NEVER;
@@ -64,10 +68,7 @@ export const ConsoleSessionsQuerySchema = z.strictObject(
       .optional(),
     since: instant.optional(),
     until: instant.optional(),
-    q: z
-      .string()
-      .regex(SESSION_QUERY_PATTERN, { error: "must match [A-Za-z0-9_.:@-]{1,128}" })
-      .optional(),
+    q: z.string().regex(SESSION_QUERY_PATTERN, { error: "must match [A-Za-z0-9_.:@-]{1,128}" }).optional(),
     cursor: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,512}$/, { error: "must be the next cursor of a previous page" })
@@ -150,7 +151,12 @@ export const ConsoleSessionStorySchema = z.strictObject({
 export type ConsoleSessionStory = z.infer<typeof ConsoleSessionStorySchema>;
 
 /** The windows `GET /api/stats` takes, and their length. */
-export const STATS_WINDOWS = { "15m": 15 * 60_000, "1h": 60 * 60_000, "6h": 6 * 60 * 60_000, "24h": 24 * 60 * 60_000 } as const;
+export const STATS_WINDOWS = {
+  "15m": 15 * 60_000,
+  "1h": 60 * 60_000,
+  "6h": 6 * 60 * 60_000,
+  "24h": 24 * 60 * 60_000,
+} as const;
 
 /** `GET /api/stats` query. */
 export const ConsoleStatsQuerySchema = z.strictObject(

@@ -72,14 +72,16 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
     "chart-agents",
     stats.buckets,
     [...stats.by_agent.map((a) => ({ label: a.agent, values: a.calls })), blocksLine(stats.by_agent, n)],
-    stats.by_agent.map((a) => `${a.agent}: ${calls(a)} calls, ${blocks(a)} blocked`).join("; ") || "No hook calls.",
+    stats.by_agent.map((a) => `${a.agent}: ${calls(a)} calls, ${blocks(a)} blocked`).join("; ") ||
+      "No hook calls.",
   );
   const byHook = chart(
     `Hook calls by hook, last ${stats.window}`,
     "chart-hooks",
     stats.buckets,
     [...stats.by_hook.map((h) => ({ label: h.hook, values: h.calls })), blocksLine(stats.by_hook, n)],
-    stats.by_hook.map((h) => `${h.hook}: ${calls(h)} calls, ${blocks(h)} blocked`).join("; ") || "No hook calls.",
+    stats.by_hook.map((h) => `${h.hook}: ${calls(h)} calls, ${blocks(h)} blocked`).join("; ") ||
+      "No hook calls.",
   );
   const latency = chart(
     "Handler latency (ms): p50, p95, p99",
@@ -90,8 +92,9 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
       { label: "p95", values: stats.latency.p95 },
       { label: "p99", values: stats.latency.p99, colour: BLOCK },
     ],
-    stats.latency_by_hook.map((h) => `${h.hook}: p50 ${h.p50} ms, p95 ${h.p95} ms, p99 ${h.p99} ms`).join("; ") ||
-      "No hook calls.",
+    stats.latency_by_hook
+      .map((h) => `${h.hook}: p50 ${h.p50} ms, p95 ${h.p95} ms, p99 ${h.p99} ms`)
+      .join("; ") || "No hook calls.",
   );
   const lag = el(
     "figure",
@@ -101,7 +104,12 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
       "ul",
       {},
       ...stats.recorder.map((s) =>
-        el("li", {}, `${s.stream}: `, el("strong", {}, s.lag === null ? "recorder not running" : String(s.lag))),
+        el(
+          "li",
+          {},
+          `${s.stream}: `,
+          el("strong", {}, s.lag === null ? "recorder not running" : String(s.lag)),
+        ),
       ),
     ),
   );

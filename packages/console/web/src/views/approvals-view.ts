@@ -47,7 +47,11 @@ export function approvalsView(offset = 0): void {
     }
     for (const a of page.items) {
       if (rows.has(a.approval_id)) continue;
-      const reason = el("input", { type: "text", placeholder: "reason", "aria-label": `reason for ${a.tool_name}` });
+      const reason = el("input", {
+        type: "text",
+        placeholder: "reason",
+        "aria-label": `reason for ${a.tool_name}`,
+      });
       const row = el(
         "tr",
         { "data-approval": a.approval_id },

@@ -4,14 +4,21 @@ import { confirmDialog, failed, PAGE_SIZE, pager, poll, say, show } from "../app
 import { age, button, el, table } from "../dom.js";
 
 async function removeHandler(h: ConsoleHandler, reload: () => Promise<void>): Promise<void> {
-  const closed = h.failure_mode === "closed" ? " It fails closed: until it is removed, every call it would see is blocked." : "";
+  const closed =
+    h.failure_mode === "closed"
+      ? " It fails closed: until it is removed, every call it would see is blocked."
+      : "";
   const ok = await confirmDialog(
     `Remove the registration of ${h.name} for ${h.hook}? Its lease expired ${age(h.heartbeat_age_ms - h.lease_ms)} ago.${closed}`,
     "Remove",
   );
   if (!ok) return;
   try {
-    await api(`/api/handlers/${encodeURIComponent(h.hook)}/${encodeURIComponent(h.name)}`, undefined, "DELETE");
+    await api(
+      `/api/handlers/${encodeURIComponent(h.hook)}/${encodeURIComponent(h.name)}`,
+      undefined,
+      "DELETE",
+    );
     say(`Removed ${h.name} from ${h.hook}`);
     await reload();
   } catch (err) {
@@ -60,11 +67,29 @@ export function handlersView(offset = 0): void {
       api<Page<ConsoleHandler>>(`/api/handlers?limit=${PAGE_SIZE}&offset=${offset}`),
       api<ConsoleRecorder>("/api/recorder"),
     ]);
-    const headers = ["hook", "name", "served by", "priority", "failure mode", "heartbeat age", "errors / calls (5 min)", "error rate", ""];
+    const headers = [
+      "hook",
+      "name",
+      "served by",
+      "priority",
+      "failure mode",
+      "heartbeat age",
+      "errors / calls (5 min)",
+      "error rate",
+      "",
+    ];
     handlers.replaceChildren(
       page.total === 0
         ? el("p", { class: "empty" }, "No hook handler is registered.")
-        : el("div", {}, table(headers, page.items.map((h) => handlerRow(h, load))), pager(page, (o) => handlersView(o))),
+        : el(
+            "div",
+            {},
+            table(
+              headers,
+              page.items.map((h) => handlerRow(h, load)),
+            ),
+            pager(page, (o) => handlersView(o)),
+          ),
     );
     lag.replaceChildren(
       table(

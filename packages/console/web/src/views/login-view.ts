@@ -27,7 +27,11 @@ export function loginView(signedIn: () => Promise<void>): void {
     "form",
     { class: "login", "aria-labelledby": "login-title" },
     el("h2", { id: "login-title" }, "Sign in"),
-    el("p", { class: "hint" }, "The token is GEODE_CONSOLE_TOKEN of the console's environment. Your name is what your approvals record."),
+    el(
+      "p",
+      { class: "hint" },
+      "The token is GEODE_CONSOLE_TOKEN of the console's environment. Your name is what your approvals record.",
+    ),
     el("label", { for: "login-token" }, "Console token"),
     token,
     el("label", { for: "login-operator" }, "Your name"),

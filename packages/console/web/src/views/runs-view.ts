@@ -53,7 +53,9 @@ export function runView(runId: string): void {
         el(
           "tr",
           {},
-          ...["time", "entry", "source", "session / turn", "payload"].map((h) => el("th", { scope: "col" }, h)),
+          ...["time", "entry", "source", "session / turn", "payload"].map((h) =>
+            el("th", { scope: "col" }, h),
+          ),
         ),
       ),
       body,

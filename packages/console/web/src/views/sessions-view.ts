@@ -80,7 +80,11 @@ function sessionRow(s: ConsoleSessionSummary): HTMLTableRowElement {
     el(
       "td",
       {},
-      el("a", { href: `#session/${encodeURIComponent(s.session_id)}`, title: s.session_id }, shortId(s.session_id, 18)),
+      el(
+        "a",
+        { href: `#session/${encodeURIComponent(s.session_id)}`, title: s.session_id },
+        shortId(s.session_id, 18),
+      ),
     ),
     el("td", {}, s.agent ?? "(runtime)", el("br"), el("small", {}, s.agent_kind)),
     el("td", {}, time(s.started_at)),
@@ -91,7 +95,14 @@ function sessionRow(s: ConsoleSessionSummary): HTMLTableRowElement {
     el(
       "td",
       { class: "num" },
-      stops ? el("span", { class: "badge bad" }, el("span", { class: "icon", "aria-hidden": "true" }, "⛔ "), `${s.blocked} blocked`) : "0",
+      stops
+        ? el(
+            "span",
+            { class: "badge bad" },
+            el("span", { class: "icon", "aria-hidden": "true" }, "⛔ "),
+            `${s.blocked} blocked`,
+          )
+        : "0",
     ),
     el("td", { class: "num" }, `${s.approved} / ${s.denied}`),
     el("td", {}, badge(s.verification)),
@@ -115,7 +126,18 @@ export function sessionsView(query = ""): void {
     const cursor = cursors.at(-1);
     if (cursor) params.set("cursor", cursor);
     const page = await api<ConsoleSessionsPage>(`/api/sessions?${params}`);
-    const headers = ["session", "agent", "started (UTC)", "duration", "status", "prompts", "tool calls", "blocked", "approved / denied", "verification"];
+    const headers = [
+      "session",
+      "agent",
+      "started (UTC)",
+      "duration",
+      "status",
+      "prompts",
+      "tool calls",
+      "blocked",
+      "approved / denied",
+      "verification",
+    ];
     list.replaceChildren(
       page.items.length === 0
         ? el("p", { class: "empty" }, "No session matches.")
@@ -134,7 +156,9 @@ export function sessionsView(query = ""): void {
     charts.replaceChildren(statsCharts(stats));
     charted = true;
   };
-  void loadCharts().catch(() => charts.replaceChildren(el("p", { class: "empty" }, "Charts need the projection.")));
+  void loadCharts().catch(() =>
+    charts.replaceChildren(el("p", { class: "empty" }, "Charts need the projection.")),
+  );
   const timer = setInterval(() => void (charted && loadCharts().catch(() => undefined)), 30_000);
   onLeave(() => clearInterval(timer));
 }

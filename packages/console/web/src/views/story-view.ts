@@ -35,7 +35,11 @@ function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
   const stop = isStop(s.verdict);
   return el(
     "tr",
-    { "data-kind": s.kind, ...(s.tool_call_id ? { "data-call": s.tool_call_id } : {}), ...(stop ? { class: "bad-row" } : {}) },
+    {
+      "data-kind": s.kind,
+      ...(s.tool_call_id ? { "data-call": s.tool_call_id } : {}),
+      ...(stop ? { class: "bad-row" } : {}),
+    },
     el("td", { class: "num", title: time(s.ts) }, offset(s.at_ms)),
     el("td", {}, KIND_LABEL[s.kind]),
     el("td", {}, what(s)),
@@ -59,7 +63,11 @@ function render(story: ConsoleSessionStory, head: HTMLElement, steps: HTMLElemen
       el("dt", {}, "Status"),
       el("dd", {}, badge(s.status), live ? el("span", { id: "story-live", class: "live" }, " live") : null),
       el("dt", {}, "Started"),
-      el("dd", {}, `${time(s.started_at)} · ${live ? "running for" : "took"} ${duration(end - s.started_at)}`),
+      el(
+        "dd",
+        {},
+        `${time(s.started_at)} · ${live ? "running for" : "took"} ${duration(end - s.started_at)}`,
+      ),
       el("dt", {}, "Steps"),
       el(
         "dd",
@@ -73,11 +81,9 @@ function render(story: ConsoleSessionStory, head: HTMLElement, steps: HTMLElemen
   steps.replaceChildren(
     story.steps.length === 0
       ? el("p", { class: "empty" }, "Nothing recorded yet.")
-      : table(
-          ["at", "step", "what", "verdict", "decided by", "outcome", "took"],
-          story.steps.map(stepRow),
-          { class: "story" },
-        ),
+      : table(["at", "step", "what", "verdict", "decided by", "outcome", "took"], story.steps.map(stepRow), {
+          class: "story",
+        }),
   );
   raw.replaceChildren(
     el("h3", {}, "Raw events"),
@@ -87,7 +93,11 @@ function render(story: ConsoleSessionStory, head: HTMLElement, steps: HTMLElemen
           "ul",
           {},
           ...story.session.run_ids.map((id) =>
-            el("li", {}, el("a", { href: `#run/${encodeURIComponent(id)}` }, `Every event and record of run ${id}`)),
+            el(
+              "li",
+              {},
+              el("a", { href: `#run/${encodeURIComponent(id)}` }, `Every event and record of run ${id}`),
+            ),
           ),
         ),
   );

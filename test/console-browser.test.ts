@@ -166,7 +166,7 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       30_000,
     );
     const row = (await blocked.textContent()) ?? "";
-    for (const text of ["laptop", "claude-code", "completed", "1 blocked", "⛔"]) expect(row).toContain(text);
+    for (const text of ["laptop", "claude-code", "completed", "1 blocked", "⊘"]) expect(row).toContain(text);
     expect(await blocked.getAttribute("class")).toBe("bad-row");
     const active = page.locator(`tr[data-session="${activeId}"]`);
     expect(await active.textContent()).toContain("active");
@@ -199,7 +199,7 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     const rm = page.locator(`tr[data-call="${blockedId}-t2"]`);
     expect(await rm.getAttribute("class")).toBe("bad-row");
     const text = (await rm.textContent()) ?? "";
-    for (const part of ["Tool call", "⛔", "blocked", "disk-guard", "not run"]) expect(text).toContain(part);
+    for (const part of ["Tool call", "⊘", "blocked", "disk-guard", "not run"]) expect(text).toContain(part);
     const ls = (await page.locator(`tr[data-call="${blockedId}-t1"]`).textContent()) ?? "";
     expect(ls).toContain("Bash · shell");
     expect(ls).toContain("allowed");
@@ -414,7 +414,7 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       await page.locator("table.story").waitFor(WAIT);
       const blocked = page.locator("table.story tr.bad-row").filter({ hasText: "blocked" });
       expect(await blocked.count()).toBe(1);
-      expect(await blocked.textContent()).toContain("⛔");
+      expect(await blocked.textContent()).toContain("⊘");
       const story = (await page.textContent("table.story")) ?? "";
       for (const text of ["approved", "Verification", "revise", "accept", "Sub-agent"])
         expect(story).toContain(text);

@@ -98,7 +98,11 @@ export class HandlerRegistrations {
    * An operator's removal of a dead registration only (the console's): `live` while its lease
    * holds, also when a heartbeat lands between the read and the revision-checked delete.
    */
-  async removeExpired(hook: HookName, handler: string, now = Date.now()): Promise<"removed" | "not_found" | "live"> {
+  async removeExpired(
+    hook: HookName,
+    handler: string,
+    now = Date.now(),
+  ): Promise<"removed" | "not_found" | "live"> {
     const current = await this.records.read(this.key(hook, handler)).catch(() => null);
     if (!current) return "not_found";
     if (!leaseExpired(current.value, now)) return "live";

@@ -16,6 +16,8 @@ interface Line {
   values: Array<number | null>;
   colour?: string;
   dash?: number[];
+  /** Marks each value (series with gaps, where a lone value would be no line at all). */
+  points?: boolean;
 }
 
 function chart(title: string, id: string, xs: number[], lines: Line[], summary: string): HTMLElement {
@@ -39,6 +41,7 @@ function chart(title: string, id: string, xs: number[], lines: Line[], summary: 
         label: l.label,
         stroke: l.colour ?? PALETTE[i % PALETTE.length],
         width: 2,
+        points: { show: l.points ?? false, size: 5 },
         ...(l.dash ? { dash: l.dash } : {}),
         spanGaps: false,
       })),
@@ -88,9 +91,9 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
     "chart-latency",
     stats.buckets,
     [
-      { label: "p50", values: stats.latency.p50 },
-      { label: "p95", values: stats.latency.p95 },
-      { label: "p99", values: stats.latency.p99, colour: BLOCK },
+      { label: "p50", values: stats.latency.p50, points: true },
+      { label: "p95", values: stats.latency.p95, points: true },
+      { label: "p99", values: stats.latency.p99, colour: BLOCK, points: true },
     ],
     stats.latency_by_hook
       .map((h) => `${h.hook}: p50 ${h.p50} ms, p95 ${h.p95} ms, p99 ${h.p99} ms`)

@@ -99,7 +99,7 @@ function sessionRow(s: ConsoleSessionSummary): HTMLTableRowElement {
         ? el(
             "span",
             { class: "badge bad" },
-            el("span", { class: "icon", "aria-hidden": "true" }, "⛔ "),
+            el("span", { class: "icon", "aria-hidden": "true" }, "⊘ "),
             `${s.blocked} blocked`,
           )
         : "0",

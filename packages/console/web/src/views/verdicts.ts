@@ -1,13 +1,13 @@
 /**
  * How verdicts and statuses look: each with an icon and a word, never colour alone (the colour
- * only repeats what the text says).
+ * only repeats what the text says). The icons are in the fonts every desktop has (no emoji font).
  */
 import { el } from "../dom.js";
 
 const LOOK: Record<string, { icon: string; tone: "bad" | "good" | "warn" | "plain" }> = {
-  blocked: { icon: "⛔", tone: "bad" },
-  denied: { icon: "✋", tone: "bad" },
-  approved: { icon: "👤", tone: "good" },
+  blocked: { icon: "⊘", tone: "bad" },
+  denied: { icon: "✕", tone: "bad" },
+  approved: { icon: "✔", tone: "good" },
   allowed: { icon: "✓", tone: "plain" },
   rewritten: { icon: "✎", tone: "warn" },
   active: { icon: "●", tone: "good" },

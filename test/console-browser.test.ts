@@ -12,10 +12,10 @@ import { cleanupNamespace, REPO_ROOT, uniqueNamespace, useFixture, waitFor } fro
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanupDemo, runDemo } from "../packages/cli/src/demo/run-demo.js";
+import { SHOTS_MANIFEST, webSourcesDigest } from "./console-shots.js";
 import { CONSOLE_TOKEN, startConsolePlane } from "./console-support.js";
 import { ccInput } from "./gateway-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
-import { SHOTS_MANIFEST, webSourcesDigest } from "./console-shots.js";
 
 /** Debian's chromium (`.ci/run` installs it when missing). */
 const CHROMIUM = "/usr/bin/chromium";

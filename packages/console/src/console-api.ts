@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import {
   type ConsoleApprovalAnswered,
   ConsoleApprovalAnswerSchema,
-  type ConsoleParkedTurn,
   type ConsoleReceipt,
   type ConsoleReceiptResolved,
   ConsoleReceiptResolveSchema,

@@ -29,8 +29,8 @@ import {
 import { ROUTES } from "./console-api.js";
 import { ConsoleAuth } from "./console-auth.js";
 import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
-import { ApiError, readBody, sendError, sendJson, toApiError } from "./http-io.js";
 import type { ConsoleDeps } from "./console-route.js";
+import { ApiError, readBody, sendError, sendJson, toApiError } from "./http-io.js";
 import { PendingApprovals } from "./pending-approvals.js";
 import type { ConsoleProjection } from "./session-list.js";
 

@@ -30,8 +30,11 @@ function seriesBy(rows: BucketRow[], keyOf: (r: BucketRow) => string, buckets: n
   const out = new Map<string, { calls: number[]; blocks: number[] }>();
   for (const r of rows) {
     const key = keyOf(r);
-    let s = out.get(key);
-    if (!s) out.set(key, (s = { calls: new Array(buckets).fill(0), blocks: new Array(buckets).fill(0) }));
+    const s = out.get(key) ?? {
+      calls: new Array<number>(buckets).fill(0),
+      blocks: new Array<number>(buckets).fill(0),
+    };
+    out.set(key, s);
     const i = Number(r.bucket);
     s.calls[i]! += Number(r.calls);
     s.blocks[i]! += Number(r.blocks);

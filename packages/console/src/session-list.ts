@@ -15,7 +15,7 @@ interface SessionCursor {
   session_id: string;
 }
 
-export function sessionCursor(c: SessionCursor): string {
+function sessionCursor(c: SessionCursor): string {
   return Buffer.from(JSON.stringify([c.started_at, c.session_id]), "utf8").toString("base64url");
 }
 

@@ -3,8 +3,8 @@ import {
   type ConsoleParkedTurn,
   ConsoleSessionsQuerySchema,
   ConsoleStatsQuerySchema,
-  HookNameSchema,
   type HookName,
+  HookNameSchema,
 } from "@geode/contracts";
 import type { ConsoleDeps, Route } from "./console-route.js";
 import { hookStats } from "./hook-stats.js";
@@ -26,7 +26,6 @@ function segment(raw: string | undefined, name: string, max = 256): string {
   } catch {
     throw badRequest(`${name} is not valid URL encoding`);
   }
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
   if (text.length === 0 || text.length > max || /[\u0000-\u001f\u007f]/.test(text))
     throw badRequest(`${name} must be 1 to ${max} characters without control characters`);
   return text;

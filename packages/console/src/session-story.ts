@@ -89,8 +89,8 @@ interface CallParts {
 function callParts(rows: StoryRows): CallParts[] {
   const calls = new Map<string, CallParts>();
   const part = (key: string, id: string | null, ts: number, turn: string) => {
-    let c = calls.get(key);
-    if (!c) calls.set(key, (c = { key, id, ts, turn, events: [], audits: [], records: [] }));
+    const c = calls.get(key) ?? { key, id, ts, turn, events: [], audits: [], records: [] };
+    calls.set(key, c);
     c.ts = Math.min(c.ts, ts);
     if (c.turn === "") c.turn = turn;
     return c;

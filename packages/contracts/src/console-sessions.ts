@@ -22,7 +22,7 @@ export type SessionAgentKind = z.infer<typeof SessionAgentKindSchema>;
 
 /** A session's state as the list shows it. */
 const SESSION_STATUSES = ["active", "paused", "completed", "error"] as const;
-export const ConsoleSessionStatusSchema = z.enum(SESSION_STATUSES);
+const ConsoleSessionStatusSchema = z.enum(SESSION_STATUSES);
 export type ConsoleSessionStatus = z.infer<typeof ConsoleSessionStatusSchema>;
 
 /** An instant: epoch milliseconds, or an ISO 8601 date-time. */

@@ -43,7 +43,7 @@ export function leaveView(): void {
 }
 
 /** Runs `load` now and every `ms` until the view changes (or `load` returns false). */
-export function poll(load: () => Promise<boolean | undefined | void>, ms = 1500): void {
+export function poll(load: () => Promise<unknown>, ms = 1500): void {
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const tick = async () => {

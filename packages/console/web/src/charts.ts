@@ -61,7 +61,10 @@ const total = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 /** The blocks of all series, as one red dashed line. */
 function blocksLine(series: Array<{ blocks: number[] }>, buckets: number): Line {
   const values = new Array<number>(buckets).fill(0);
-  for (const s of series) s.blocks.forEach((b, i) => (values[i]! += b));
+  for (const s of series)
+    s.blocks.forEach((b, i) => {
+      values[i]! += b;
+    });
   return { label: "blocks", values, colour: BLOCK, dash: [6, 4] };
 }
 

@@ -2,8 +2,8 @@ import type { ConsoleMe } from "@geode/contracts";
 import { ApiError, api } from "./api.js";
 import { failed, leaveView, onUnauthorized, say } from "./app.js";
 import { el } from "./dom.js";
-import { LANDING, VIEWS } from "./views.js";
 import { loginView } from "./views/login-view.js";
+import { LANDING, VIEWS } from "./views.js";
 
 const nav = document.getElementById("nav") as HTMLElement;
 const links = document.getElementById("nav-links") as HTMLElement;

@@ -144,8 +144,18 @@ export function sessionsView(query = ""): void {
         : table(headers, page.items.map(sessionRow), { class: "sessions" }),
     );
     paging.replaceChildren(
-      cursors.length > 1 ? button("Previous page", () => (cursors.pop(), void load())) : "",
-      page.next ? button("Next page", () => (cursors.push(page.next), void load())) : "",
+      cursors.length > 1
+        ? button("Previous page", () => {
+            cursors.pop();
+            void load();
+          })
+        : "",
+      page.next
+        ? button("Next page", () => {
+            cursors.push(page.next);
+            void load();
+          })
+        : "",
     );
     return true;
   };

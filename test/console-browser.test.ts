@@ -7,14 +7,19 @@ import { RuntimeEventBus } from "@geode/bus";
 import { startConsole, WEB_DIST } from "@geode/console";
 import { names as buildNames } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
-import { HandlerRegistrations, ReceiptStore, RunStore, WebhookStore } from "@geode/state";
+import { ReceiptStore, RunStore, WebhookStore } from "@geode/state";
 import { cleanupNamespace, REPO_ROOT, uniqueNamespace, useFixture, waitFor } from "@geode/testing";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanupDemo, runDemo } from "../packages/cli/src/demo/run-demo.js";
 import { SHOTS_MANIFEST, webSourcesDigest } from "./console-shots.js";
-import { CONSOLE_TOKEN, startConsolePlane } from "./console-support.js";
-import { ccInput } from "./gateway-support.js";
+import {
+  CONSOLE_TOKEN,
+  claudeCodeSession,
+  registerDeadGuard,
+  serveDiskGuard,
+  startConsolePlane,
+} from "./console-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
 
 /** Debian's chromium (`.ci/run` installs it when missing). */
@@ -94,28 +99,6 @@ async function signIn(base: string): Promise<void> {
 /** What the prompt said: the page never shows it. */
 const PROMPT = "tidy the disk, the vault code is 4711";
 
-/** A Claude Code session through the gateway: a prompt, `ls`, then (if `blocked`) a refused `rm -rf`. */
-async function claudeCodeSession(sessionId: string, opts: { blocked: boolean; end: boolean }): Promise<void> {
-  const p = plane();
-  const session = { session_id: sessionId, prompt_id: `${sessionId}-p1` };
-  await p.claudeCode(ccInput("SessionStart", { source: "startup", model: "claude-test" }, session));
-  await p.claudeCode(ccInput("UserPromptSubmit", { prompt: PROMPT }, session));
-  const ls = { tool_name: "Bash", tool_input: { command: "ls -la" }, tool_use_id: `${sessionId}-t1` };
-  await p.claudeCode(ccInput("PreToolUse", ls, session));
-  await p.claudeCode(ccInput("PostToolUse", { ...ls, tool_response: { stdout: "a", stderr: "" } }, session));
-  if (opts.blocked) {
-    const rm = {
-      tool_name: "Bash",
-      tool_input: { command: "rm -rf /tmp/x" },
-      tool_use_id: `${sessionId}-t2`,
-    };
-    expect(await p.claudeCode(ccInput("PreToolUse", rm, session))).toMatchObject({
-      hookSpecificOutput: { permissionDecision: "deny" },
-    });
-  }
-  if (opts.end) await p.claudeCode(ccInput("SessionEnd", { reason: "other" }, session));
-}
-
 const blockedId = `cc-${randomUUID()}`;
 const activeId = `cc-${randomUUID()}`;
 
@@ -151,13 +134,9 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
   });
 
   it("the overview lists a Claude Code session through the gateway with its block, its charts draw the calls, and a filter narrows", async () => {
-    await plane().tools.hook("PreToolUse", { name: "disk-guard", priority: 1 }, (e) =>
-      String((e.payload["arguments"] as { command?: unknown }).command ?? "").includes("rm -rf")
-        ? { action: "block", reason: "destructive command" }
-        : null,
-    );
-    await claudeCodeSession(blockedId, { blocked: true, end: true });
-    await claudeCodeSession(activeId, { blocked: false, end: false });
+    await serveDiskGuard(plane());
+    await claudeCodeSession(plane(), blockedId, { prompt: PROMPT, blocked: true, end: true });
+    await claudeCodeSession(plane(), activeId, { prompt: PROMPT, blocked: false, end: false });
     await open("sessions");
     const blocked = page.locator(`tr[data-session="${blockedId}"]`);
     await waitFor(
@@ -317,17 +296,7 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
 
   it("shows handlers with heartbeat age, webhook hosts and recorder lag; a dead one is removed after a confirmation", async () => {
     const { nc, names } = plane().env;
-    const regs = await HandlerRegistrations.open({ nc, names });
-    await regs.register({
-      hook: "PreToolUse",
-      name: "dead-guard",
-      priority: 0,
-      timeout_ms: 1000,
-      failure_mode: "closed",
-      schema_version: "geode.public-hook.v2",
-      heartbeat_at: Date.now() - 120_000,
-      lease_ms: 5000,
-    });
+    const regs = await registerDeadGuard(plane().env, "dead-guard");
     const webhooks = await WebhookStore.open({ nc, names });
     await webhooks.add({
       hook: "SubagentStop",

@@ -6,11 +6,15 @@ import {
   ConsoleSessionsPageSchema,
   ConsoleStatsSchema,
 } from "@geode/contracts";
-import { HandlerRegistrations } from "@geode/state";
 import { useFixture, waitFor } from "@geode/testing";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type ApiBody, startConsolePlane } from "./console-support.js";
-import { ccInput } from "./gateway-support.js";
+import {
+  type ApiBody,
+  claudeCodeSession,
+  registerDeadGuard,
+  serveDiskGuard,
+  startConsolePlane,
+} from "./console-support.js";
 
 const { fixture: plane } = useFixture(startConsolePlane, (p) => p.stop());
 
@@ -22,25 +26,6 @@ const blockedId = `cc-blocked-${randomUUID()}`;
 const activeId = `cc-active-${randomUUID()}`;
 const runtimeId = `rt-${randomUUID().slice(0, 8)}`;
 
-/** A Claude Code session through the gateway: a prompt, an allowed `ls`, a blocked `rm -rf`, then the end. */
-async function claudeCodeSession(sessionId: string, opts: { blocked: boolean; end: boolean }): Promise<void> {
-  const p = plane();
-  const session = { session_id: sessionId, prompt_id: `${sessionId}-p1` };
-  await p.claudeCode(ccInput("SessionStart", { source: "startup", model: "claude-test" }, session));
-  await p.claudeCode(ccInput("UserPromptSubmit", { prompt: PROMPT }, session));
-  const ls = { tool_name: "Bash", tool_input: { command: "ls -la" }, tool_use_id: `${sessionId}-t1` };
-  expect(await p.claudeCode(ccInput("PreToolUse", ls, session))).toEqual({});
-  await p.claudeCode(
-    ccInput("PostToolUse", { ...ls, tool_response: { stdout: "a\nb", stderr: "" } }, session),
-  );
-  if (opts.blocked) {
-    const rm = { tool_name: "Bash", tool_input: { command: "rm -rf /" }, tool_use_id: `${sessionId}-t2` };
-    const denied = await p.claudeCode(ccInput("PreToolUse", rm, session));
-    expect(denied).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
-  }
-  if (opts.end) await p.claudeCode(ccInput("SessionEnd", { reason: "other" }, session));
-}
-
 async function list(query = ""): Promise<ApiBody> {
   const r = await plane().api(`/api/sessions${query}`);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -50,13 +35,9 @@ async function list(query = ""): Promise<ApiBody> {
 const ids = (page: ApiBody): string[] => page.items.map((s: ApiBody) => s.session_id);
 
 beforeAll(async () => {
-  await plane().tools.hook("PreToolUse", { name: "disk-guard", priority: 1 }, (e) =>
-    String((e.payload["arguments"] as { command?: unknown }).command ?? "").includes("rm -rf")
-      ? { action: "block", reason: "destructive command" }
-      : null,
-  );
-  await claudeCodeSession(blockedId, { blocked: true, end: true });
-  await claudeCodeSession(activeId, { blocked: false, end: false });
+  await serveDiskGuard(plane());
+  await claudeCodeSession(plane(), blockedId, { prompt: PROMPT, blocked: true, end: true });
+  await claudeCodeSession(plane(), activeId, { prompt: PROMPT, blocked: false, end: false });
   const reply = await plane().callTool("echo", { text: "hi" }, { session_id: runtimeId, tool_call_id: "c1" });
   expect(reply.status).toBe("completed");
   // The recorder projects asynchronously: wait until the three sessions are all there, complete.
@@ -192,18 +173,7 @@ describe("GET /api/stats", () => {
 
 describe("DELETE /api/handlers/{hook}/{name}", () => {
   it("removes a registration whose lease expired; refuses a live one with 409", async () => {
-    const { nc, names } = plane().env;
-    const regs = await HandlerRegistrations.open({ nc, names });
-    await regs.register({
-      hook: "PreToolUse",
-      name: "dead-guard",
-      priority: 0,
-      timeout_ms: 1000,
-      failure_mode: "closed",
-      schema_version: "geode.public-hook.v2",
-      heartbeat_at: Date.now() - 60_000,
-      lease_ms: 1000,
-    });
+    const regs = await registerDeadGuard(plane().env, "dead-guard");
     const live = await plane().api("/api/handlers/PreToolUse/disk-guard", { method: "DELETE" });
     expect(live.status).toBe(409);
     expect(live.body.error).toMatchObject({ code: "invalid_request", details: { why: "lease_live" } });

@@ -8,9 +8,10 @@ import { type RunningConsole, startConsole } from "@geode/console";
 import { CLAUDE_CODE_HOOK_PATH, type ToolExecuteReply } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createVerifyClient, type VerifyClient } from "@geode/runtime";
+import { HandlerRegistrations } from "@geode/state";
 import { type TestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
-import { addAgent } from "./gateway-support.js";
+import { addAgent, ccInput } from "./gateway-support.js";
 import { type RecordingTool, recordingTool, startToolStack, type ToolStack } from "./tools-support.js";
 
 /** A JSON reply of the API; the tests check it field by field. */
@@ -127,4 +128,59 @@ export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
       rmSync(runsDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A PreToolUse guard that blocks any command containing `rm -rf` (and says nothing of the rest). */
+export function serveDiskGuard(p: ConsolePlane) {
+  return p.tools.hook("PreToolUse", { name: "disk-guard", priority: 1 }, (e) =>
+    String((e.payload["arguments"] as { command?: unknown }).command ?? "").includes("rm -rf")
+      ? { action: "block", reason: "destructive command" }
+      : null,
+  );
+}
+
+/**
+ * A Claude Code session through the gateway, as Claude Code sends its hooks: a prompt, an allowed
+ * `ls`, then (if `blocked`) an `rm -rf` the disk guard refuses, then (if `end`) its end.
+ */
+export async function claudeCodeSession(
+  p: ConsolePlane,
+  sessionId: string,
+  opts: { prompt: string; blocked: boolean; end: boolean },
+): Promise<void> {
+  const session = { session_id: sessionId, prompt_id: `${sessionId}-p1` };
+  await p.claudeCode(ccInput("SessionStart", { source: "startup", model: "claude-test" }, session));
+  await p.claudeCode(ccInput("UserPromptSubmit", { prompt: opts.prompt }, session));
+  const ls = { tool_name: "Bash", tool_input: { command: "ls -la" }, tool_use_id: `${sessionId}-t1` };
+  if (JSON.stringify(await p.claudeCode(ccInput("PreToolUse", ls, session))) !== "{}")
+    throw new Error("the gateway refused ls");
+  await p.claudeCode(ccInput("PostToolUse", { ...ls, tool_response: { stdout: "a", stderr: "" } }, session));
+  if (opts.blocked) {
+    const rm = {
+      tool_name: "Bash",
+      tool_input: { command: "rm -rf /tmp/x" },
+      tool_use_id: `${sessionId}-t2`,
+    };
+    const denied = await p.claudeCode(ccInput("PreToolUse", rm, session));
+    const out = denied["hookSpecificOutput"] as { permissionDecision?: string } | undefined;
+    if (out?.permissionDecision !== "deny")
+      throw new Error(`the gateway let rm -rf go: ${JSON.stringify(denied)}`);
+  }
+  if (opts.end) await p.claudeCode(ccInput("SessionEnd", { reason: "other" }, session));
+}
+
+/** Writes a `failure_mode: closed` PreToolUse registration whose lease ran out a while ago (a dead guard). */
+export async function registerDeadGuard(env: TestEnv, name: string): Promise<HandlerRegistrations> {
+  const regs = await HandlerRegistrations.open({ nc: env.nc, names: env.names });
+  await regs.register({
+    hook: "PreToolUse",
+    name,
+    priority: 0,
+    timeout_ms: 1000,
+    failure_mode: "closed",
+    schema_version: "geode.public-hook.v2",
+    heartbeat_at: Date.now() - 120_000,
+    lease_ms: 5000,
+  });
+  return regs;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { startConsole } from "@geode/console";
 import {
   ConsoleHandlerRemovedSchema,
   ConsoleParkedTurnsPageSchema,
@@ -10,6 +11,7 @@ import { useFixture, waitFor } from "@geode/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   type ApiBody,
+  CONSOLE_TOKEN,
   claudeCodeSession,
   registerDeadGuard,
   serveDiskGuard,
@@ -190,6 +192,33 @@ describe("DELETE /api/handlers/{hook}/{name}", () => {
     expect((await plane().api("/api/handlers/PreToolUse/x", { method: "DELETE", token: null })).status).toBe(
       401,
     );
+  });
+});
+
+describe("the session routes without a projection", () => {
+  it("answer 503 unavailable, saying why, when there is none or its tables are not there yet", async () => {
+    const { nc, names } = plane().env;
+    const none = await startConsole({ conn: { nc, names }, token: CONSOLE_TOKEN, port: 0 });
+    const missing = await startConsole({
+      conn: { nc, names },
+      token: CONSOLE_TOKEN,
+      port: 0,
+      projection: { db: plane().projection.db, ns: "t_never_recorded" },
+    });
+    try {
+      for (const [url, message] of [
+        [none.url, "the console has no projection to read: start it with DATABASE_URL"],
+        [missing.url, "the projection of this namespace is not there yet (the activity-recorder creates it)"],
+      ] as const)
+        for (const path of ["/api/sessions", "/api/sessions/s/story", "/api/stats"]) {
+          const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${CONSOLE_TOKEN}` } });
+          expect(res.status, path).toBe(503);
+          expect(await res.json()).toEqual({ error: { code: "unavailable", message } });
+        }
+    } finally {
+      await none.close();
+      await missing.close();
+    }
   });
 });
 

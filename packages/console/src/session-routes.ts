@@ -13,9 +13,28 @@ import { recorderLag } from "./recorder-lag.js";
 import { type ConsoleProjection, listSessions } from "./session-list.js";
 import { sessionStory } from "./session-story.js";
 
-function projectionOf(d: ConsoleDeps): ConsoleProjection {
-  if (d.projection) return d.projection;
-  throw new ApiError(503, "unavailable", "the console has no projection to read: start it with DATABASE_URL");
+/** PostgreSQL's codes for a schema or table that is not there (the recorder has not created it yet). */
+const NOT_THERE = new Set(["3F000", "42P01"]);
+
+/** Runs a read of the projection: none, or one not created yet, is a 503 that says so. */
+async function fromProjection<T>(d: ConsoleDeps, read: (p: ConsoleProjection) => Promise<T>): Promise<T> {
+  if (!d.projection)
+    throw new ApiError(
+      503,
+      "unavailable",
+      "the console has no projection to read: start it with DATABASE_URL",
+    );
+  try {
+    return await read(d.projection);
+  } catch (err) {
+    if (NOT_THERE.has((err as { code?: string }).code ?? ""))
+      throw new ApiError(
+        503,
+        "unavailable",
+        "the projection of this namespace is not there yet (the activity-recorder creates it)",
+      );
+    throw err;
+  }
 }
 
 /** A path segment as text: valid URL encoding, 1..`max` characters, no control characters. */
@@ -65,7 +84,7 @@ export const SESSION_ROUTES: Route[] = [
       if (query.offset !== undefined) throw badRequest("offset pages status=paused only; use cursor");
       if (query.since !== undefined && query.until !== undefined && query.since > query.until)
         throw badRequest("since must not be after until");
-      const page = await listSessions(projectionOf(d), query, (ids) => pausedAmong(d, ids));
+      const page = await fromProjection(d, (p) => listSessions(p, query, (ids) => pausedAmong(d, ids)));
       sendJson(r.res, 200, page);
     },
   },
@@ -75,8 +94,8 @@ export const SESSION_ROUTES: Route[] = [
     async handle(d, r) {
       const sessionId = segment(r.params[0], "session_id");
       if (r.url.search !== "") throw badRequest("the story takes no query parameters");
-      const story = await sessionStory(projectionOf(d), sessionId, async (id) =>
-        (await pausedAmong(d, [id])).has(id),
+      const story = await fromProjection(d, (p) =>
+        sessionStory(p, sessionId, async (id) => (await pausedAmong(d, [id])).has(id)),
       );
       if (!story) throw new ApiError(404, "invalid_request", `no session ${sessionId} in the projection`);
       sendJson(r.res, 200, story);
@@ -88,7 +107,7 @@ export const SESSION_ROUTES: Route[] = [
     async handle(d, r) {
       const { window = "1h" } = readQuery(r.url, ConsoleStatsQuerySchema);
       const lag = await recorderLag(d.conn.nc, d.conn.names);
-      sendJson(r.res, 200, await hookStats(projectionOf(d), window, lag));
+      sendJson(r.res, 200, await fromProjection(d, (p) => hookStats(p, window, lag)));
     },
   },
   {

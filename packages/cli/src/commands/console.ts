@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { connectBus, createLogger, loadConfig } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
 import { type CommandModule, intOption, UsageError } from "../command.js";
-import { openExistingProjection } from "../projection-from-env.js";
+import { openProjectionFromEnv, projectionHere } from "../projection-from-env.js";
 
 /**
  * `geode console`: the operator console in the browser (sessions and their stories from the
@@ -35,11 +35,16 @@ export const consoleCommand: CommandModule = {
       return 1;
     }
     const log = createLogger("console", config.logLevel);
-    // The session views read the projection; without one here the rest of the console still runs.
-    const projection = await openExistingProjection(config, "geode console", io.err).catch((err: unknown) => {
-      io.err(`geode console: no session views: ${err instanceof Error ? err.message : err}\n`);
-      return undefined;
-    });
+    // The session views read the projection (never migrating it: the recorder owns it); without
+    // one here the rest of the console still runs.
+    let projection: Awaited<ReturnType<typeof openProjectionFromEnv>> | undefined;
+    if (!projectionHere(config))
+      io.err("geode console: no session views: DATABASE_URL is unset and there is no projection here\n");
+    else
+      projection = await openProjectionFromEnv(config, "geode console", false).catch((err: unknown) => {
+        io.err(`geode console: no session views: ${err instanceof Error ? err.message : err}\n`);
+        return undefined;
+      });
     const running = await startConsole({
       conn: { nc, names: buildNames(config.namespace) },
       token,

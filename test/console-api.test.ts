@@ -49,6 +49,9 @@ describe("the console API: the token", () => {
       "/api/handlers",
       "/api/receipts?state=admitted",
       "/api/sessions?status=paused",
+      "/api/sessions",
+      "/api/sessions/s1/story",
+      "/api/stats",
       "/api/recorder",
     ]) {
       for (const token of [null, "wrong-token"]) {
@@ -371,13 +374,17 @@ describe("the console API: paused sessions, receipts, runs, handlers, recorder",
     }
   });
 
-  it("shows recorder lag per stream (no recorder here: not present)", async () => {
+  it("shows recorder lag per stream, by the formula of the metric", async () => {
     const r = await plane().api("/api/recorder");
     expect(r.status).toBe(200);
     ConsoleRecorderSchema.parse(r.body);
     expect(r.body.streams.map((s: ApiBody) => [s.stream, s.present])).toEqual([
-      [plane().env.names.eventsStream, false],
-      [plane().env.names.timelineStream, false],
+      [plane().env.names.eventsStream, true],
+      [plane().env.names.timelineStream, true],
     ]);
+    for (const s of r.body.streams) {
+      expect(s.lag).toBeGreaterThanOrEqual(0);
+      expect(s.lag).toBeLessThanOrEqual(s.stream_last_seq);
+    }
   });
 });

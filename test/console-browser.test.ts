@@ -1,14 +1,25 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { RuntimeEventBus } from "@geode/bus";
-import { WEB_DIST } from "@geode/console";
-import { ReceiptStore, RunStore } from "@geode/state";
-import { REPO_ROOT, useFixture, waitFor } from "@geode/testing";
+import { startConsole, WEB_DIST } from "@geode/console";
+import { names as buildNames } from "@geode/contracts";
+import { openProjectionDb } from "@geode/projection";
+import { ReceiptStore, RunStore, WebhookStore } from "@geode/state";
+import { cleanupNamespace, REPO_ROOT, uniqueNamespace, useFixture, waitFor } from "@geode/testing";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CONSOLE_TOKEN, startConsolePlane } from "./console-support.js";
+import { cleanupDemo, runDemo } from "../packages/cli/src/demo/run-demo.js";
+import { SHOTS_MANIFEST, webSourcesDigest } from "./console-shots.js";
+import {
+  CONSOLE_TOKEN,
+  claudeCodeSession,
+  registerDeadGuard,
+  serveDiskGuard,
+  startConsolePlane,
+} from "./console-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
 
 /** Debian's chromium (`.ci/run` installs it when missing). */
@@ -51,44 +62,144 @@ beforeAll(async () => {
   page = context.pages()[0] ?? (await context.newPage());
 }, 60_000);
 
+const taken: string[] = [];
+
 afterAll(async () => {
   await context?.close();
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   if (!SHOTS && shotsDir) rmSync(shotsDir, { recursive: true, force: true });
+  // The manifest says which page the screenshots show (test/console-docs.test.ts checks it).
+  if (SHOTS)
+    writeFileSync(
+      path.join(shotsDir, SHOTS_MANIFEST),
+      `${JSON.stringify({ web_sources_sha256: webSourcesDigest(), shots: taken.sort() }, null, 2)}\n`,
+    );
 });
 
 /** A screenshot of the page as it is (a PNG, not empty). */
-async function shot(name: string): Promise<void> {
+async function shot(name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   const file = path.join(shotsDir, `${name}.png`);
-  const png = await page.screenshot({ path: file, fullPage: true });
+  const png = await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
   expect(png.length).toBeGreaterThan(1000);
+  taken.push(name);
 }
 
-async function open(hash: string): Promise<void> {
-  await page.goto(`${plane().console.url}/#${hash}`);
+async function open(hash: string, base = plane().console.url): Promise<void> {
+  await page.goto(`${base}/#${hash}`);
 }
+
+async function signIn(base: string): Promise<void> {
+  await open("sessions", base);
+  await page.getByLabel("Console token").fill(CONSOLE_TOKEN);
+  await page.getByLabel("Your name").fill("ana");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForSelector("#nav:not([hidden])", WAIT);
+}
+
+/** What the prompt said: the page never shows it. */
+const PROMPT = "tidy the disk, the vault code is 4711";
+
+const blockedId = `cc-${randomUUID()}`;
+const activeId = `cc-${randomUUID()}`;
 
 describe("the operator console in a browser", { timeout: 90_000 }, () => {
-  it("asks for the token once, then shows the console; the token is in no URL and no cookie", async () => {
+  it("asks for the token once, then shows the sessions; the token is in no URL and no cookie", async () => {
     const urls: string[] = [];
     page.on("request", (r) => urls.push(r.url()));
-    await open("approvals");
+    await open("sessions");
     await page.waitForSelector("form.login", WAIT);
-    await shot("login");
-    await page.fill("input[name=token]", "not-the-token");
-    await page.fill("input[name=operator]", "ana");
-    await page.click("form.login button[type=submit]");
-    await page.waitForSelector("#status.bad", WAIT);
+    // Labelled fields, the first empty one focused.
+    expect(
+      await page.evaluate(
+        () => (globalThis as { document?: { activeElement?: { id: string } } }).document?.activeElement?.id,
+      ),
+    ).toBe("login-operator");
+    await shot("login", { fullPage: false });
+    await page.getByLabel("Console token").fill("not-the-token");
+    await page.getByLabel("Your name").fill("ana");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForSelector("#login-error:text('that is not the console token')", WAIT);
     expect(await page.isVisible("#nav")).toBe(false);
-    await page.fill("input[name=token]", CONSOLE_TOKEN);
-    await page.click("form.login button[type=submit]");
+    await page.getByLabel("Console token").fill(CONSOLE_TOKEN);
+    await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForSelector("#nav:not([hidden])", WAIT);
     expect(await page.textContent("#who")).toBe("ana");
+    expect(await page.textContent("main h2")).toBe("Sessions");
+    expect(await page.getAttribute('#nav a[data-page="sessions"]', "aria-current")).toBe("page");
     const cookies = await context.cookies();
     expect(cookies).toHaveLength(1);
     expect(cookies[0]).toMatchObject({ name: "geode_console", httpOnly: true, sameSite: "Strict" });
     expect(cookies[0]!.value).not.toContain(CONSOLE_TOKEN);
     expect(urls.some((u) => u.includes(CONSOLE_TOKEN))).toBe(false);
+  });
+
+  it("the overview lists a Claude Code session through the gateway with its block, its charts draw the calls, and a filter narrows", async () => {
+    await serveDiskGuard(plane());
+    await claudeCodeSession(plane(), blockedId, { prompt: PROMPT, blocked: true, end: true });
+    await claudeCodeSession(plane(), activeId, { prompt: PROMPT, blocked: false, end: false });
+    await open("sessions");
+    const blocked = page.locator(`tr[data-session="${blockedId}"]`);
+    await waitFor(
+      async () =>
+        ((await blocked.count()) > 0 && (await blocked.textContent())?.includes("1 blocked")) ?? false,
+      30_000,
+    );
+    const row = (await blocked.textContent()) ?? "";
+    for (const text of ["laptop", "claude-code", "completed", "1 blocked", "⊘"]) expect(row).toContain(text);
+    expect(await blocked.getAttribute("class")).toBe("bad-row");
+    const active = page.locator(`tr[data-session="${activeId}"]`);
+    expect(await active.textContent()).toContain("active");
+    expect(await page.textContent("main")).not.toContain("vault code");
+    // The charts: drawn by uPlot from the last hour's calls (now all projected), with their numbers as text.
+    await page.reload();
+    await page.locator("#chart-agents canvas").first().waitFor(WAIT);
+    for (const id of ["chart-agents", "chart-hooks", "chart-latency"])
+      expect(await page.locator(`#${id} canvas`).count(), id).toBeGreaterThan(0);
+    expect(await page.textContent("#chart-agents .chart-summary")).toMatch(/laptop: \d+ calls, 1 blocked/);
+    expect(await page.textContent("#chart-hooks .chart-summary")).toMatch(/PreToolUse: \d+ calls, 1 blocked/);
+    expect(await page.textContent("#chart-recorder")).toMatch(/_EVENTS: \d+/);
+    await shot("sessions");
+    await page.getByLabel("Has blocks").check();
+    await page.getByRole("button", { name: "Apply" }).click();
+    const rows = () =>
+      page.locator("tr[data-session]").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-session")));
+    await waitFor(async () => JSON.stringify(await rows()) === JSON.stringify([blockedId]), 20_000);
+    expect(page.url()).toContain("has_blocks=true");
+    await page.getByLabel("Session id").fill(activeId.slice(3, 15));
+    await page.getByLabel("Has blocks").uncheck();
+    await page.getByRole("button", { name: "Apply" }).click();
+    await waitFor(async () => JSON.stringify(await rows()) === JSON.stringify([activeId]), 20_000);
+  });
+
+  it("a session's story shows the block as a block, who decided, ms times, raw events a click away and the way back", async () => {
+    await open("sessions");
+    await page.locator(`tr[data-session="${blockedId}"] a`).click();
+    await page.locator("table.story").waitFor(WAIT);
+    const rm = page.locator(`tr[data-call="${blockedId}-t2"]`);
+    expect(await rm.getAttribute("class")).toBe("bad-row");
+    const text = (await rm.textContent()) ?? "";
+    for (const part of ["Tool call", "⊘", "blocked", "disk-guard", "not run"]) expect(text).toContain(part);
+    const ls = (await page.locator(`tr[data-call="${blockedId}-t1"]`).textContent()) ?? "";
+    expect(ls).toContain("Bash · shell");
+    expect(ls).toContain("allowed");
+    const prompt = (await page.locator('tr[data-kind="prompt"]').textContent()) ?? "";
+    expect(prompt).toContain(`${[...PROMPT].length} characters`);
+    expect(await page.textContent("main")).not.toContain("vault code");
+    const times = await page.locator("table.story tbody tr td:first-child").allTextContents();
+    for (const t of times) expect(t).toMatch(/^\+[\d,]+ ms$/);
+    expect(await page.locator("#story-live").count()).toBe(0);
+    await shot("story");
+    await page.getByRole("link", { name: `Every event and record of run ${blockedId}` }).click();
+    await page.waitForSelector("#timeline-state:text('live')", WAIT);
+    await waitFor(
+      async () => (await page.textContent("main"))?.includes("extension_invoked") ?? false,
+      20_000,
+    );
+    await page.getByRole("link", { name: "← All sessions" }).click();
+    await page.locator(`tr[data-session="${blockedId}"]`).waitFor(WAIT);
+    // An active session's story says it is live.
+    await open(`session/${activeId}`);
+    await page.locator("#story-live").waitFor(WAIT);
   });
 
   it("an approval appears and is allowed from the page; the waiting tool call completes", async () => {
@@ -123,13 +234,13 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       }),
     });
     expect(parked.policy_action).toBe("escalate");
-    await open("sessions");
+    await open("paused");
     const row = page.locator(`tr[data-session="${corr.session_id}"]`);
     await row.waitFor(WAIT);
     expect(await row.locator(".pending-text").textContent()).toBe(
       "Draft reply <script>window.__xss = 3</script>",
     );
-    await shot("sessions");
+    await shot("paused");
     await row.getByRole("button", { name: "Deliver" }).click();
     await row.waitFor({ state: "detached", ...WAIT });
     const left = await plane().api("/api/sessions?status=paused");
@@ -183,13 +294,48 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     expect(await page.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
   });
 
-  it("shows handlers with heartbeat age and error rate, recorder lag, and admitted receipts", async () => {
+  it("shows handlers with heartbeat age, webhook hosts and recorder lag; a dead one is removed after a confirmation", async () => {
+    const { nc, names } = plane().env;
+    const regs = await registerDeadGuard(plane().env, "dead-guard");
+    const webhooks = await WebhookStore.open({ nc, names });
+    await webhooks.add({
+      hook: "SubagentStop",
+      name: "audit-hook",
+      url: "http://127.0.0.1:9/geode?token=never-shown",
+      secret: `geode_whsec_${"x".repeat(40)}`,
+      priority: 50,
+      timeout_ms: 1000,
+      schema_version: "geode.public-hook.v2",
+      failure_mode: "open",
+      lease_ms: 30_000,
+      created_at: Date.now(),
+    });
     await open("handlers");
-    const row = page.locator('tr[data-handler="PreToolUse.xss-guard"]');
-    await row.waitFor(WAIT);
-    expect(await row.textContent()).toContain("open");
-    expect(await page.textContent("main")).toContain("recorder not running");
-    await shot("handlers");
+    const dead = page.locator('tr[data-handler="PreToolUse.dead-guard"]');
+    await dead.waitFor(WAIT);
+    expect(await dead.textContent()).toContain("⚠");
+    expect(await dead.textContent()).toContain("(lease expired)");
+    const hook = page.locator('tr[data-handler="SubagentStop.audit-hook"]');
+    await hook.waitFor(WAIT);
+    expect(await hook.textContent()).toContain("webhook → 127.0.0.1:9");
+    expect(await page.textContent("main")).not.toContain("never-shown");
+    expect(await page.locator('tr[data-handler="PreToolUse.disk-guard"]').textContent()).toContain("open");
+    expect(await page.locator('tr[data-handler="PreToolUse.disk-guard"] button').count()).toBe(0);
+    expect(await page.textContent("main")).not.toContain("recorder not running");
+    await dead.getByRole("button", { name: "remove dead-guard of PreToolUse" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor(WAIT);
+    expect(await dialog.textContent()).toContain("fails closed");
+    await shot("handlers", { fullPage: false });
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    expect((await regs.list("PreToolUse")).map((h) => h.name)).toContain("dead-guard");
+    await dead.getByRole("button", { name: "remove dead-guard of PreToolUse" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Remove" }).click();
+    await dead.waitFor({ state: "detached", ...WAIT });
+    expect((await regs.list("PreToolUse")).map((h) => h.name)).not.toContain("dead-guard");
+  });
+
+  it("resolves an admitted receipt", async () => {
     const { nc, names } = plane().env;
     const receipts = await ReceiptStore.open({ nc, names });
     await receipts.admit(
@@ -209,4 +355,44 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       resolution: { by: "ana", reason: "mail never left the relay" },
     });
   });
+
+  it("the demo's session: the overview lists it, its story shows the blocked tool, the approval and the verification", async () => {
+    const { env } = plane();
+    const ns = uniqueNamespace("demo");
+    const result = await runDemo({
+      natsUrl: env.natsUrl,
+      databaseUrl: env.databaseUrl,
+      namespace: ns,
+      keep: true,
+      env: { ...process.env, LOG_LEVEL: "warn", GEODE_METRICS_PORT: "0" },
+    });
+    const projection = await openProjectionDb({ ns, databaseUrl: env.databaseUrl, migrate: false });
+    const demo = await startConsole({
+      conn: { nc: env.nc, names: buildNames(ns) },
+      token: CONSOLE_TOKEN,
+      port: 0,
+      projection: { db: projection.db, ns },
+    });
+    try {
+      await signIn(demo.url);
+      const row = page.locator(`tr[data-session="${result.session.sessionId}"]`);
+      await row.waitFor(WAIT);
+      for (const text of ["runtime", "completed", "1 blocked"])
+        expect(await row.textContent()).toContain(text);
+      await row.locator("a").click();
+      await page.locator("table.story").waitFor(WAIT);
+      const blocked = page.locator("table.story tr.bad-row").filter({ hasText: "blocked" });
+      expect(await blocked.count()).toBe(1);
+      expect(await blocked.textContent()).toContain("⊘");
+      const story = (await page.textContent("table.story")) ?? "";
+      for (const text of ["approved", "Verification", "revise", "accept", "Sub-agent"])
+        expect(story).toContain(text);
+      await shot("demo-story");
+    } finally {
+      await demo.close();
+      await projection.close();
+      await cleanupDemo(result);
+      await cleanupNamespace(env.jsm, ns, env.databaseUrl);
+    }
+  }, 300_000);
 });

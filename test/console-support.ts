@@ -1,9 +1,17 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
+import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { requestJson } from "@geode/bus";
 import { type RunningConsole, startConsole } from "@geode/console";
-import type { ToolExecuteReply } from "@geode/contracts";
+import { CLAUDE_CODE_HOOK_PATH, type ToolExecuteReply } from "@geode/contracts";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createVerifyClient, type VerifyClient } from "@geode/runtime";
-import type { TestEnv } from "@geode/testing";
+import { HandlerRegistrations } from "@geode/state";
+import { type TestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { addAgent, ccInput } from "./gateway-support.js";
 import { type RecordingTool, recordingTool, startToolStack, type ToolStack } from "./tools-support.js";
 
 /** A JSON reply of the API; the tests check it field by field. */
@@ -12,14 +20,22 @@ export type ApiBody = any;
 
 export const CONSOLE_TOKEN = "console-test-token-0123456789";
 
-/** A dispatcher, tool-executor (with `deploy`, which needs approval), verifier and console in this process. */
+/**
+ * A dispatcher, tool-executor (with `deploy`, which needs approval), verifier, activity-recorder,
+ * agent gateway (with the agent `laptop`) and console, reading the projection, in this process.
+ */
 export interface ConsolePlane {
   env: TestEnv;
   tools: ToolStack;
   deploy: RecordingTool;
   verifier: RunningVerifier;
   verify: VerifyClient;
+  recorder: ActivityRecorder;
+  projection: ProjectionDb;
+  gateway: AgentGateway;
   console: RunningConsole;
+  /** POSTs a Claude Code hook input to the gateway as the agent `laptop`; resolves with its JSON reply. */
+  claudeCode(body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Calls the API with the bearer token (or `token: null` for none); returns status and JSON. */
   api(
     path: string,
@@ -35,22 +51,46 @@ export interface ConsolePlane {
 }
 
 export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
+  const { nc, names, databaseUrl } = env;
   const deploy = recordingTool("deploy", "mutation", { requires_approval: true });
   const tools = await startToolStack(env, { tools: [deploy], config: { approvalTimeoutMs: 30_000 } });
-  const verifier = await startVerifier({ nc: env.nc, names: env.names });
+  const verifier = await startVerifier({ nc, names });
+  const runsDir = mkdtempSync(path.join(os.tmpdir(), "geode-console-runs-"));
+  const recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
+  const projection = await openProjectionDb({ ns: env.ns, databaseUrl });
+  const agentToken = await addAgent(env, "laptop");
+  const gateway = await startAgentGateway({
+    nc,
+    names,
+    config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: 30_000 },
+  });
+  await waitFor(() => gateway.agents() === 1);
   const running = await startConsole({
-    conn: { nc: env.nc, names: env.names },
+    conn: { nc, names },
     token: CONSOLE_TOKEN,
     port: 0,
     approvalTimeoutMs: 30_000,
+    projection: { db: projection.db, ns: projection.ns },
   });
   return {
     env,
     tools,
     deploy,
     verifier,
-    verify: createVerifyClient({ nc: env.nc, names: env.names }),
+    verify: createVerifyClient({ nc, names }),
+    recorder,
+    projection,
+    gateway,
     console: running,
+    async claudeCode(body) {
+      const res = await fetch(`${gateway.url}${CLAUDE_CODE_HOOK_PATH}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${agentToken}` },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 200) throw new Error(`the gateway answered ${res.status}`);
+      return (await res.json()) as Record<string, unknown>;
+    },
     async api(path, init = {}) {
       const token = init.token === undefined ? CONSOLE_TOKEN : init.token;
       const headers: Record<string, string> = { ...init.headers };
@@ -80,8 +120,67 @@ export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
     },
     async stop() {
       await running.close();
+      await gateway.stop();
+      await recorder.stop();
+      await projection.close();
       await verifier.stop();
       await tools.stop();
+      rmSync(runsDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A PreToolUse guard that blocks any command containing `rm -rf` (and says nothing of the rest). */
+export function serveDiskGuard(p: ConsolePlane) {
+  return p.tools.hook("PreToolUse", { name: "disk-guard", priority: 1 }, (e) =>
+    String((e.payload["arguments"] as { command?: unknown }).command ?? "").includes("rm -rf")
+      ? { action: "block", reason: "destructive command" }
+      : null,
+  );
+}
+
+/**
+ * A Claude Code session through the gateway, as Claude Code sends its hooks: a prompt, an allowed
+ * `ls`, then (if `blocked`) an `rm -rf` the disk guard refuses, then (if `end`) its end.
+ */
+export async function claudeCodeSession(
+  p: ConsolePlane,
+  sessionId: string,
+  opts: { prompt: string; blocked: boolean; end: boolean },
+): Promise<void> {
+  const session = { session_id: sessionId, prompt_id: `${sessionId}-p1` };
+  await p.claudeCode(ccInput("SessionStart", { source: "startup", model: "claude-test" }, session));
+  await p.claudeCode(ccInput("UserPromptSubmit", { prompt: opts.prompt }, session));
+  const ls = { tool_name: "Bash", tool_input: { command: "ls -la" }, tool_use_id: `${sessionId}-t1` };
+  if (JSON.stringify(await p.claudeCode(ccInput("PreToolUse", ls, session))) !== "{}")
+    throw new Error("the gateway refused ls");
+  await p.claudeCode(ccInput("PostToolUse", { ...ls, tool_response: { stdout: "a", stderr: "" } }, session));
+  if (opts.blocked) {
+    const rm = {
+      tool_name: "Bash",
+      tool_input: { command: "rm -rf /tmp/x" },
+      tool_use_id: `${sessionId}-t2`,
+    };
+    const denied = await p.claudeCode(ccInput("PreToolUse", rm, session));
+    const out = denied["hookSpecificOutput"] as { permissionDecision?: string } | undefined;
+    if (out?.permissionDecision !== "deny")
+      throw new Error(`the gateway let rm -rf go: ${JSON.stringify(denied)}`);
+  }
+  if (opts.end) await p.claudeCode(ccInput("SessionEnd", { reason: "other" }, session));
+}
+
+/** Writes a `failure_mode: closed` PreToolUse registration whose lease ran out a while ago (a dead guard). */
+export async function registerDeadGuard(env: TestEnv, name: string): Promise<HandlerRegistrations> {
+  const regs = await HandlerRegistrations.open({ nc: env.nc, names: env.names });
+  await regs.register({
+    hook: "PreToolUse",
+    name,
+    priority: 0,
+    timeout_ms: 1000,
+    failure_mode: "closed",
+    schema_version: "geode.public-hook.v2",
+    heartbeat_at: Date.now() - 120_000,
+    lease_ms: 5000,
+  });
+  return regs;
 }

@@ -1,10 +1,7 @@
 import { createHash } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GeodeConnection, Logger, RuntimeEventBus } from "@geode/bus";
 import {
   type ConsoleApprovalAnswered,
   ConsoleApprovalAnswerSchema,
-  type ConsoleParkedTurn,
   type ConsoleReceipt,
   type ConsoleReceiptResolved,
   ConsoleReceiptResolveSchema,
@@ -14,49 +11,14 @@ import {
   isReceiptRunning,
   type ReceiptState,
 } from "@geode/contracts";
-import type { VerifyClient } from "@geode/runtime";
-import {
-  type AttemptStore,
-  type HandlerRegistrations,
-  type ReceiptStore,
-  type RunStore,
-  resolveReceipt,
-} from "@geode/state";
+import { resolveReceipt } from "@geode/state";
 import type { Caller } from "./console-auth.js";
-import { handlerViews, recentHandlerCalls } from "./handler-stats.js";
+import type { ApiRequest, ConsoleDeps, Route } from "./console-route.js";
+import { handlerViews, recentHandlerCalls, webhookHosts } from "./handler-stats.js";
 import { ApiError, badRequest, paged, pageOf, readBody, sendJson } from "./http-io.js";
-import type { PendingApprovals } from "./pending-approvals.js";
 import { recorderLag } from "./recorder-lag.js";
 import { cursorToken, followRunTimeline, parseCursorToken, readRunTimeline } from "./run-timeline.js";
-
-/** What the API reads and acts through: the same stores and clients the CLI and services use. */
-export interface ConsoleDeps {
-  conn: GeodeConnection;
-  events: RuntimeEventBus;
-  approvals: PendingApprovals;
-  receipts: ReceiptStore;
-  attempts: AttemptStore;
-  runs: RunStore;
-  handlers: HandlerRegistrations;
-  verify: VerifyClient;
-  log: Logger;
-  /** Live timelines at once; more are refused with 503. */
-  maxStreams: number;
-}
-
-interface ApiRequest {
-  req: IncomingMessage;
-  res: ServerResponse;
-  url: URL;
-  caller: Caller;
-  params: string[];
-}
-
-type Route = {
-  method: "GET" | "POST";
-  pattern: RegExp;
-  handle: (deps: ConsoleDeps, r: ApiRequest) => Promise<void>;
-};
+import { SESSION_ROUTES } from "./session-routes.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
@@ -96,27 +58,7 @@ export const ROUTES: Route[] = [
       } satisfies ConsoleApprovalAnswered);
     },
   },
-  {
-    method: "GET",
-    pattern: /^\/api\/sessions$/,
-    async handle(d, r) {
-      const status = r.url.searchParams.get("status") ?? "paused";
-      if (status !== "paused") throw badRequest("status must be paused (sessions awaiting verification)");
-      const parked = await d.attempts.parked();
-      const rows = parked.map(
-        (t): ConsoleParkedTurn => ({
-          session_id: t.session_id,
-          turn_id: t.turn_id,
-          policy_action: t.pending!.policy_action,
-          verify_attempt: t.pending!.attempt,
-          pending_text: t.pending!.text,
-          candidate_sha256: t.pending!.candidate_sha256,
-          updated_at: t.updated_at,
-        }),
-      );
-      sendJson(r.res, 200, paged(rows, pageOf(r.url)));
-    },
-  },
+  ...SESSION_ROUTES,
   {
     method: "POST",
     pattern: /^\/api\/sessions\/resolve$/,
@@ -243,11 +185,13 @@ export const ROUTES: Route[] = [
     method: "GET",
     pattern: /^\/api\/handlers$/,
     async handle(d, r) {
-      const [regs, calls] = await Promise.all([
+      const [regs, calls, hooks] = await Promise.all([
         d.handlers.list(),
         recentHandlerCalls(d.conn.nc, d.conn.names),
+        d.webhooks.list(),
       ]);
-      sendJson(r.res, 200, paged(handlerViews(regs, calls), pageOf(r.url)));
+      const views = handlerViews(regs, calls, Date.now(), webhookHosts(hooks));
+      sendJson(r.res, 200, paged(views, pageOf(r.url)));
     },
   },
   {

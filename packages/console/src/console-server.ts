@@ -18,12 +18,21 @@ import {
   type ConsoleMe,
 } from "@geode/contracts";
 import { createVerifyClient } from "@geode/runtime";
-import { AttemptStore, HandlerRegistrations, ReceiptStore, RunStore } from "@geode/state";
-import { type ConsoleDeps, ROUTES } from "./console-api.js";
+import {
+  AttemptStore,
+  HandlerRegistrations,
+  ReceiptStore,
+  RunStore,
+  SessionStore,
+  WebhookStore,
+} from "@geode/state";
+import { ROUTES } from "./console-api.js";
 import { ConsoleAuth } from "./console-auth.js";
 import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
+import type { ConsoleDeps } from "./console-route.js";
 import { ApiError, readBody, sendError, sendJson, toApiError } from "./http-io.js";
 import { PendingApprovals } from "./pending-approvals.js";
+import type { ConsoleProjection } from "./session-list.js";
 
 /** Default port of `geode console` (docs/console.md). */
 export const DEFAULT_CONSOLE_PORT = 4281;
@@ -46,6 +55,11 @@ export interface ConsoleOptions {
   webDir?: string;
   /** How long a client may take to send a request (408 after), and stay idle between requests. */
   timeouts?: HttpTimeouts;
+  /**
+   * The Postgres projection of the namespace (`openProjectionDb`'s `db` and `ns`), which the
+   * session views read; without it those routes answer 503. The caller opens and closes it.
+   */
+  projection?: ConsoleProjection;
 }
 
 export interface RunningConsole {
@@ -90,8 +104,11 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     receipts: await ReceiptStore.open(conn),
     attempts: await AttemptStore.open(conn),
     runs: await RunStore.open(conn),
+    sessions: await SessionStore.open(conn),
     handlers: await HandlerRegistrations.open(conn),
+    webhooks: await WebhookStore.open(conn),
     verify: createVerifyClient(conn),
+    projection: options.projection ?? null,
     log,
     maxStreams: 32,
   };

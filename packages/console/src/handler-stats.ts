@@ -7,6 +7,21 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { readStream } from "./stream-reader.js";
 
+/** The host of each webhook handler's endpoint, keyed `{hook}.{handler}` (never the URL's path or query). */
+export function webhookHosts(
+  hooks: ReadonlyArray<{ hook: string; name: string; url: string }>,
+): Map<string, string> {
+  const hosts = new Map<string, string>();
+  for (const w of hooks) {
+    try {
+      hosts.set(`${w.hook}.${w.name}`, new URL(w.url).host);
+    } catch {
+      hosts.set(`${w.hook}.${w.name}`, "(unreadable URL)");
+    }
+  }
+  return hosts;
+}
+
 /** How far back "recent" reaches for a handler's error rate. */
 const ERROR_RATE_WINDOW_MS = 5 * 60 * 1000;
 /** At most this many audit events are read per look (the rate is then over the newest part read). */
@@ -53,11 +68,15 @@ export async function recentHandlerCalls(
   return counts;
 }
 
-/** Registrations in call order (hook, priority, name) with heartbeat age and recent error rate. */
+/**
+ * Registrations in call order (hook, priority, name) with heartbeat age, recent error rate and, for
+ * a webhook handler, its endpoint's host (`webhookHosts`, keyed `{hook}.{handler}`).
+ */
 export function handlerViews(
   regs: HandlerRegistration[],
   calls: Map<string, HandlerCalls>,
   now = Date.now(),
+  webhookHosts: ReadonlyMap<string, string> = new Map(),
 ): HandlerView[] {
   return [...regs]
     .sort((a, b) =>
@@ -80,6 +99,7 @@ export function handlerViews(
         recent_calls: c.calls,
         recent_errors: c.errors,
         error_rate: c.calls === 0 ? null : c.errors / c.calls,
+        webhook_host: webhookHosts.get(`${r.hook}.${r.name}`) ?? null,
       };
     });
 }

@@ -122,7 +122,27 @@ export function paged<T>(
 export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S): Promise<z.output<S>> {
   const r = schema.safeParse(await readJsonObject(req));
   if (r.success) return r.data;
-  const issue = r.error.issues.find((i) => i.code === "unrecognized_keys") ?? r.error.issues[0];
+  throw badRequest(firstIssue(r.error, "invalid body"));
+}
+
+/** The first issue of a failed parse as `name message` (an unknown field before the others). */
+function firstIssue(error: z.ZodError, fallback: string): string {
+  const issue = error.issues.find((i) => i.code === "unrecognized_keys") ?? error.issues[0];
   const path = issue?.path.map(String).join(".") ?? "";
-  throw badRequest(path ? `${path} ${issue?.message}` : (issue?.message ?? "invalid body"));
+  return path ? `${path} ${issue?.message}` : (issue?.message ?? fallback);
+}
+
+/**
+ * Reads a route's query string with its schema from the contracts: each parameter at most once;
+ * the first thing wrong, named by its parameter, is a 400.
+ */
+export function readQuery<S extends z.ZodType>(url: URL, schema: S): z.output<S> {
+  const raw: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) {
+    if (k in raw) throw badRequest(`${k.slice(0, 32)} is given more than once`);
+    raw[k] = v;
+  }
+  const r = schema.safeParse(raw);
+  if (r.success) return r.data;
+  throw badRequest(firstIssue(r.error, "invalid query"));
 }

@@ -1,26 +1,35 @@
-import { type ConsoleRecorderLag, type Names, RECORDER_CONSUMER } from "@geode/contracts";
+import {
+  type ConsoleRecorderLag,
+  type Names,
+  RECORDER_CONSUMER,
+  recorderLagMessages,
+} from "@geode/contracts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The activity-recorder's position on one stream (`GET /api/recorder`). */
 export type RecorderLag = ConsoleRecorderLag;
 
-/** The recorder's lag on `{NS}_EVENTS` and `{NS}_TIMELINE`, from its durable consumers' state. */
+/**
+ * The recorder's lag on `{NS}_EVENTS` and `{NS}_TIMELINE`: `recorderLagMessages`, the formula of
+ * the metric `geode_recorder_lag_messages`, over its durable consumers' state.
+ */
 export async function recorderLag(nc: NatsConnection, names: Names): Promise<RecorderLag[]> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   return Promise.all(
     [names.eventsStream, names.timelineStream].map(async (stream): Promise<RecorderLag> => {
       const base = { stream, consumer: RECORDER_CONSUMER };
-      const last = await jsm.streams
+      const state = await jsm.streams
         .info(stream)
-        .then((si) => si.state.last_seq)
+        .then((si) => si.state)
         .catch(() => null);
+      const last = state?.last_seq ?? null;
       try {
         const ci = await jsm.consumers.info(stream, RECORDER_CONSUMER);
         return {
           ...base,
           present: true,
-          lag: ci.num_pending + ci.num_ack_pending,
+          lag: state ? recorderLagMessages(state, ci.ack_floor.stream_seq) : null,
           pending: ci.num_pending,
           ack_pending: ci.num_ack_pending,
           stream_last_seq: last,

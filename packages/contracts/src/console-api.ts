@@ -204,6 +204,8 @@ export const ConsoleHandlerSchema = z.strictObject({
   recent_errors: count,
   /** errors / calls over the window, null without calls. */
   error_rate: z.number().nullable(),
+  /** A webhook handler's endpoint host (KV `{ns}_webhooks`; never its secret); null for a NATS handler. */
+  webhook_host: z.string().nullable(),
 });
 export type ConsoleHandler = z.infer<typeof ConsoleHandlerSchema>;
 export const ConsoleHandlersPageSchema = pageOf(ConsoleHandlerSchema);
@@ -214,7 +216,7 @@ export const ConsoleRecorderLagSchema = z.strictObject({
   consumer: z.string(),
   /** False when the recorder never started on this stream (no durable consumer yet). */
   present: z.boolean(),
-  /** Messages not yet delivered plus delivered but not yet acknowledged (written). */
+  /** Messages not yet applied (`recorderLagMessages`, as the metric `geode_recorder_lag_messages`). */
   lag: count.nullable(),
   pending: count.nullable(),
   ack_pending: count.nullable(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HANDLER_NAME_PATTERN, names, TOOL_NAME_PATTERN } from "./names.js";
+import { HANDLER_NAME_PATTERN, names, recorderLagMessages, TOOL_NAME_PATTERN } from "./names.js";
 
 describe("names(ns)", () => {
   it("builds every subject, stream, bucket and schema name of docs/protocol.md#names", () => {
@@ -60,5 +60,15 @@ describe("names(ns)", () => {
     expect(HANDLER_NAME_PATTERN.test("x".repeat(65))).toBe(false);
     expect(TOOL_NAME_PATTERN.test("fs.read")).toBe(true);
     expect(TOOL_NAME_PATTERN.test("fs read")).toBe(false);
+  });
+});
+
+describe("recorderLagMessages", () => {
+  it("counts what the recorder has not acknowledged, leaving out messages retention already removed", () => {
+    expect(recorderLagMessages({ last_seq: 10, first_seq: 1 }, 7)).toBe(3);
+    expect(recorderLagMessages({ last_seq: 10, first_seq: 1 }, 10)).toBe(0);
+    // 1..5 are gone from the stream: only 6..10 wait, though the consumer acked none of them.
+    expect(recorderLagMessages({ last_seq: 10, first_seq: 6 }, 0)).toBe(5);
+    expect(recorderLagMessages({ last_seq: 0, first_seq: 0 }, 0)).toBe(0);
   });
 });

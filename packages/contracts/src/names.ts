@@ -40,6 +40,20 @@ export const SERVICE_NAMES = [
 export const RECORDER_CONSUMER = "activity-recorder";
 
 /**
+ * The recorder's lag on one stream, the one formula the metric `geode_recorder_lag_messages` and
+ * the console both use: the stream's last sequence minus the sequence the recorder's durable
+ * consumer has acknowledged up to (acked only after the commit). Messages already gone from the
+ * stream (retention) are not waiting for anyone.
+ */
+export function recorderLagMessages(
+  stream: { last_seq: number; first_seq: number },
+  ackFloorSeq: number,
+): number {
+  const applied = Math.max(ackFloorSeq, stream.first_seq - 1);
+  return Math.max(0, stream.last_seq - applied);
+}
+
+/**
  * The durable consumers the verifier replicas share on the timeline stream: each session's
  * verification state is cleared when its `session.ended` (or, for a sub-agent's child session,
  * `subagent.stopped`) record arrives, also when that happened while no verifier ran.

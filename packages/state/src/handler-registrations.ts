@@ -94,6 +94,21 @@ export class HandlerRegistrations {
     return this.records.delete(key, entry.revision);
   }
 
+  /**
+   * An operator's removal of a dead registration only (the console's): `live` while its lease
+   * holds, also when a heartbeat lands between the read and the revision-checked delete.
+   */
+  async removeExpired(
+    hook: HookName,
+    handler: string,
+    now = Date.now(),
+  ): Promise<"removed" | "not_found" | "live"> {
+    const current = await this.records.read(this.key(hook, handler)).catch(() => null);
+    if (!current) return "not_found";
+    if (!leaseExpired(current.value, now)) return "live";
+    return (await this.records.delete(this.key(hook, handler), current.revision)) ? "removed" : "live";
+  }
+
   /** Every registration (of one hook, if given); `onMalformed` hears of keys holding something else. */
   async list(hook?: HookName, onMalformed?: (key: string) => void): Promise<HandlerRegistration[]> {
     return (await this.records.list(hook ? `${hook}.>` : ">", onMalformed)).map((r) => r.value);

@@ -6,7 +6,7 @@ import {
   type StreamOptions,
   silentLogger,
 } from "@geode/bus";
-import { type Names, RECORDER_CONSUMER } from "@geode/contracts";
+import { type Names, RECORDER_CONSUMER, recorderLagMessages } from "@geode/contracts";
 import {
   backoffDelay,
   DEFAULT_RETRY,
@@ -214,9 +214,8 @@ async function retryUntilDone(
 }
 
 /**
- * Messages of each stream not yet applied: the stream's last sequence minus the sequence the
- * recorder's durable consumer has acknowledged up to (shared by every replica, and acked only
- * after the commit). A stream or consumer that cannot be read is left out of this scrape.
+ * Messages of each stream not yet applied (`recorderLagMessages`, shared by every replica). A
+ * stream or consumer that cannot be read is left out of this scrape.
  */
 async function recorderLag(
   jsm: JetStreamManager,
@@ -229,9 +228,7 @@ async function recorderLag(
           jsm.streams.info(stream),
           jsm.consumers.info(stream, RECORDER_CONSUMER),
         ]);
-        // Messages already gone from the stream (retention) are not waiting for anyone.
-        const applied = Math.max(ci.ack_floor.stream_seq, si.state.first_seq - 1);
-        return { stream, lag: Math.max(0, si.state.last_seq - applied) };
+        return { stream, lag: recorderLagMessages(si.state, ci.ack_floor.stream_seq) };
       } catch {
         return undefined;
       }

@@ -2,10 +2,12 @@ import { parseArgs } from "node:util";
 import { connectBus, createLogger, loadConfig } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
 import { type CommandModule, intOption, UsageError } from "../command.js";
+import { openProjectionFromEnv, projectionHere } from "../projection-from-env.js";
 
 /**
- * `geode console`: the operator console in the browser (approvals, paused sessions, admitted
- * receipts, runs with live timelines, handlers, recorder lag) on loopback, behind
+ * `geode console`: the operator console in the browser (sessions and their stories from the
+ * projection, charts, approvals, paused sessions, admitted receipts, runs with live timelines,
+ * handlers, recorder lag) on loopback, behind
  * `GEODE_CONSOLE_TOKEN`. Runs until SIGINT/SIGTERM.
  */
 export const consoleCommand: CommandModule = {
@@ -33,6 +35,16 @@ export const consoleCommand: CommandModule = {
       return 1;
     }
     const log = createLogger("console", config.logLevel);
+    // The session views read the projection (never migrating it: the recorder owns it); without
+    // one here the rest of the console still runs.
+    let projection: Awaited<ReturnType<typeof openProjectionFromEnv>> | undefined;
+    if (!projectionHere(config))
+      io.err("geode console: no session views: DATABASE_URL is unset and there is no projection here\n");
+    else
+      projection = await openProjectionFromEnv(config, "geode console", false).catch((err: unknown) => {
+        io.err(`geode console: no session views: ${err instanceof Error ? err.message : err}\n`);
+        return undefined;
+      });
     const running = await startConsole({
       conn: { nc, names: buildNames(config.namespace) },
       token,
@@ -41,6 +53,7 @@ export const consoleCommand: CommandModule = {
       approvalTimeoutMs: config.approvalTimeoutMs,
       timeouts: consoleTimeouts(settings),
       log,
+      ...(projection ? { projection: { db: projection.db, ns: projection.ns } } : {}),
     });
     io.out(`console on ${running.url} (namespace ${config.namespace})\n`);
     await new Promise<void>((resolve) => {
@@ -48,6 +61,7 @@ export const consoleCommand: CommandModule = {
       process.once("SIGTERM", resolve);
     });
     await running.close();
+    await projection?.close();
     await nc.drain();
     return 0;
   },

@@ -59,3 +59,20 @@ export function summary(payload: Record<string, unknown>): string {
   const line = parts.join(" ");
   return line.length > 240 ? `${line.slice(0, 239)}…` : line;
 }
+
+/** An instant to the millisecond (UTC). */
+export const timeMs = (ms: number | null | undefined) =>
+  ms == null ? "-" : new Date(ms).toISOString().replace("T", " ");
+
+/** A length of time the way people read it: 350 ms, 4.2 s, 3 min 4 s, 2 h 5 min. */
+export function duration(ms: number | null | undefined): string {
+  if (ms == null) return "-";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** A long id cut to its first characters (the whole id stays in the element's title). */
+export const shortId = (id: string, keep = 13) => (id.length > keep + 1 ? `${id.slice(0, keep)}…` : id);

@@ -1,0 +1,48 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { GeodeConnection, Logger, RuntimeEventBus } from "@geode/bus";
+import type { VerifyClient } from "@geode/runtime";
+import type {
+  AttemptStore,
+  HandlerRegistrations,
+  ReceiptStore,
+  RunStore,
+  SessionStore,
+  WebhookStore,
+} from "@geode/state";
+import type { Caller } from "./console-auth.js";
+import type { PendingApprovals } from "./pending-approvals.js";
+import type { ConsoleProjection } from "./session-list.js";
+
+/** What the API reads and acts through: the same stores and clients the CLI and services use. */
+export interface ConsoleDeps {
+  conn: GeodeConnection;
+  events: RuntimeEventBus;
+  approvals: PendingApprovals;
+  receipts: ReceiptStore;
+  attempts: AttemptStore;
+  runs: RunStore;
+  sessions: SessionStore;
+  handlers: HandlerRegistrations;
+  webhooks: WebhookStore;
+  verify: VerifyClient;
+  /** The Postgres projection the session views read; null when the console runs without one (503). */
+  projection: ConsoleProjection | null;
+  log: Logger;
+  /** Live timelines at once; more are refused with 503. */
+  maxStreams: number;
+}
+
+export interface ApiRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  caller: Caller;
+  params: string[];
+}
+
+/** One route of the API: a method, a path pattern (its groups are `params`) and its handler. */
+export type Route = {
+  method: "GET" | "POST" | "DELETE";
+  pattern: RegExp;
+  handle: (deps: ConsoleDeps, r: ApiRequest) => Promise<void>;
+};

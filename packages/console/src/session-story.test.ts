@@ -1,0 +1,138 @@
+import { describe, expect, it } from "vitest";
+import {
+  type StoryEvent,
+  type StoryInvocation,
+  type StoryRecord,
+  type StoryRows,
+  storySteps,
+} from "./session-story.js";
+
+const T0 = 1_700_000_000_000;
+const session = { agent_kind: "claude-code" as const, started_at: T0 };
+
+let seq = 0;
+const event = (e: Partial<StoryEvent> & Pick<StoryEvent, "event">): StoryEvent => ({
+  seq: ++seq,
+  ts: T0 + seq,
+  turn_id: "",
+  tool_call_id: "",
+  run_id: "r",
+  payload: {},
+  ...e,
+});
+const audit = (
+  a: Partial<StoryInvocation> & Pick<StoryInvocation, "name" | "extension" | "status">,
+): StoryInvocation => ({
+  seq: ++seq,
+  ts: T0 + seq,
+  latency_ms: 2,
+  turn_id: "",
+  tool_call_id: "",
+  step_id: "",
+  run_id: "r",
+  ...a,
+});
+const record = (r: Partial<StoryRecord> & Pick<StoryRecord, "kind">): StoryRecord => ({
+  seq: ++seq,
+  ts: T0 + seq,
+  turn_id: "",
+  tool_call_id: "",
+  run_id: "r",
+  record_id: `rec-${seq}`,
+  payload: {},
+  ...r,
+});
+const rows = (r: Partial<StoryRows>): StoryRows => ({ events: [], invocations: [], records: [], ...r });
+
+describe("storySteps", () => {
+  it("names who decided each tool call: a handler's block, a person's approval or denial, a handler's deny, nobody", () => {
+    const steps = storySteps(
+      rows({
+        invocations: [
+          audit({ name: "PreToolUse", extension: "guard", status: "block", tool_call_id: "c1" }),
+          audit({ name: "PermissionRequest", extension: "perm", status: "deny", tool_call_id: "c4" }),
+        ],
+        events: [
+          event({ event: "tool_exec_started", tool_call_id: "c2", payload: { tool_name: "Bash" } }),
+          event({
+            event: "approval_transition",
+            tool_call_id: "c2",
+            payload: { decision: "allow", approver: "ana" },
+          }),
+          event({
+            event: "approval_transition",
+            tool_call_id: "c3",
+            payload: { tool_name: "Write", decision: "deny", approver: "bo" },
+          }),
+          event({
+            event: "approval_transition",
+            tool_call_id: "c5",
+            payload: { tool_name: "Edit", decision: "none", source: "timeout" },
+          }),
+          event({
+            event: "tool_exec_ended",
+            tool_call_id: "c2",
+            payload: { duration_ms: 42, outcome: "ok" },
+          }),
+        ],
+      }),
+      session,
+    );
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(byCall.get("c1")).toMatchObject({
+      verdict: "blocked",
+      decided_by: "guard",
+      tool_name: null,
+      outcome: "not run",
+    });
+    expect(byCall.get("c2")).toMatchObject({
+      verdict: "approved",
+      decided_by: "ana",
+      tool_name: "Bash",
+      tool_kind: "shell",
+      duration_ms: 42,
+    });
+    expect(byCall.get("c3")).toMatchObject({ verdict: "denied", decided_by: "bo", tool_kind: "file_write" });
+    expect(byCall.get("c4")).toMatchObject({ verdict: "denied", decided_by: "perm" });
+    expect(byCall.get("c5")).toMatchObject({ verdict: "denied", decided_by: "nobody answered" });
+  });
+
+  it("tells prompts by length and verdict, never their text, and times steps from the session's start", () => {
+    const steps = storySteps(
+      rows({
+        events: [
+          event({
+            event: "user_input_received",
+            turn_id: "p1",
+            payload: { chars: 12, text: "secret words" },
+          }),
+        ],
+        invocations: [
+          audit({ name: "UserPromptSubmit", extension: "pii", status: "block", turn_id: "p1" }),
+          audit({ name: "UserPromptSubmit", extension: "pii", status: "ok", turn_id: "p2" }),
+        ],
+        records: [
+          record({
+            kind: "verification.decided",
+            payload: {
+              policy_action: "revise",
+              passed: false,
+              decisions: [{ handler: "ci", action: "revise" }],
+            },
+          }),
+          record({ kind: "subagent.stopped", payload: { task_type: "research", success: false } }),
+        ],
+      }),
+      session,
+    );
+    expect(steps.map((s) => [s.kind, s.verdict, s.decided_by])).toEqual([
+      ["prompt", "blocked", "pii"],
+      ["prompt", "allowed", null],
+      ["verification", "revise", "ci"],
+      ["subagent", "failed", null],
+    ]);
+    expect(steps[0]).toMatchObject({ length: 12 });
+    expect(JSON.stringify(steps)).not.toContain("secret words");
+    expect(steps.map((s) => s.at_ms)).toEqual(steps.map((s) => s.ts - T0));
+  });
+});

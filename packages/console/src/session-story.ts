@@ -1,0 +1,292 @@
+import {
+  type ConsoleSessionStory,
+  type ConsoleSessionSummary,
+  type ConsoleStoryStep,
+  type ToolOwner,
+  toolKindOf,
+} from "@geode/contracts";
+import { sql } from "kysely";
+import { type ConsoleProjection, sessionSummary, tables } from "./session-list.js";
+
+/** At most this many rows of each table are read for one story (the oldest first). */
+const MAX_ROWS = 5000;
+
+/** A runtime event of the session (only the payload fields a story shows; never a prompt's text). */
+export interface StoryEvent {
+  seq: number;
+  event: string;
+  ts: number;
+  turn_id: string;
+  tool_call_id: string;
+  run_id: string;
+  payload: Record<string, unknown>;
+}
+
+/** An audited handler call of the session. */
+export interface StoryInvocation {
+  seq: number;
+  ts: number;
+  name: string;
+  extension: string;
+  status: string;
+  latency_ms: number;
+  turn_id: string;
+  tool_call_id: string;
+  step_id: string;
+  run_id: string;
+}
+
+/** A timeline record of the session. */
+export interface StoryRecord {
+  seq: number;
+  kind: string;
+  ts: number;
+  turn_id: string;
+  tool_call_id: string;
+  run_id: string;
+  record_id: string;
+  payload: Record<string, unknown>;
+}
+
+export interface StoryRows {
+  events: StoryEvent[];
+  invocations: StoryInvocation[];
+  records: StoryRecord[];
+}
+
+const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
+const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+/** What a step starts as; the builders fill in the rest. */
+function step(kind: ConsoleStoryStep["kind"], ts: number, turnId: string): ConsoleStoryStep {
+  return {
+    at_ms: 0,
+    ts,
+    kind,
+    turn_id: turnId,
+    tool_call_id: null,
+    tool_name: null,
+    tool_kind: null,
+    length: null,
+    verdict: null,
+    decided_by: null,
+    outcome: null,
+    duration_ms: null,
+  };
+}
+
+/** Everything recorded of one tool call. */
+interface CallParts {
+  key: string;
+  id: string | null;
+  ts: number;
+  turn: string;
+  events: StoryEvent[];
+  audits: StoryInvocation[];
+  records: StoryRecord[];
+}
+
+function callParts(rows: StoryRows): CallParts[] {
+  const calls = new Map<string, CallParts>();
+  const part = (key: string, id: string | null, ts: number, turn: string) => {
+    const c = calls.get(key) ?? { key, id, ts, turn, events: [], audits: [], records: [] };
+    calls.set(key, c);
+    c.ts = Math.min(c.ts, ts);
+    if (c.turn === "") c.turn = turn;
+    return c;
+  };
+  const TOOL_EVENTS = new Set([
+    "tool_exec_started",
+    "tool_exec_ended",
+    "tool_approval_requested",
+    "approval_transition",
+  ]);
+  for (const e of rows.events)
+    if (TOOL_EVENTS.has(e.event) && e.tool_call_id !== "" && e.payload["subject"] === undefined)
+      part(e.tool_call_id, e.tool_call_id, e.ts, e.turn_id).events.push(e);
+  for (const i of rows.invocations)
+    if (["PreToolUse", "PermissionRequest", "PostToolUse"].includes(i.name)) {
+      const key = i.tool_call_id || `i:${i.turn_id}:${i.step_id}:${i.name === "PreToolUse" ? i.seq : ""}`;
+      part(key, i.tool_call_id || null, i.ts, i.turn_id).audits.push(i);
+    }
+  for (const r of rows.records)
+    if (r.kind === "tool.called" || r.kind === "tool.completed")
+      part(r.tool_call_id || `r:${r.record_id}`, r.tool_call_id || null, r.ts, r.turn_id).records.push(r);
+  return [...calls.values()];
+}
+
+/** Who stopped or let through a call, from its audits, approvals and records (first match wins). */
+function callVerdict(c: CallParts): Pick<ConsoleStoryStep, "verdict" | "decided_by"> {
+  const block = c.audits.find((a) => a.status === "block" && a.name !== "PermissionRequest");
+  if (block) return { verdict: "blocked", decided_by: block.extension };
+  const answers = c.events.filter((e) => e.event === "approval_transition");
+  const answered =
+    answers.find((e) => e.payload["decision"] === "deny") ??
+    answers.find((e) => e.payload["decision"] === "allow");
+  const handlerDeny = c.audits.find((a) => a.name === "PermissionRequest" && a.status === "deny");
+  if (handlerDeny) return { verdict: "denied", decided_by: handlerDeny.extension };
+  if (answered) {
+    const by = str(answered.payload["approver"]) ?? str(answered.payload["source"]) ?? "nobody";
+    return { verdict: answered.payload["decision"] === "allow" ? "approved" : "denied", decided_by: by };
+  }
+  if (answers.some((e) => e.payload["decision"] === "none"))
+    return { verdict: "denied", decided_by: "nobody answered" };
+  const completed = c.records.find((r) => r.kind === "tool.completed");
+  if (completed?.payload["status"] === "denied") return { verdict: "denied", decided_by: "policy" };
+  if (completed?.payload["status"] === "blocked") return { verdict: "blocked", decided_by: null };
+  return { verdict: "allowed", decided_by: null };
+}
+
+function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
+  const s = step("tool_call", c.ts, c.turn);
+  s.tool_call_id = c.id;
+  const named = [...c.records, ...c.events].map((x) => str(x.payload["tool_name"])).find((n) => n !== null);
+  s.tool_name = named ?? null;
+  s.tool_kind = named ? toolKindOf(owner, named).kind : null;
+  Object.assign(s, callVerdict(c));
+  const ended = c.events.find((e) => e.event === "tool_exec_ended");
+  const completed = c.records.find((r) => r.kind === "tool.completed");
+  s.outcome = str(completed?.payload["status"]) ?? str(ended?.payload["outcome"]);
+  if (s.outcome === null && (s.verdict === "blocked" || s.verdict === "denied")) s.outcome = "not run";
+  const called = c.records.find((r) => r.kind === "tool.called");
+  s.duration_ms =
+    num(ended?.payload["duration_ms"]) ??
+    (called && completed ? Math.max(0, completed.ts - called.ts) : null);
+  return s;
+}
+
+/** Prompts: each `user_input_received` (its length), and UserPromptSubmit audits of turns without one. */
+function promptSteps(rows: StoryRows): ConsoleStoryStep[] {
+  const audits = rows.invocations.filter((i) => i.name === "UserPromptSubmit");
+  const steps: ConsoleStoryStep[] = [];
+  const turns = new Set<string>();
+  const decide = (s: ConsoleStoryStep, mine: StoryInvocation[]) => {
+    const block = mine.find((a) => a.status === "block");
+    s.verdict = block ? "blocked" : "allowed";
+    s.decided_by = block?.extension ?? null;
+    s.duration_ms = mine.length ? mine.reduce((t, a) => t + a.latency_ms, 0) : null;
+  };
+  for (const e of rows.events.filter((x) => x.event === "user_input_received")) {
+    const s = step("prompt", e.ts, e.turn_id);
+    s.length = num(e.payload["chars"]) ?? num(e.payload["length"]);
+    decide(s, e.turn_id === "" ? [] : audits.filter((a) => a.turn_id === e.turn_id));
+    if (e.turn_id !== "") turns.add(e.turn_id);
+    steps.push(s);
+  }
+  const rest = new Map<string, StoryInvocation[]>();
+  for (const a of audits) {
+    if (turns.has(a.turn_id)) continue;
+    const key = a.turn_id || `seq:${a.seq}`;
+    rest.set(key, [...(rest.get(key) ?? []), a]);
+  }
+  for (const mine of rest.values()) {
+    const s = step("prompt", mine[0]!.ts, mine[0]!.turn_id);
+    decide(s, mine);
+    steps.push(s);
+  }
+  return steps;
+}
+
+function otherSteps(rows: StoryRows): ConsoleStoryStep[] {
+  const steps: ConsoleStoryStep[] = [];
+  for (const r of rows.records) {
+    if (r.kind === "verification.decided") {
+      const s = step("verification", r.ts, str(r.payload["root_turn"]) ?? r.turn_id);
+      const action = str(r.payload["policy_action"]);
+      const decisions = Array.isArray(r.payload["decisions"])
+        ? (r.payload["decisions"] as Array<Record<string, unknown>>)
+        : [];
+      const decider = decisions.find((d) => d["action"] === action) ?? decisions.at(-1);
+      s.verdict = action;
+      s.decided_by = str(decider?.["handler"]);
+      s.outcome = r.payload["passed"] === true ? "passed" : r.payload["passed"] === false ? "failed" : null;
+      steps.push(s);
+    } else if (r.kind === "subagent.started" || r.kind === "subagent.stopped") {
+      const s = step("subagent", r.ts, r.turn_id);
+      s.tool_name = str(r.payload["task_type"]);
+      s.verdict =
+        r.kind === "subagent.started" ? "started" : r.payload["success"] === false ? "failed" : "completed";
+      s.duration_ms = num(r.payload["duration_ms"]);
+      steps.push(s);
+    }
+  }
+  const compactions = new Map<string, StoryInvocation[]>();
+  for (const i of rows.invocations)
+    if (i.name === "PreCompact" || i.name === "PostCompact") {
+      const key = `${i.turn_id}:${i.step_id}`;
+      compactions.set(key, [...(compactions.get(key) ?? []), i]);
+    }
+  for (const mine of compactions.values()) {
+    const s = step("compaction", mine[0]!.ts, mine[0]!.turn_id);
+    const deferred = mine.find((a) => a.status === "block");
+    s.verdict = mine.some((a) => a.name === "PostCompact")
+      ? "compacted"
+      : deferred
+        ? "deferred"
+        : "requested";
+    s.decided_by = deferred?.extension ?? null;
+    steps.push(s);
+  }
+  return steps;
+}
+
+/** The session's steps in time order, each timed from the session's start. */
+export function storySteps(
+  rows: StoryRows,
+  session: Pick<ConsoleSessionSummary, "agent_kind" | "started_at">,
+): ConsoleStoryStep[] {
+  const owner = session.agent_kind as ToolOwner;
+  const steps = [
+    ...promptSteps(rows),
+    ...callParts(rows).map((c) => toolCallStep(c, owner)),
+    ...otherSteps(rows),
+  ];
+  for (const s of steps) s.at_ms = Math.max(0, s.ts - session.started_at);
+  return steps.sort((a, b) => a.ts - b.ts);
+}
+
+/** Reads the session's rows of the three tables, oldest first. */
+async function storyRows(p: ConsoleProjection, sessionId: string): Promise<StoryRows> {
+  const t = tables(p.ns);
+  const [events, invocations, records] = await Promise.all([
+    sql<StoryEvent>`
+      select stream_seq as seq, event, ts, turn_id, tool_call_id, run_id, payload from ${t.activity}
+      where session_id = ${sessionId} and event <> 'extension_invoked' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
+      p.db,
+    ),
+    sql<StoryInvocation>`
+      select stream_seq as seq, ts, name, extension, status, latency_ms, turn_id, tool_call_id, step_id, run_id
+      from ${t.invocations} where session_id = ${sessionId} and surface = 'hook' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
+      p.db,
+    ),
+    sql<StoryRecord>`
+      select stream_seq as seq, kind, ts, turn_id, tool_call_id, run_id, record_id, payload from ${t.timeline}
+      where session_id = ${sessionId} order by ts, stream_seq limit ${MAX_ROWS}`.execute(p.db),
+  ]);
+  const n = <T extends { seq: unknown; ts: unknown }>(r: T): T => ({
+    ...r,
+    seq: Number(r.seq),
+    ts: Number(r.ts),
+  });
+  return {
+    events: events.rows.map(n),
+    invocations: invocations.rows.map((r) => ({ ...n(r), latency_ms: Number(r.latency_ms) })),
+    records: records.rows.map(n),
+  };
+}
+
+/** `GET /api/sessions/{session_id}/story`, or null for a session the projection does not know. */
+export async function sessionStory(
+  p: ConsoleProjection,
+  sessionId: string,
+  paused: (sessionId: string) => Promise<boolean>,
+): Promise<ConsoleSessionStory | null> {
+  const summary = await sessionSummary(p, sessionId);
+  if (!summary) return null;
+  if (summary.status === "active" && (await paused(sessionId))) summary.status = "paused";
+  const rows = await storyRows(p, sessionId);
+  const runIds = new Set<string>();
+  for (const r of [...rows.events, ...rows.invocations, ...rows.records])
+    if (r.run_id !== "") runIds.add(r.run_id);
+  return { session: { ...summary, run_ids: [...runIds].sort() }, steps: storySteps(rows, summary) };
+}

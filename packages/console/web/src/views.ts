@@ -1,0 +1,36 @@
+/**
+ * The console's views. Each lives in its own file under `views/`; adding one is a file and a line
+ * here. `route` is the first part of the address (`#sessions`, `#session/<id>`); a view with a
+ * `label` gets a link in the navigation, in this order; `nav` names the link a sub-view lights up.
+ */
+import { approvalsView } from "./views/approvals-view.js";
+import { handlersView } from "./views/handlers-view.js";
+import { pausedView } from "./views/paused-view.js";
+import { receiptsView } from "./views/receipts-view.js";
+import { runsView, runView } from "./views/runs-view.js";
+import { sessionsView } from "./views/sessions-view.js";
+import { storyView } from "./views/story-view.js";
+
+export interface View {
+  route: string;
+  /** The navigation link's text; none for a view reached through another (a session's story). */
+  label?: string;
+  /** The navigation link to light up for a view without one of its own. */
+  nav?: string;
+  /** Shows the view: `arg` is the address after `route/` (decoded), `query` what follows `?`. */
+  render(arg: string, query: string): void;
+}
+
+export const VIEWS: View[] = [
+  { route: "sessions", label: "Sessions", render: (_arg, query) => sessionsView(query) },
+  { route: "session", nav: "sessions", render: (id) => storyView(id) },
+  { route: "approvals", label: "Approvals", render: () => approvalsView() },
+  { route: "paused", label: "Paused sessions", render: () => pausedView() },
+  { route: "receipts", label: "Receipts", render: () => receiptsView() },
+  { route: "runs", label: "Runs", render: () => runsView() },
+  { route: "run", nav: "runs", render: (id) => runView(id) },
+  { route: "handlers", label: "Handlers", render: () => handlersView() },
+];
+
+/** The view shown after sign-in and for an unknown address. */
+export const LANDING = "sessions";

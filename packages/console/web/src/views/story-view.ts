@@ -1,0 +1,123 @@
+import type { ConsoleSessionStory, ConsoleStoryStep } from "@geode/contracts";
+import { api } from "../api.js";
+import { poll, show } from "../app.js";
+import { duration, el, table, time } from "../dom.js";
+import { badge, isStop } from "./verdicts.js";
+
+const KIND_LABEL: Record<ConsoleStoryStep["kind"], string> = {
+  prompt: "Prompt",
+  tool_call: "Tool call",
+  compaction: "Compaction",
+  subagent: "Sub-agent",
+  verification: "Verification",
+};
+
+/** What a step was about, in a few words (never a prompt's text: only its length). */
+function what(s: ConsoleStoryStep): string {
+  switch (s.kind) {
+    case "prompt":
+      return s.length === null ? "a prompt" : `${s.length} characters`;
+    case "tool_call":
+      return `${s.tool_name ?? "(tool not recorded: refused before it ran)"}${s.tool_kind ? ` · ${s.tool_kind}` : ""}`;
+    case "subagent":
+      return s.tool_name ?? "a sub-agent";
+    case "verification":
+      return s.outcome === null ? "verified" : `built-in check ${s.outcome}`;
+    default:
+      return "context compacted";
+  }
+}
+
+/** `+1,234 ms` after the session started. */
+const offset = (ms: number) => `+${ms.toLocaleString("en-US")} ms`;
+
+function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
+  const stop = isStop(s.verdict);
+  return el(
+    "tr",
+    {
+      "data-kind": s.kind,
+      ...(s.tool_call_id ? { "data-call": s.tool_call_id } : {}),
+      ...(stop ? { class: "bad-row" } : {}),
+    },
+    el("td", { class: "num", title: time(s.ts) }, offset(s.at_ms)),
+    el("td", {}, KIND_LABEL[s.kind]),
+    el("td", {}, what(s)),
+    el("td", {}, badge(s.verdict)),
+    el("td", {}, s.decided_by ?? "-"),
+    el("td", {}, s.outcome ?? "-"),
+    el("td", { class: "num" }, duration(s.duration_ms)),
+  );
+}
+
+function render(story: ConsoleSessionStory, head: HTMLElement, steps: HTMLElement, raw: HTMLElement): void {
+  const s = story.session;
+  const live = s.status === "active" || s.status === "paused";
+  const end = s.ended_at ?? Date.now();
+  head.replaceChildren(
+    el(
+      "dl",
+      { class: "facts" },
+      el("dt", {}, "Agent"),
+      el("dd", {}, `${s.agent ?? "(runtime)"} · ${s.agent_kind}`),
+      el("dt", {}, "Status"),
+      el("dd", {}, badge(s.status), live ? el("span", { id: "story-live", class: "live" }, " live") : null),
+      el("dt", {}, "Started"),
+      el(
+        "dd",
+        {},
+        `${time(s.started_at)} · ${live ? "running for" : "took"} ${duration(end - s.started_at)}`,
+      ),
+      el("dt", {}, "Steps"),
+      el(
+        "dd",
+        {},
+        `${s.prompts} prompts, ${s.tool_calls} tool calls, `,
+        s.blocked > 0 ? el("strong", { class: "bad" }, `${s.blocked} blocked`) : "0 blocked",
+        `, ${s.approved} approved, ${s.denied} denied`,
+      ),
+    ),
+  );
+  steps.replaceChildren(
+    story.steps.length === 0
+      ? el("p", { class: "empty" }, "Nothing recorded yet.")
+      : table(["at", "step", "what", "verdict", "decided by", "outcome", "took"], story.steps.map(stepRow), {
+          class: "story",
+        }),
+  );
+  raw.replaceChildren(
+    el("h3", {}, "Raw events"),
+    story.session.run_ids.length === 0
+      ? el("p", { class: "empty" }, "The session's records name no run.")
+      : el(
+          "ul",
+          {},
+          ...story.session.run_ids.map((id) =>
+            el(
+              "li",
+              {},
+              el("a", { href: `#run/${encodeURIComponent(id)}` }, `Every event and record of run ${id}`),
+            ),
+          ),
+        ),
+  );
+}
+
+/** One session as a readable sequence; refreshed while the session is active. */
+export function storyView(sessionId: string): void {
+  const head = el("div");
+  const steps = el("div");
+  const raw = el("div", { class: "raw" });
+  show(
+    `Session ${sessionId}`,
+    el("p", {}, el("a", { href: "#sessions", class: "back" }, "← All sessions")),
+    head,
+    steps,
+    raw,
+  );
+  poll(async () => {
+    const story = await api<ConsoleSessionStory>(`/api/sessions/${encodeURIComponent(sessionId)}/story`);
+    render(story, head, steps, raw);
+    return story.session.status === "active" || story.session.status === "paused";
+  }, 2000);
+}

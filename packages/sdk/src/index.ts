@@ -42,7 +42,7 @@ export {
   type ServedHook,
   type ServeHookOptions,
   serveHook,
-} from "./serve-hook.js";
+} from "@geode/state";
 export {
   type ServedTool,
   type ServeToolOptions,

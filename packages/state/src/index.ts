@@ -16,6 +16,7 @@ export {
   type MutateResult,
   mutateKvRecord,
 } from "./mutate-kv-record.js";
+export { PolicyStore } from "./policy-store.js";
 export { type Admission, ReceiptStore, receiptRef, type StoredReceipt } from "./receipt-store.js";
 export {
   type ReceiptResolution,
@@ -30,5 +31,17 @@ export {
   SessionStore,
   TERMINAL_STATUSES,
 } from "./session-store.js";
+export {
+  buildRegistration,
+  DEFAULT_HANDLER_LEASE_MS,
+  DEFAULT_HANDLER_PRIORITY,
+  DEFAULT_HANDLER_TIMEOUT_MS,
+  type HookAnswer,
+  type HookHandler,
+  type ServedHook,
+  type ServeHookOptions,
+  serveHook,
+  serveHookAnswers,
+} from "./serve-hook.js";
 export { ToolStore } from "./tool-store.js";
 export { WebhookStore } from "./webhook-store.js";

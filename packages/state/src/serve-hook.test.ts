@@ -1,5 +1,5 @@
 import { GeodeError, HookName, SchemaVersion } from "@geode/contracts";
-import { sameHandlerConfig } from "@geode/state";
+import { sameHandlerConfig } from "./handler-registrations.js";
 import { describe, expect, it } from "vitest";
 import { buildRegistration } from "./serve-hook.js";
 

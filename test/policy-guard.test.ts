@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { ensureBucket } from "@geode/bus";
 import { type AgentRecord, type DispatchOutcome, HookName, sha256 } from "@geode/contracts";
-import { HandlerRegistrations } from "@geode/state";
 import { createHookClient } from "@geode/runtime";
 import { serveApprovals } from "@geode/sdk";
+import { HandlerRegistrations } from "@geode/state";
 import { waitFor } from "@geode/testing";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +28,7 @@ const bash = (command: string) => ({ tool_name: "Bash", arguments: { command } }
 const invoke = (
   payload: Record<string, unknown>,
   hook: HookName = HookName.PreToolUse,
-  session = randomUUID(),
+  session: string = randomUUID(),
 ) =>
   createHookClient(fx.env().nc, fx.env().names).invoke(hook, payload as never, {
     ...CORRELATION,
@@ -146,8 +146,10 @@ describe("the policy-guard on the plane", () => {
     const out = await invoke(bash(marker), HookName.PreToolUse, session);
     expect(out.blocked).toBe(false);
     expect(out.decisions).toEqual([]);
-    let audits: Array<{ status: string; reason: string }> = [];
-    await waitFor(async () => (audits = await policyAudits(session)).length > 0);
+    const audits = await waitFor(async () => {
+      const found = await policyAudits(session);
+      return found.length > 0 ? found : null;
+    });
     expect(audits).toEqual([
       {
         status: "ok",
@@ -162,12 +164,10 @@ describe("the policy-guard on the plane", () => {
   it("a permit never overrides another handler's block", async () => {
     await putPolicy(fx.env(), "allow-all", "permit (principal, action, resource);");
     await running.loaded(["destructive-shell", "git-safety", "allow-all"]);
-    await fx
-      .scope()
-      .serve(HookName.PreToolUse, { name: "later-guard", priority: 20 }, () => ({
-        action: "block",
-        reason: "no",
-      }));
+    await fx.scope().serve(HookName.PreToolUse, { name: "later-guard", priority: 20 }, () => ({
+      action: "block",
+      reason: "no",
+    }));
     const out = await invoke(bash("ls"));
     expect(out.blocked).toBe(true);
     expect(out.decisions).toEqual([expect.objectContaining({ handler: "later-guard", action: "block" })]);

@@ -30,11 +30,6 @@ export {
   type WebhookVerification,
 } from "@geode/contracts";
 export {
-  type ApprovalAnswer,
-  type ServedApprovals,
-  serveApprovals,
-} from "./serve-approvals.js";
-export {
   DEFAULT_HANDLER_LEASE_MS,
   DEFAULT_HANDLER_PRIORITY,
   DEFAULT_HANDLER_TIMEOUT_MS,
@@ -43,6 +38,11 @@ export {
   type ServeHookOptions,
   serveHook,
 } from "@geode/state";
+export {
+  type ApprovalAnswer,
+  type ServedApprovals,
+  serveApprovals,
+} from "./serve-approvals.js";
 export {
   type ServedTool,
   type ServeToolOptions,

@@ -26,12 +26,6 @@ export {
 export { ResultRefError, type ResultRefProblem, ResultStore } from "./result-store.js";
 export { RunStore } from "./run-store.js";
 export {
-  PAUSE_REASON,
-  type SessionOpening,
-  SessionStore,
-  TERMINAL_STATUSES,
-} from "./session-store.js";
-export {
   buildRegistration,
   DEFAULT_HANDLER_LEASE_MS,
   DEFAULT_HANDLER_PRIORITY,
@@ -43,5 +37,11 @@ export {
   serveHook,
   serveHookAnswers,
 } from "./serve-hook.js";
+export {
+  PAUSE_REASON,
+  type SessionOpening,
+  SessionStore,
+  TERMINAL_STATUSES,
+} from "./session-store.js";
 export { ToolStore } from "./tool-store.js";
 export { WebhookStore } from "./webhook-store.js";

@@ -25,8 +25,8 @@ import {
   TOOL_HOOKS,
   validateDecision,
 } from "@geode/contracts";
-import { HandlerRegistrations } from "./handler-registrations.js";
 import { headers } from "@nats-io/transport-node";
+import { HandlerRegistrations } from "./handler-registrations.js";
 
 /** What a handler returns: a decision, or null for no decision. */
 export type HookHandler = (envelope: HookEnvelope) => HookDecision | null | Promise<HookDecision | null>;

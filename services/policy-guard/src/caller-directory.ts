@@ -8,7 +8,7 @@ interface Cached {
 }
 
 /** The principal of the sessions of a runtime without a gateway agent. */
-export const RUNTIME_PRINCIPAL = "runtime";
+const RUNTIME_PRINCIPAL = "runtime";
 
 /**
  * Who a session's calls come from: the agent and agent kind the gateway recorded in the session's

@@ -14,7 +14,7 @@ import { CallerDirectory } from "./caller-directory.js";
 import { PolicyLoader } from "./policy-loader.js";
 
 /** The handler name, priority and failure mode of DESIGN section 17. */
-export const POLICY_HANDLER = { name: "policy", priority: 10, failureMode: "closed" } as const;
+const POLICY_HANDLER = { name: "policy", priority: 10, failureMode: "closed" } as const;
 
 export interface PolicyGuardOptions {
   nc: NatsConnection;

@@ -13,7 +13,15 @@ import { connectGeode, createHookClient } from "@geode/runtime";
 import { PolicyStore } from "@geode/state";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { fmtRate, fmtUs, measureInterleaved, measureThroughput, progress, summarize, table } from "../lib/stats.js";
+import {
+  fmtRate,
+  fmtUs,
+  measureThroughput,
+  progress,
+  summarize,
+  table,
+  warmThenInterleave,
+} from "../lib/stats.js";
 
 const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 2_000);
 const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 2_000);
@@ -40,7 +48,9 @@ const corr = correlation({ session_id: "bench", turn_id: "t" });
 /** Evaluations per second of the engine alone, for `ms`. */
 function engineRate(ms: number): number {
   const schema = schemaText();
-  const engine = new PolicyEngine(packNames().map((p) => checkPolicySet(p, packText(p) ?? "", "enforce", schema)));
+  const engine = new PolicyEngine(
+    packNames().map((p) => checkPolicySet(p, packText(p) ?? "", "enforce", schema)),
+  );
   const caller = { agent: "bench", agentKind: "claude-code" as const, groups: ["staff"] };
   for (let i = 0; i < 2_000; i++) engine.evaluate("PreToolUse", payload, "bench", caller);
   const end = performance.now() + ms;
@@ -56,7 +66,14 @@ try {
   const store = await PolicyStore.open({ nc: conn.nc, names: names(nsGuard) });
   for (const p of packNames()) {
     const text = packText(p) ?? "";
-    await store.put({ name: p, text, sha256: sha256(text), mode: "enforce", created_at: Date.now(), updated_by: "bench" });
+    await store.put({
+      name: p,
+      text,
+      sha256: sha256(text),
+      mode: "enforce",
+      created_at: Date.now(),
+      updated_by: "bench",
+    });
   }
   await spawn("services/policy-guard/src/main.ts", /policy-guard started/, nsGuard);
   await spawn("bench/policy/handler.ts", /ready/, nsEcho);
@@ -68,24 +85,27 @@ try {
     await spawn("services/hook-dispatcher/src/main.ts", /hook-dispatcher started/, ns);
     const hooks = createHookClient(conn.nc, names(ns));
     const invoke = () => hooks.invoke(HookName.PreToolUse, payload, corr);
-    await waitFor(async () => (await invoke().catch(() => null))?.decision_sources.includes("policy"), 30_000);
+    // Ready: the guard blocks `rm -rf` (its packs are loaded); the echo handler answers with no error.
+    const rm = { tool_name: "Bash", arguments: { command: "rm -rf /" } };
+    await waitFor(async () => {
+      const out = await hooks.invoke(HookName.PreToolUse, rm, corr).catch(() => null);
+      return ns === nsGuard ? out?.blocked : out !== null && out.handler_errors.length === 0;
+    }, 30_000);
     invokers.push([label, invoke]);
   }
-  progress(`warm-up, ${WARMUP} calls per case`);
-  for (const [, fn] of invokers) for (let i = 0; i < WARMUP; i++) await fn();
-  const rounds = Math.ceil(SEQUENTIAL / PER_ROUND);
-  progress(`${rounds} rounds of ${PER_ROUND} sequential calls per case`);
-  const samples = await measureInterleaved(
+  const { samples, rounds } = await warmThenInterleave(
     invokers.map(([, fn]) => fn),
-    rounds,
-    PER_ROUND,
+    { warmup: WARMUP, sequential: SEQUENTIAL, perRound: PER_ROUND },
   );
-  const [guard, echo] = samples.map((s) => summarize(s)) as [ReturnType<typeof summarize>, ReturnType<typeof summarize>];
+  const [guard, echo] = samples.map((s) => summarize(s)) as [
+    ReturnType<typeof summarize>,
+    ReturnType<typeof summarize>,
+  ];
 
   progress("the guard process on its handler subject, 64 callers");
   const subject = names(nsGuard).hookHandler(HookName.PreToolUse, "policy");
   const envelope = new TextEncoder().encode(JSON.stringify(hookEnvelope(HookName.PreToolUse, corr, payload)));
-  const direct = () => conn.nc.request(subject, envelope, { timeout: 5_000 });
+  const direct = () => conn.nc.request(subject, envelope, { timeout: 30_000 });
   for (let i = 0; i < 1_000; i++) await direct();
   const guardRate = await measureThroughput(THROUGHPUT_TOTAL, 64, direct);
   progress("the engine alone, 3 s");

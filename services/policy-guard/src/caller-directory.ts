@@ -33,8 +33,9 @@ export class CallerDirectory {
     const record = sessionId === "" ? null : await this.sessions.get(sessionId).catch(() => null);
     const caller = await this.callerOf(record);
     if (this.cache.size >= this.maxCached) this.cache.clear();
-    // A session the plane has not recorded yet is asked about again on its next call.
-    if (record) this.cache.set(sessionId, { caller, at: Date.now() });
+    // A session without a record is kept as a runtime's too: the gateway and the runtime record a
+    // session before they invoke any hook of it.
+    this.cache.set(sessionId, { caller, at: Date.now() });
     return caller;
   }
 

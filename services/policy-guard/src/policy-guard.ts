@@ -1,4 +1,4 @@
-import type { Logger, RunningService, ServiceHealth } from "@geode/bus";
+import type { GeodeConnection, Logger, RunningService, ServiceHealth } from "@geode/bus";
 import type { HookEnvelope, Names } from "@geode/contracts";
 import { isPolicyHook, POLICY_HOOKS, policyAnswer, schemaText } from "@geode/policy";
 import {
@@ -9,7 +9,6 @@ import {
   SessionStore,
   serveHookAnswers,
 } from "@geode/state";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { CallerDirectory } from "./caller-directory.js";
 import { PolicyLoader } from "./policy-loader.js";
 
@@ -17,7 +16,7 @@ import { PolicyLoader } from "./policy-loader.js";
 const POLICY_HANDLER = { name: "policy", priority: 10, failureMode: "closed" } as const;
 
 export interface PolicyGuardOptions {
-  nc: NatsConnection;
+  nc: GeodeConnection["nc"];
   names: Names;
   log: Logger;
   /** The schema's text; default the shipped `policies/geode.cedarschema`. */

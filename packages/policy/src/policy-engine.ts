@@ -58,7 +58,7 @@ export class PolicyEngine {
   load(sets: CompiledSet[]): void {
     const byId = new Map<string, CompiledPolicy>();
     for (const s of sets) for (const p of s.policies) byId.set(p.id, p);
-    const staticPolicies: Record<string, cedar.PolicyJson> = {};
+    const staticPolicies: Record<string, string> = {};
     for (const [id, p] of byId) staticPolicies[id] = p.matcher;
     const answer = cedar.preparsePolicySet(this.id, { staticPolicies });
     if (answer.type === "failure")

@@ -1,4 +1,10 @@
-import type { GeodeConnection, Logger, RunningService, ServiceHealth } from "@geode/bus";
+import {
+  type GeodeConnection,
+  type Logger,
+  metrics,
+  type RunningService,
+  type ServiceHealth,
+} from "@geode/bus";
 import type { HookEnvelope, Names } from "@geode/contracts";
 import { isPolicyHook, POLICY_HOOKS, policyAnswer, schemaText } from "@geode/policy";
 import {
@@ -54,6 +60,14 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
     );
     if (evaluation.errors.length > 0)
       log.warn({ hook, policies: evaluation.errors }, "policies failed to evaluate and were skipped");
+    const { enforce, audit } = evaluation;
+    const [decision, mode] =
+      enforce.action !== null
+        ? [enforce.action, "enforce"]
+        : audit.action !== null
+          ? [audit.action, "audit"]
+          : ["none", "none"];
+    metrics().policyDecision(hook, decision, mode);
     return policyAnswer(evaluation);
   };
 

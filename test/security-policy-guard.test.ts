@@ -4,26 +4,14 @@ import { startHookDispatcher } from "@geode/hook-dispatcher";
 import { startPolicyGuard } from "@geode/policy-guard";
 import { createHookClient } from "@geode/runtime";
 import { useTestEnv, waitFor } from "@geode/testing";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { addAgent, ccInput } from "./gateway-support.js";
 import { keptLogger, putPack } from "./policy-support.js";
-import { type SecuredNats, startSecuredNats } from "./security-support.js";
+import { useSecuredNats } from "./security-support.js";
 
 // The policy-guard on a nats-server running the generated per-role configuration, as its own user.
 const env = useTestEnv();
-let secured: SecuredNats;
-const stops: Array<() => Promise<void>> = [];
-const as = (user: string): Promise<NatsConnection> => secured.as(user);
-
-beforeAll(async () => {
-  secured = await startSecuredNats({ namespace: env().ns });
-});
-
-afterAll(async () => {
-  for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  await secured?.stop();
-});
+const { secured, as, stops } = useSecuredNats(() => ({ namespace: env().ns }));
 
 describe("the policy-guard with its own NATS user", () => {
   it("serves its hooks, reads policies, agents and sessions, and needs nothing more", async () => {
@@ -60,6 +48,6 @@ describe("the policy-guard with its own NATS user", () => {
     }).then((r) => r.json());
     expect(res).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
     expect(lines.filter((l) => /failed|denied|permission/i.test(l.msg))).toEqual([]);
-    expect(secured.violations).toEqual([]);
+    expect(secured().violations).toEqual([]);
   }, 60_000);
 });

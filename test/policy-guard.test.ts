@@ -250,6 +250,32 @@ describe("the policy-guard on the plane", () => {
     expect(JSON.stringify(staff.body)).not.toContain("deny");
   });
 
+  it("decides UserPromptSubmit, PermissionRequest and PostToolUse with their own actions", async () => {
+    await putPolicy(
+      fx.env(),
+      "other-hooks",
+      [
+        '@id("no-deploy-prompt") forbid (principal, action == Geode::Action::"submit_prompt", resource) when { context has prompt && context.prompt like "*deploy to prod*" };',
+        '@id("no-fetch") forbid (principal, action == Geode::Action::"call_tool", resource) when { context.hook == "PermissionRequest" && resource.kind == "web_fetch" };',
+        '@id("ask-writes") @ask forbid (principal, action == Geode::Action::"call_tool", resource) when { context.hook == "PermissionRequest" && resource.kind == "file_write" };',
+        '@id("failed-shell") forbid (principal, action == Geode::Action::"use_result", resource) when { resource.kind == "shell" && context has has_error && context.has_error };',
+      ].join("\n"),
+    );
+    await waitFor(() => running.guard.loader.engine.loaded().some((s) => s.name === "other-hooks"));
+    const prompt = await invoke({ user_input: "please deploy to prod now" }, HookName.UserPromptSubmit);
+    expect(prompt.decisions).toEqual([expect.objectContaining({ handler: "policy", action: "block" })]);
+    const permission = (tool_name: string) =>
+      invoke({ tool_name, safety_level: "mutation", detail: "x" }, HookName.PermissionRequest);
+    expect((await permission("WebFetch")).decisions).toEqual([expect.objectContaining({ action: "deny" })]);
+    expect((await permission("Write")).decisions).toEqual([expect.objectContaining({ action: "ask" })]);
+    const post = (has_error: boolean) =>
+      invoke({ ...bash("make"), result: { output: "x" }, has_error, executed: true }, HookName.PostToolUse);
+    expect((await post(true)).decisions).toEqual([expect.objectContaining({ action: "block" })]);
+    expect((await post(false)).decisions).toEqual([]);
+    const { nc, names } = fx.env();
+    await (await ensureBucket(nc, names, "policies")).delete("other-hooks");
+  });
+
   it("fails closed: with the guard gone, its hooks block", async () => {
     await running.nc.close();
     const out: DispatchOutcome = await invoke(bash("ls"));

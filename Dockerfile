@@ -40,7 +40,7 @@ RUN pnpm install --offline --frozen-lockfile --ignore-scripts --loglevel=error \
  && tar -cf /tmp/app.tar --exclude=packages/testing/dist \
       package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc \
       packages/*/package.json services/*/package.json packages/cli/bin \
-      packages/*/dist services/*/dist examples/demo/dist infra/docker/entrypoint.sh
+      packages/*/dist services/*/dist examples/demo/dist infra/docker/entrypoint.sh policies
 
 # --- prod: the compiled code and its production dependencies, exactly as the lockfile pins them ---
 FROM deps AS prod

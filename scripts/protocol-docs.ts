@@ -26,6 +26,7 @@ import {
   INVOCATION_ID_PATTERN,
   NAMESPACE_PATTERN,
   names,
+  PolicyRecordSchema,
   PROBE_HEADER,
   RECORDER_CONSUMER,
   RETENTION_DAYS,
@@ -412,6 +413,12 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
     key: "`{HookName}.{handler}`",
     writer: "the operator (`geode handlers add --url`, `geode handlers rm`); read by the hook-dispatcher",
     value: WebhookRecordSchema,
+  },
+  policies: {
+    key: "the policy set's name (`[a-z0-9][a-z0-9_-]{0,63}`)",
+    writer:
+      "the operator (`geode policy add`, `geode policy rm`, after checking the text against the schema); read by the policy-guard",
+    value: PolicyRecordSchema,
   },
 };
 

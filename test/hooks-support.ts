@@ -28,6 +28,8 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 export class HandlerScope {
   private readonly closers: Array<() => Promise<void>> = [];
   private readonly keys: string[] = [];
+  /** What this scope served or registered, as `{hook}.{name}`. */
+  private readonly mine = new Set<string>();
 
   constructor(
     private readonly env: TestEnv,
@@ -47,6 +49,7 @@ export class HandlerScope {
   ): Promise<{ close(): Promise<void> }> {
     const served = await serveHook(conn, hook, options, handler);
     this.closers.push(() => served.close());
+    this.mine.add(`${hook}.${options.name}`);
     await this.known(hook, options.name);
     return served;
   }
@@ -67,6 +70,7 @@ export class HandlerScope {
     const key = this.env.names.handlerKey(reg.hook, reg.name);
     await kv.put(key, JSON.stringify(value));
     this.keys.push(key);
+    this.mine.add(`${reg.hook}.${reg.name}`);
     await this.known(reg.hook, reg.name);
   }
 
@@ -87,14 +91,18 @@ export class HandlerScope {
     );
   }
 
-  /** Closes everything and waits until the dispatchers have forgotten every registration. */
+  /** Closes everything and waits until the dispatchers have forgotten every registration of this scope. */
   async close(): Promise<void> {
     for (const close of this.closers.splice(0)) await close();
     if (this.keys.length > 0) {
       const kv = await ensureBucket(this.env.nc, this.env.names, "hookHandlers");
       for (const key of this.keys.splice(0)) await kv.delete(key);
     }
-    await waitFor(() => this.dispatchers.every((d) => d.handlers().length === 0));
+    const mine = this.mine;
+    await waitFor(() =>
+      this.dispatchers.every((d) => !d.handlers().some((r) => mine.has(`${r.hook}.${r.name}`))),
+    );
+    mine.clear();
   }
 }
 

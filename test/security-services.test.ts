@@ -8,27 +8,19 @@ import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { startVerifier } from "@geode/verifier";
 import { Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { addAgent, ccInput } from "./gateway-support.js";
-import { type SecuredNats, startSecuredNats } from "./security-support.js";
+import { useSecuredNats } from "./security-support.js";
 
 // The five services, a handler, an approver, a tool provider and the runtime, each connected to a
 // nats-server that runs the generated per-role configuration, each as its own user.
 const env = useTestEnv(); // namespace and Postgres schema (dropped afterwards)
-let secured: SecuredNats;
-const stops: Array<() => Promise<void>> = [];
-const as = (user: string): Promise<NatsConnection> => secured.as(user);
-
-beforeAll(async () => {
-  secured = await startSecuredNats({ namespace: env().ns, handlers: ["guard"], toolProviders: ["crm.note"] });
-});
-
-afterAll(async () => {
-  for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  await secured?.stop();
-});
+const { secured, as, stops } = useSecuredNats(() => ({
+  namespace: env().ns,
+  handlers: ["guard"],
+  toolProviders: ["crm.note"],
+}));
 
 describe("the services on a secured NATS, each with its own user", () => {
   it("hooks, tools with approval, verification, the session's end and the projection work end to end", async () => {
@@ -166,6 +158,6 @@ describe("the services on a secured NATS, each with its own user", () => {
     expect(await post(ccInput("Stop", { last_assistant_message: "Listed." }, session))).toEqual({});
     expect(await post(ccInput("SessionEnd", { reason: "other" }, session))).toEqual({});
 
-    expect(secured.violations).toEqual([]);
+    expect(secured().violations).toEqual([]);
   }, 120_000);
 });

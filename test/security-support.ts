@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, type NatsServerProcess, startNatsServer } from "@geode/cli";
 import { type ConnectionOptions, connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll } from "vitest";
 import {
   type NatsRolesOptions,
   type NatsUser,
@@ -72,4 +73,29 @@ export async function startSecuredNats(roles: NatsRolesOptions): Promise<Secured
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A test file's secured NATS (started before its tests, with the roles of `roles()`) and the
+ * clean-ups it registers, run in reverse order before the server stops.
+ */
+export function useSecuredNats(roles: () => NatsRolesOptions): {
+  secured: () => SecuredNats;
+  as: (user: string) => Promise<NatsConnection>;
+  stops: Array<() => Promise<void>>;
+} {
+  let secured: SecuredNats | undefined;
+  const stops: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    secured = await startSecuredNats(roles());
+  });
+  afterAll(async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await secured?.stop();
+  });
+  const ready = (): SecuredNats => {
+    if (!secured) throw new Error("secured NATS is not ready");
+    return secured;
+  };
+  return { secured: ready, as: (user) => ready().as(user), stops };
 }

@@ -21,11 +21,11 @@ import {
   fmtRate,
   fmtUs,
   type LatencySummary,
-  measureInterleaved,
   measureThroughput,
   progress,
   summarize,
   table,
+  warmThenInterleave,
 } from "../lib/stats.js";
 
 import { observabilityBench } from "./observability.js";
@@ -113,14 +113,9 @@ try {
 
   // The cases take turns, 20 calls each, so the machine's drift (the raw round trip moved by a
   // factor of two within minutes on this machine) hits the floor and the hooks alike.
-  progress(`warm-up, ${WARMUP} calls per case`);
-  for (const [, fn] of cases) for (let i = 0; i < WARMUP; i++) await fn();
-  const rounds = Math.ceil(SEQUENTIAL / PER_ROUND);
-  progress(`${rounds} rounds of ${PER_ROUND} sequential calls per case`);
-  const samples = await measureInterleaved(
+  const { samples, rounds } = await warmThenInterleave(
     cases.map(([, fn]) => fn),
-    rounds,
-    PER_ROUND,
+    { warmup: WARMUP, sequential: SEQUENTIAL, perRound: PER_ROUND },
   );
   const rows: Row[] = cases.map(([label], i) => ({ label, seq: summarize(samples[i]!), rates: [] }));
   for (const c of CONCURRENCY)

@@ -70,6 +70,22 @@ export async function measureInterleaved(
   return samples;
 }
 
+/**
+ * Warms every case up (`warmup` calls each), then measures about `sequential` calls per case with
+ * the cases taking turns `perRound` calls at a time (see `measureInterleaved`); returns each case's
+ * samples and the number of rounds.
+ */
+export async function warmThenInterleave(
+  cases: ReadonlyArray<() => Promise<unknown>>,
+  options: { warmup: number; sequential: number; perRound: number },
+): Promise<{ samples: number[][]; rounds: number }> {
+  progress(`warm-up, ${options.warmup} calls per case`);
+  for (const fn of cases) for (let i = 0; i < options.warmup; i++) await fn();
+  const rounds = Math.ceil(options.sequential / options.perRound);
+  progress(`${rounds} rounds of ${options.perRound} sequential calls per case`);
+  return { samples: await measureInterleaved(cases, rounds, options.perRound), rounds };
+}
+
 /** Runs `total` calls with `concurrency` callers; returns calls per second. */
 export async function measureThroughput(
   total: number,

@@ -22,6 +22,7 @@ export type NatsRole =
   | "verifier"
   | "activity-recorder"
   | "agent-gateway"
+  | "policy-guard"
   | "handler"
   | "tool-provider"
   | "approver"
@@ -63,6 +64,10 @@ export interface NatsRolesOptions {
 export const DEFAULT_HANDLERS = ["policy-guard", "redaction-check", "ci-evaluator", "observer"] as const;
 /** The remote tool providers of the committed default configuration. */
 export const DEFAULT_TOOL_PROVIDERS = [] as const;
+
+/** The hooks the policy-guard serves and its handler name (DESIGN section 17). */
+const POLICY_GUARD_HOOKS = ["PreToolUse", "PermissionRequest", "UserPromptSubmit", "PostToolUse"] as const;
+const POLICY_HANDLER = "policy";
 
 const SHARED_INBOX = "_INBOX";
 const API = "$JS.API";
@@ -280,6 +285,31 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...provisionBucket(b.agents),
       ],
       subscribe: [n.health("agent-gateway")],
+      allowResponses: true,
+    }),
+    // The policy-guard is the hook handler `policy` of its four hooks: it serves their handler
+    // subjects (and probes them, the replica check on close), keeps its own registrations, reads
+    // the policy sets, the agents (groups) and the session records (whose agent a session is). It
+    // publishes no event, executes no tool and answers no approval.
+    user("policy-guard", "policy-guard", {
+      publish: [
+        ...POLICY_GUARD_HOOKS.map((h) => n.hookHandler(h, POLICY_HANDLER)),
+        n.health("policy-guard"),
+        ...jsInfo,
+        ...readBucket(b.hookHandlers),
+        ...provisionBucket(b.hookHandlers),
+        ...POLICY_GUARD_HOOKS.flatMap((h) => writeBucket(b.hookHandlers, n.handlerKey(h, POLICY_HANDLER))),
+        ...readBucket(b.policies),
+        ...provisionBucket(b.policies),
+        ...readBucket(b.agents),
+        ...provisionBucket(b.agents),
+        ...readBucket(b.sessions),
+        ...provisionBucket(b.sessions),
+      ],
+      subscribe: [
+        ...POLICY_GUARD_HOOKS.map((h) => n.hookHandler(h, POLICY_HANDLER)),
+        n.health("policy-guard"),
+      ],
       allowResponses: true,
     }),
     // Approvers answer `{ns}.approval.request` (queue group `approvers`) and nothing else.

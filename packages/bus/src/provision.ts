@@ -146,6 +146,7 @@ export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   tools: 1,
   agents: 1,
   webhooks: 1,
+  policies: 5,
 };
 
 /**

@@ -54,6 +54,12 @@ export type HookDecision = z.infer<typeof HookDecisionSchema>;
 /** What a handler replies: `{"decision": null}` or `{"decision": {...}}`. */
 export const HandlerReplySchema = z.object({
   decision: z.unknown().describe("the decision (see hooks.md for what each hook allows), or null for none"),
+  audit_reason: z
+    .string()
+    .optional()
+    .describe(
+      "with no decision only: a short note the audit records as the call's reason (cut to 512), e.g. a policy-guard in audit mode",
+    ),
 });
 
 /** What a handler receives. */

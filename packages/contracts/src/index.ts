@@ -1,5 +1,6 @@
 export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
+  AgentGroupSchema,
   type AgentKind,
   AgentKindSchema,
   AgentNameSchema,
@@ -198,6 +199,7 @@ export {
   NAMESPACE_PATTERN,
   type Names,
   names,
+  POLICY_SET_NAME_PATTERN,
   PROBE_HEADER,
   QueueGroup,
   RECORDER_CONSUMER,
@@ -207,6 +209,14 @@ export {
   TOOL_NAME_PATTERN,
   VERIFIER_CONSUMERS,
 } from "./names.js";
+export {
+  MAX_POLICY_TEXT_CHARS,
+  type PolicyMode,
+  PolicyModeSchema,
+  type PolicyRecord,
+  PolicyRecordSchema,
+  PolicySetNameSchema,
+} from "./policy-record.js";
 export { publicHookSchema } from "./public-hook-schema.js";
 export {
   DEFAULT_RECEIPT_LEASE_MS,

@@ -27,6 +27,8 @@ export function isValidRunId(runId: string): boolean {
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Agent names (KV `{ns}_agents` keys) of the agent gateway. */
 export const AGENT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** Policy set names (KV `{ns}_policies` keys) and agent group names. */
+export const POLICY_SET_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 export const SERVICE_NAMES = [
   "hook-dispatcher",
@@ -34,6 +36,7 @@ export const SERVICE_NAMES = [
   "verifier",
   "activity-recorder",
   "agent-gateway",
+  "policy-guard",
 ] as const;
 
 /** The durable consumer the activity-recorder replicas share on each stream. */
@@ -106,6 +109,7 @@ export interface Names {
     readonly tools: string;
     readonly agents: string;
     readonly webhooks: string;
+    readonly policies: string;
   };
   /** Object Store bucket of large tool results (docs/protocol.md#large-results). */
   readonly resultStore: string;
@@ -170,6 +174,7 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       tools: `${ns}_tools`,
       agents: `${ns}_agents`,
       webhooks: `${ns}_webhooks`,
+      policies: `${ns}_policies`,
     },
     resultStore: `${ns}_results`,
     resultStream: `OBJ_${ns}_results`,

@@ -23,12 +23,6 @@ export {
   type WebhookHeaders,
   type WebhookVerification,
 } from "@geode/contracts";
-export { connectGeode, currentTrace, runInTrace } from "@geode/telemetry";
-export {
-  type ApprovalAnswer,
-  type ServedApprovals,
-  serveApprovals,
-} from "./serve-approvals.js";
 export {
   DEFAULT_HANDLER_LEASE_MS,
   DEFAULT_HANDLER_PRIORITY,
@@ -37,7 +31,13 @@ export {
   type ServedHook,
   type ServeHookOptions,
   serveHook,
-} from "./serve-hook.js";
+} from "@geode/state";
+export { connectGeode, currentTrace, runInTrace } from "@geode/telemetry";
+export {
+  type ApprovalAnswer,
+  type ServedApprovals,
+  serveApprovals,
+} from "./serve-approvals.js";
 export {
   type ServedTool,
   type ServeToolOptions,

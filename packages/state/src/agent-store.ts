@@ -18,8 +18,8 @@ function check(name: string): void {
 
 /**
  * The agents of the agent gateway, KV `{ns}_agents`, key = agent name, value `{name, token_sha256,
- * created_at}`: a token itself is never stored. Owners: operators write (`geode agents add`,
- * `geode agents rm`); the agent gateway only reads.
+ * created_at, groups?}`: a token itself is never stored. Owners: operators write (`geode agents
+ * add`, `geode agents rm`); the agent gateway and the policy-guard only read.
  */
 export class AgentStore {
   private constructor(private readonly records: KvRecords<AgentRecord>) {}
@@ -28,10 +28,15 @@ export class AgentStore {
     return new AgentStore(await KvRecords.open(conn, "agents", (raw) => AgentRecordSchema.parse(raw)));
   }
 
-  /** Adds an agent; a name already in use is `invalid_request` (remove it first). */
-  async add(name: string, tokenSha256: string): Promise<AgentRecord> {
+  /** Adds an agent, in `groups` if any; a name already in use is `invalid_request` (remove it first). */
+  async add(name: string, tokenSha256: string, groups: readonly string[] = []): Promise<AgentRecord> {
     check(name);
-    const record = AgentRecordSchema.parse({ name, token_sha256: tokenSha256, created_at: Date.now() });
+    const record = AgentRecordSchema.parse({
+      name,
+      token_sha256: tokenSha256,
+      created_at: Date.now(),
+      ...(groups.length > 0 ? { groups: [...new Set(groups)].sort() } : {}),
+    });
     if ((await this.records.create(name, record)) === null)
       throw new GeodeError(ErrorCode.InvalidRequest, `agent ${name} already exists`, { details: { name } });
     return record;

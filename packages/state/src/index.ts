@@ -16,6 +16,7 @@ export {
   type MutateResult,
   mutateKvRecord,
 } from "./mutate-kv-record.js";
+export { PolicyStore } from "./policy-store.js";
 export { type Admission, ReceiptStore, receiptRef, type StoredReceipt } from "./receipt-store.js";
 export {
   type ReceiptResolution,
@@ -24,6 +25,18 @@ export {
 } from "./resolve-receipt.js";
 export { ResultRefError, type ResultRefProblem, ResultStore } from "./result-store.js";
 export { RunStore } from "./run-store.js";
+export {
+  buildRegistration,
+  DEFAULT_HANDLER_LEASE_MS,
+  DEFAULT_HANDLER_PRIORITY,
+  DEFAULT_HANDLER_TIMEOUT_MS,
+  type HookAnswer,
+  type HookHandler,
+  type ServedHook,
+  type ServeHookOptions,
+  serveHook,
+  serveHookAnswers,
+} from "./serve-hook.js";
 export {
   PAUSE_REASON,
   type SessionOpening,

@@ -23,6 +23,8 @@ export interface Metrics {
   receiptOutcome(outcome: string): void;
   /** One verifier decision, by its `policy_action`. */
   verifyDecision(decision: string): void;
+  /** One policy-guard evaluation: its hook, the enforced decision (`none` without one) and the mode that decided. */
+  policyDecision(hook: string, decision: string, mode: string): void;
   /** A human approval request started (+1) or ended (-1). */
   approvalPending(delta: 1 | -1): void;
   /** One event or timeline record stored by JetStream. */
@@ -46,6 +48,7 @@ const NOOP: Metrics = {
   toolCall() {},
   receiptOutcome() {},
   verifyDecision() {},
+  policyDecision() {},
   approvalPending() {},
   eventPublished() {},
   eventPublishFailed() {},
@@ -177,6 +180,7 @@ export class ServiceMetrics implements Metrics {
   private readonly toolCount;
   private readonly receiptCount;
   private readonly verifyCount;
+  private readonly policyCount;
   private readonly approvals;
   private readonly published;
   private readonly publishFailed;
@@ -227,6 +231,12 @@ export class ServiceMetrics implements Metrics {
       name: "geode_verify_decisions_total",
       help: "Verifier decisions, by policy action.",
       labelNames: ["decision"] as const,
+      registers,
+    });
+    this.policyCount = pendingCounter({
+      name: "geode_policy_decisions_total",
+      help: "Policy-guard evaluations, by hook, decision (block, deny, request_permission, ask, none) and the mode of the sets that decided (enforce, audit, none).",
+      labelNames: ["hook", "decision", "mode"] as const,
       registers,
     });
     this.approvals = new Gauge({
@@ -303,6 +313,10 @@ export class ServiceMetrics implements Metrics {
 
   receiptOutcome(outcome: string): void {
     this.receiptCount(outcome).inc();
+  }
+
+  policyDecision(hook: string, decision: string, mode: string): void {
+    this.policyCount(hook, decision, mode).inc();
   }
 
   verifyDecision(decision: string): void {

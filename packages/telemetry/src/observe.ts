@@ -9,6 +9,10 @@ export const observe = {
   handlerCall(hook: string, handler: string, status: string): void {
     metrics().handlerCall(hook, handler, status);
   },
+  /** One evaluation of the policy-guard: its hook, its decision, and the set's mode. */
+  policyDecision(hook: string, decision: string, mode: string): void {
+    metrics().policyDecision(hook, decision, mode);
+  },
   /** A human approval request started (+1) or ended (-1). */
   approvalPending(delta: 1 | -1): void {
     metrics().approvalPending(delta);

@@ -27,7 +27,7 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
     }
     const reply = await callHandler(run, h, startedAt);
     const stop = reply.ok
-      ? applyDecision(run, h, reply.decision, startedAt)
+      ? applyDecision(run, h, reply.decision, startedAt, reply.auditReason)
       : handlerFailed(run, h, reply.type, reply.message, startedAt);
     if (stop) break;
   }

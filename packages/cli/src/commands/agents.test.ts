@@ -33,9 +33,9 @@ describe("geode agents", () => {
     await geode("agents", "add", "ci-runner");
     const ls = await geode("agents", "ls");
     expect(ls.code).toBe(0);
-    expect(ls.out).toMatch(/^name\s+created\s+kinds\s+last seen\s+sessions\s+hook calls\s+blocks$/m);
-    // No session yet: no kind, never seen, nothing counted.
-    expect(ls.out).toMatch(/^ci-runner\s+\d{4}-\d\d-\d\dT\S+\s+-\s+-\s+0\s+0\s+0$/m);
+    expect(ls.out).toMatch(/^name\s+created\s+groups\s+kinds\s+last seen\s+sessions\s+hook calls\s+blocks$/m);
+    // No group, no session yet: no kind, never seen, nothing counted.
+    expect(ls.out).toMatch(/^ci-runner\s+\d{4}-\d\d-\d\dT\S+\s+-\s+-\s+-\s+0\s+0\s+0$/m);
     expect(ls.out).not.toMatch(/[0-9a-f]{64}/);
     const json = JSON.parse((await geode("agents", "ls", "--json")).out) as Array<{ name: string }>;
     expect(json.map((a) => a.name)).toContain("ci-runner");
@@ -45,6 +45,23 @@ describe("geode agents", () => {
     const missing = await geode("agents", "rm", "ci-runner");
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/no agent ci-runner/);
+  });
+
+  it("add --group stores the agent's groups, which ls shows", async () => {
+    const added = await geode("agents", "add", "contractor-1", "--group", "contractors", "--group", "eu");
+    expect(added.code).toBe(0);
+    const kv = await ensureBucket(env().nc, env().names, "agents");
+    const record = AgentRecordSchema.parse(JSON.parse((await kv.get("contractor-1"))?.string() ?? ""));
+    expect(record.groups).toEqual(["contractors", "eu"]);
+    expect((await geode("agents", "ls")).out).toMatch(/^contractor-1\s+\S+\s+contractors, eu\s+-/m);
+    const json = JSON.parse((await geode("agents", "ls", "--json")).out) as Array<{
+      name: string;
+      groups: string[];
+    }>;
+    expect(json.find((a) => a.name === "contractor-1")?.groups).toEqual(["contractors", "eu"]);
+    const bad = await geode("agents", "add", "x1", "--group", "Bad Group");
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/group names match/);
   });
 
   it("refuses names outside [a-z0-9][a-z0-9_-]{0,63}", async () => {

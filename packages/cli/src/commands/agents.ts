@@ -1,7 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
-import { AgentNameSchema, names as buildNames, ErrorCode, GeodeError, sha256 } from "@geode/contracts";
+import {
+  AgentGroupSchema,
+  AgentNameSchema,
+  names as buildNames,
+  ErrorCode,
+  GeodeError,
+  sha256,
+} from "@geode/contracts";
 import { type AgentActivity, agentActivity } from "@geode/projection";
 import { AgentStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
@@ -38,18 +45,32 @@ function agentName(value: string | undefined): string {
   return parsed.data;
 }
 
+function groupNames(values: string[] | undefined): string[] {
+  return (values ?? []).map((g) => {
+    if (!AgentGroupSchema.safeParse(g).success)
+      throw new UsageError(`group names match [a-z0-9][a-z0-9_-]{0,63}, got ${g}`);
+    return g;
+  });
+}
+
 /**
- * `geode agents add NAME`: creates an agent allowed to call the agent gateway and prints its
- * bearer token once, alone on the last line; KV `{ns}_agents` keeps only its SHA-256.
+ * `geode agents add NAME [--group G]…`: creates an agent allowed to call the agent gateway, in the
+ * groups policies see it in, and prints its bearer token once, alone on the last line; KV
+ * `{ns}_agents` keeps only its SHA-256.
  */
 export const agentsAddCommand: CommandModule = {
   async run(args, io) {
-    const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+    const { positionals, values } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { group: { type: "string", multiple: true } },
+    });
     if (positionals.length > 1) throw new UsageError("give one agent name");
     const name = agentName(positionals[0]);
+    const groups = groupNames(values.group);
     const token = newAgentToken();
     return withAgents(io, async (agents) => {
-      if ((await agents.add(name, sha256(token)).catch(alreadyExists)) === null) {
+      if ((await agents.add(name, sha256(token), groups).catch(alreadyExists)) === null) {
         io.err(`agent ${name} already exists (remove it first with 'geode agents rm ${name}')\n`);
         return 1;
       }
@@ -94,11 +115,12 @@ export const agentsLsCommand: CommandModule = {
         return 0;
       }
       const activity = await activityOf(io);
-      const rows = agents.map(({ name, created_at }) => {
+      const rows = agents.map(({ name, created_at, groups }) => {
         const a = activity?.get(name);
         return {
           name,
           created_at,
+          groups: groups ?? [],
           kinds: a?.kinds ?? [],
           last_seen: a?.last_seen ?? null,
           sessions: a?.sessions ?? 0,
@@ -112,10 +134,11 @@ export const agentsLsCommand: CommandModule = {
       }
       io.out(
         renderTable(
-          ["name", "created", "kinds", "last seen", "sessions", "hook calls", "blocks"],
+          ["name", "created", "groups", "kinds", "last seen", "sessions", "hook calls", "blocks"],
           rows.map((r) => [
             r.name,
             new Date(r.created_at).toISOString(),
+            r.groups.join(", ") || "-",
             r.kinds.join(", ") || "-",
             when(r.last_seen ?? 0),
             String(r.sessions),

@@ -119,7 +119,7 @@ export const COMMANDS: CommandSpec[] = [
   {
     path: ["agents", "add"],
     summary: "create an agent for the agent gateway and print its bearer token (once)",
-    usage: "geode agents add <name>",
+    usage: "geode agents add <name> [--group <group>]…",
     load: async () => (await import("./agents.js")).agentsAddCommand,
   },
   {
@@ -133,6 +133,45 @@ export const COMMANDS: CommandSpec[] = [
     summary: "remove an agent: its token stops working at once",
     usage: "geode agents rm <name>",
     load: async () => (await import("./agents.js")).agentsRmCommand,
+  },
+  {
+    path: ["policy", "add"],
+    summary:
+      "check a Cedar policy set against the schema and store it (the policy-guard applies it within a second)",
+    usage:
+      "geode policy add <name> <file> [--mode audit|enforce] | geode policy add --pack <pack> [--mode audit|enforce]",
+    load: async () => (await import("./policy.js")).policyAddCommand,
+  },
+  {
+    path: ["policy", "ls"],
+    summary: "list the stored policy sets with their mode, digest and last change",
+    usage: "geode policy ls [--json]",
+    load: async () => (await import("./policy.js")).policyLsCommand,
+  },
+  {
+    path: ["policy", "show"],
+    summary: "print a stored policy set",
+    usage: "geode policy show <name>",
+    load: async () => (await import("./policy.js")).policyShowCommand,
+  },
+  {
+    path: ["policy", "rm"],
+    summary: "remove a stored policy set",
+    usage: "geode policy rm <name>",
+    load: async () => (await import("./policy.js")).policyRmCommand,
+  },
+  {
+    path: ["policy", "packs"],
+    summary: "list the policy packs shipped with GEODE",
+    usage: "geode policy packs",
+    load: async () => (await import("./policy.js")).policyPacksCommand,
+  },
+  {
+    path: ["policy", "test"],
+    summary: "evaluate one hook call against a pack, a file or the stored sets (exit 3 on block/deny)",
+    usage:
+      "geode policy test [--pack <pack> | --file <file>] --hook <HookName> --payload JSON|@file [--agent <name>] [--group <group>]… [--agent-kind <kind>] [--json]",
+    load: async () => (await import("./policy-test.js")).policyTestCommand,
   },
   {
     path: ["ns", "ls"],

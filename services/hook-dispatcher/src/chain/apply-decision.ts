@@ -8,17 +8,24 @@ export const AUDIT_REASON_CHARS = 512;
 
 /**
  * Applies one handler's decision: a decision that breaks the hook's rules is a handler error;
- * `null` adds nothing (audited `ok`); a rewrite is merged into the payload and validated again (an
+ * `null` adds nothing (audited `ok`, with the handler's `audit_reason` note as the reason, bounded
+ * and redacted); a rewrite is merged into the payload and validated again (an
  * invalid result is a handler error and leaves the payload as it was); `block` or `deny` stops
  * the chain. Returns true when the chain must stop.
  */
-export function applyDecision(run: ChainRun, h: RegisteredHandler, raw: unknown, startedAt: number): boolean {
+export function applyDecision(
+  run: ChainRun,
+  h: RegisteredHandler,
+  raw: unknown,
+  startedAt: number,
+  auditReason?: string,
+): boolean {
   const name = h.registration.name;
   const check = validateDecision(run.hook, raw);
   if (!check.ok) return handlerFailed(run, h, "InvalidDecision", check.error, startedAt);
   const decision = check.decision;
   if (decision === null) {
-    run.audit(name, "ok", "", startedAt);
+    run.audit(name, "ok", auditReason ? sanitizeText(auditReason, AUDIT_REASON_CHARS) : "", startedAt);
     return false;
   }
   if (decision.action === "rewrite" && decision.updates) {

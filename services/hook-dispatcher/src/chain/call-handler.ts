@@ -29,7 +29,7 @@ export type HandlerErrorType =
 const ERROR_MESSAGE_CHARS = 1024;
 /** A decision still to be checked against the hook's rules, or why the call failed. */
 export type CallResult =
-  | { ok: true; decision: unknown }
+  | { ok: true; decision: unknown; auditReason?: string | undefined }
   | { ok: false; type: HandlerErrorType; message: string };
 
 /**
@@ -57,7 +57,7 @@ export async function callHandler(
       signal: input.signal,
       reply: HookHandlerLeg.reply,
     });
-    return { ok: true, decision: reply.decision };
+    return { ok: true, decision: reply.decision, auditReason: reply.audit_reason };
   } catch (err) {
     if (input.signal?.aborted) {
       // The caller cancelled while this handler ran: stop here, audit only the error type.

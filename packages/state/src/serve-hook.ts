@@ -25,11 +25,21 @@ import {
   TOOL_HOOKS,
   validateDecision,
 } from "@geode/contracts";
-import { HandlerRegistrations } from "@geode/state";
 import { headers } from "@nats-io/transport-node";
+import { HandlerRegistrations } from "./handler-registrations.js";
 
 /** What a handler returns: a decision, or null for no decision. */
 export type HookHandler = (envelope: HookEnvelope) => HookDecision | null | Promise<HookDecision | null>;
+
+/**
+ * A handler's whole answer: its decision, and with no decision an optional note that the
+ * dispatcher's audit records as the call's reason (a policy-guard in audit mode says there what
+ * would have happened).
+ */
+export interface HookAnswer {
+  decision: HookDecision | null;
+  auditReason?: string | undefined;
+}
 
 export interface ServeHookOptions {
   /** Handler name, `[A-Za-z0-9_-]{1,64}`; replicas share it (and its queue group). */
@@ -107,22 +117,37 @@ function checkEnvelope(body: unknown, reg: HandlerRegistration): HookEnvelope {
 }
 
 /**
- * Serves one public hook handler: registers it in KV `{ns}_hook_handlers`, keeps its heartbeat,
- * answers `{ns}.hook.handler.{HookName}.{name}` in queue group `{name}`. What arrives is checked
- * before `handler` sees it (not JSON, nested too deep, or not an envelope of this hook and version:
- * an `invalid_request` reply), and each decision is checked with the contract's rules before the
- * reply (a wrong one becomes an `invalid_decision` error reply, as a throw becomes an error reply).
+ * Serves one public hook handler (see `serveHookAnswers`); `handler` returns its decision alone.
  *
  * ```ts
  * const served = await serveHook(conn, HookName.PreToolUse, { name: "no-rm" }, (env) =>
  *   env.payload.tool_name === "shell" ? { action: "block", reason: "no shell" } : null);
  * ```
  */
-export async function serveHook(
+export function serveHook(
   connection: GeodeConnection,
   hook: HookName,
   options: ServeHookOptions,
   handler: HookHandler,
+): Promise<ServedHook> {
+  return serveHookAnswers(connection, hook, options, async (envelope) => ({
+    decision: await handler(envelope),
+  }));
+}
+
+/**
+ * Serves one public hook handler: registers it in KV `{ns}_hook_handlers`, keeps its heartbeat,
+ * answers `{ns}.hook.handler.{HookName}.{name}` in queue group `{name}`. What arrives is checked
+ * before `handler` sees it (not JSON, nested too deep, or not an envelope of this hook and version:
+ * an `invalid_request` reply), and each decision is checked with the contract's rules before the
+ * reply (a wrong one becomes an `invalid_decision` error reply, as a throw becomes an error reply).
+ * Used by the SDK's `serveHook` and by the services that are handlers (the policy-guard).
+ */
+export async function serveHookAnswers(
+  connection: GeodeConnection,
+  hook: HookName,
+  options: ServeHookOptions,
+  handler: (envelope: HookEnvelope) => Promise<HookAnswer>,
 ): Promise<ServedHook> {
   const { nc, names } = connection;
   const log = options.log ?? silentLogger();
@@ -137,16 +162,20 @@ export async function serveHook(
     subject,
     { queue: registration.name, request: { decode: (body) => checkEnvelope(body, registration) } },
     async (envelope) => {
-      let decision: HookDecision | null;
+      let answer: HookAnswer;
       try {
-        decision = await handler(envelope);
+        answer = await handler(envelope);
       } catch (err) {
         log.warn({ err, hook, handler: registration.name }, "hook handler threw");
         throw err;
       }
-      const check = validateDecision(hook, decision);
+      const check = validateDecision(hook, answer.decision);
       if (!check.ok) throw invalidDecision(check.error);
-      return HookHandlerLeg.reply.encode({ decision: check.decision });
+      const note = check.decision === null ? answer.auditReason : undefined;
+      return HookHandlerLeg.reply.encode({
+        decision: check.decision,
+        ...(note ? { audit_reason: note } : {}),
+      });
     },
   );
   await nc.flush();

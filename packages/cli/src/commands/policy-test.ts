@@ -1,0 +1,107 @@
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { connectBus, loadConfig } from "@geode/bus";
+import { AgentKindSchema, names as buildNames, type PolicyRecord } from "@geode/contracts";
+import {
+  type CallerIdentity,
+  type CompiledSet,
+  isPolicyHook,
+  POLICY_HOOKS,
+  PolicyEngine,
+  policyTestResult,
+} from "@geode/policy";
+import { AgentStore, PolicyStore } from "@geode/state";
+import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import { readJsonOption } from "./json-option.js";
+import { packOrRefuse } from "./policy.js";
+import { checkOrExplain } from "./policy-check.js";
+
+/** Exit code of a result that blocks or denies, as `geode hook invoke` has it. */
+const BLOCKED_EXIT = 3;
+
+/** The stored sets (each checked as the guard checks it) and the agent's groups from KV. */
+async function storedSets(
+  io: CommandIO,
+  agent: string | undefined,
+): Promise<{ sets: CompiledSet[]; groups: string[] }> {
+  const config = loadConfig(io.env);
+  const nc = await connectBus(config, "geode-policy-test");
+  try {
+    const conn = { nc, names: buildNames(config.namespace) };
+    const records: PolicyRecord[] = await (await PolicyStore.open(conn)).list((key) =>
+      io.err(`skipping malformed policy set ${key}\n`),
+    );
+    const sets = records.flatMap((r) => {
+      const compiled = checkOrExplain(r.name, r.text, r.mode, io);
+      return compiled ? [compiled] : [];
+    });
+    const record = agent ? await (await AgentStore.open(conn)).get(agent) : null;
+    return { sets, groups: record?.groups ?? [] };
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * `geode policy test [--pack PACK | --file FILE] --hook H --payload JSON [--agent A] [--group G]…
+ * [--agent-kind K] [--session ID] [--json]`: evaluates one hook call locally against a pack or a
+ * file (no plane needed; enforced) or else against the stored sets (their own modes), and prints
+ * the decision, the deciding policies and the reason; exit 3 when the result blocks or denies.
+ */
+export const policyTestCommand: CommandModule = {
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: {
+        pack: { type: "string" },
+        file: { type: "string" },
+        hook: { type: "string" },
+        payload: { type: "string" },
+        agent: { type: "string" },
+        group: { type: "string", multiple: true },
+        "agent-kind": { type: "string" },
+        session: { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+    });
+    if (values.pack !== undefined && values.file !== undefined)
+      throw new UsageError("give --pack or --file, not both");
+    const hook = values.hook;
+    if (hook === undefined || !isPolicyHook(hook))
+      throw new UsageError(`--hook is one of ${POLICY_HOOKS.join(", ")}`);
+    if (values.payload === undefined) throw new UsageError("--payload is required (JSON, or @file)");
+    const payload = await readJsonOption(values.payload, "payload");
+    const kind =
+      values["agent-kind"] === undefined ? undefined : AgentKindSchema.safeParse(values["agent-kind"]);
+    if (kind && !kind.success)
+      throw new UsageError(`--agent-kind is one of ${AgentKindSchema.options.join(", ")}`);
+    let sets: CompiledSet[];
+    let groups = values.group ?? [];
+    if (values.pack !== undefined || values.file !== undefined) {
+      const name = values.pack ?? "file";
+      const text =
+        values.pack !== undefined
+          ? packOrRefuse(values.pack)
+          : await readFile(values.file as string, "utf8").catch((err: Error) => {
+              throw new UsageError(`${values.file}: ${err.message}`);
+            });
+      const compiled = checkOrExplain(name, text, "enforce", io);
+      if (!compiled) return 1;
+      sets = [compiled];
+    } else {
+      const stored = await storedSets(io, values.agent);
+      sets = stored.sets;
+      if (groups.length === 0) groups = stored.groups;
+    }
+    const caller: CallerIdentity = { agent: values.agent ?? "runtime", agentKind: kind?.data, groups };
+    const result = policyTestResult(
+      new PolicyEngine(sets).evaluate(hook, payload, values.session ?? "", caller),
+    );
+    if (values.json) io.out(`${JSON.stringify(result)}\n`);
+    else
+      io.out(
+        `decision: ${result.decision ?? "none"}\npolicies: ${result.policies.join(", ") || "-"}\nreason: ${result.reason || "-"}\n`,
+      );
+    return result.blocked ? BLOCKED_EXIT : 0;
+  },
+};

@@ -1,0 +1,1 @@
+export { type PolicyGuard, type PolicyGuardOptions, startPolicyGuard } from "./policy-guard.js";

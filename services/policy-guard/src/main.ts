@@ -1,0 +1,7 @@
+import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
+import { startPolicyGuard } from "./index.js";
+
+await runService("policy-guard", { telemetry: serviceTelemetry }, (ctx) =>
+  startPolicyGuard({ nc: ctx.nc, names: ctx.names, log: ctx.log }),
+);

@@ -1,0 +1,95 @@
+import type { GeodeConnection, Logger, RunningService, ServiceHealth } from "@geode/bus";
+import type { HookEnvelope, Names } from "@geode/contracts";
+import { isPolicyHook, POLICY_HOOKS, policyAnswer, schemaText } from "@geode/policy";
+import {
+  AgentStore,
+  type HookAnswer,
+  PolicyStore,
+  type ServedHook,
+  SessionStore,
+  serveHookAnswers,
+} from "@geode/state";
+import { observe } from "@geode/telemetry";
+import { CallerDirectory } from "./caller-directory.js";
+import { PolicyLoader } from "./policy-loader.js";
+
+/** The handler name, priority and failure mode of DESIGN section 17. */
+const POLICY_HANDLER = { name: "policy", priority: 10, failureMode: "closed" } as const;
+
+export interface PolicyGuardOptions {
+  nc: GeodeConnection["nc"];
+  names: Names;
+  log: Logger;
+  /** The schema's text; default the shipped `policies/geode.cedarschema`. */
+  schema?: string;
+  /** Registration lease, ms (tests shorten it). */
+  leaseMs?: number;
+}
+
+export interface PolicyGuard extends RunningService {
+  readonly loader: PolicyLoader;
+}
+
+/**
+ * The policy-guard: loads the policy sets of KV `{ns}_policies` (and follows them), and answers
+ * PreToolUse, PermissionRequest, UserPromptSubmit and PostToolUse as the handler `policy`
+ * (priority 10, `failure_mode: closed`; replicas share the queue group `policy`). Each call is
+ * evaluated against every loaded set; see `policyAnswer` for what it returns.
+ */
+export async function startPolicyGuard(options: PolicyGuardOptions): Promise<PolicyGuard> {
+  const { nc, names, log } = options;
+  const conn = { nc, names };
+  const loader = new PolicyLoader(await PolicyStore.open(conn), options.schema ?? schemaText(), log);
+  await loader.start();
+  const callers = new CallerDirectory(await SessionStore.open(conn), await AgentStore.open(conn));
+
+  const answer = async (envelope: HookEnvelope): Promise<HookAnswer> => {
+    const hook = envelope.name;
+    if (!isPolicyHook(hook)) return { decision: null };
+    const caller = await callers.of(envelope.correlation.session_id);
+    const evaluation = loader.engine.evaluate(
+      hook,
+      envelope.payload,
+      envelope.correlation.session_id,
+      caller,
+    );
+    if (evaluation.errors.length > 0)
+      log.warn({ hook, policies: evaluation.errors }, "policies failed to evaluate and were skipped");
+    const { enforce, audit } = evaluation;
+    const [decision, mode] =
+      enforce.action !== null
+        ? [enforce.action, "enforce"]
+        : audit.action !== null
+          ? [audit.action, "audit"]
+          : ["none", "none"];
+    observe.policyDecision(hook, decision, mode);
+    return policyAnswer(evaluation);
+  };
+
+  const served: ServedHook[] = [];
+  try {
+    for (const hook of POLICY_HOOKS)
+      served.push(
+        await serveHookAnswers(
+          conn,
+          hook,
+          { ...POLICY_HANDLER, log, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) },
+          answer,
+        ),
+      );
+  } catch (err) {
+    await Promise.all(served.map((s) => s.close()));
+    await loader.stop();
+    throw err;
+  }
+  return {
+    loader,
+    health(): ServiceHealth {
+      return { status: "ok" };
+    },
+    async stop() {
+      await Promise.all(served.map((s) => s.close()));
+      await loader.stop();
+    },
+  };
+}

@@ -274,7 +274,13 @@ describe("PreToolUse", () => {
       (r) => r.kind === "tool.completed" && r.correlation.tool_call_id === sudo["tool_use_id"],
     );
     expect(refused.map((r) => r.payload)).toEqual([
-      { tool_name: "Bash", status: "blocked", has_error: false, executed: false, reason: "deny-sudo: no sudo" },
+      {
+        tool_name: "Bash",
+        status: "blocked",
+        has_error: false,
+        executed: false,
+        reason: "deny-sudo: no sudo",
+      },
     ]);
     expect(JSON.stringify(refused)).not.toContain("sudo ls");
   });

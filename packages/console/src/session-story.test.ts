@@ -115,7 +115,13 @@ describe("storySteps", () => {
           record({
             kind: "tool.completed",
             tool_call_id: "c2",
-            payload: { tool_name: "Read", status: "completed", has_error: false, executed: true, reason: "x" },
+            payload: {
+              tool_name: "Read",
+              status: "completed",
+              has_error: false,
+              executed: true,
+              reason: "x",
+            },
           }),
         ],
       }),

@@ -40,7 +40,11 @@ describe("PreToolUse stage", () => {
       reason: "guard: not today",
     });
     // Its only record naming the tool: tool.completed, blocked, never run, with the reason.
-    expect(h().seen.filter((e) => "kind" in e && e.kind === "tool.completed").at(-1)?.payload).toEqual({
+    expect(
+      h()
+        .seen.filter((e) => "kind" in e && e.kind === "tool.completed")
+        .at(-1)?.payload,
+    ).toEqual({
       tool_name: "files.read",
       status: "blocked",
       has_error: false,

@@ -178,7 +178,10 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     const rm = page.locator(`tr[data-call="${blockedId}-t2"]`);
     expect(await rm.getAttribute("class")).toBe("bad-row");
     const text = (await rm.textContent()) ?? "";
-    for (const part of ["Tool call", "⊘", "blocked", "disk-guard", "not run"]) expect(text).toContain(part);
+    for (const part of ["Tool call", "Bash · shell", "⊘", "blocked", "disk-guard", "not run"])
+      expect(text).toContain(part);
+    // Why, next to the verdict: the handler's reason, as text.
+    expect(await rm.locator(".step-reason").textContent()).toBe("disk-guard: destructive command");
     const ls = (await page.locator(`tr[data-call="${blockedId}-t1"]`).textContent()) ?? "";
     expect(ls).toContain("Bash · shell");
     expect(ls).toContain("allowed");

@@ -109,7 +109,7 @@ describe("GET /api/sessions", () => {
 });
 
 describe("GET /api/sessions/{session_id}/story", () => {
-  it("tells a Claude Code session step by step: the prompt's length, an allowed call, a block by its handler", async () => {
+  it("tells a Claude Code session step by step: the prompt's length, an allowed call, a block by its handler and why", async () => {
     const r = await plane().api(`/api/sessions/${blockedId}/story`);
     expect(r.status).toBe(200);
     const story = ConsoleSessionStorySchema.parse(r.body);
@@ -124,12 +124,18 @@ describe("GET /api/sessions/{session_id}/story", () => {
       verdict: "allowed",
       outcome: "completed",
     });
+    // Refused at PreToolUse, it never ran: the gateway's refusal record names the tool and says why.
     expect(rm).toMatchObject({
       tool_call_id: `${blockedId}-t2`,
+      tool_name: "Bash",
+      tool_kind: "shell",
       verdict: "blocked",
       decided_by: "disk-guard",
+      reason: "disk-guard: destructive command",
       outcome: "not run",
     });
+    expect(prompt!.reason).toBeNull();
+    expect(ls!.reason).toBeNull();
     const at = story.steps.map((s) => s.at_ms);
     expect(at).toEqual([...at].sort((a, b) => a - b));
     expect(at[0]).toBeGreaterThanOrEqual(0);

@@ -184,8 +184,15 @@ describe("PreToolUse", () => {
       action: "rewrite",
       updates: { tool_name: "Read" },
     }));
-    const res = await fx.post(bash("cat x"));
+    const session = { session_id: randomUUID() };
+    const res = await fx.post(bash("cat x", session));
     expect(res.body).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+    await waitFor(async () =>
+      (await sessionTimeline(session.session_id)).some((r) => r.kind === "tool.completed"),
+    );
+    const [done] = (await sessionTimeline(session.session_id)).filter((r) => r.kind === "tool.completed");
+    expect(done!.payload).toMatchObject({ tool_name: "Bash", status: "blocked", executed: false });
+    expect(done!.payload["reason"]).toMatch(/^rewritten by swap-tool \(the rewrite names another tool/);
   });
 
   it("request_permission → PermissionRequest handler's allow, with the rewrite kept", async () => {
@@ -240,7 +247,8 @@ describe("PreToolUse", () => {
         : null,
     );
     const session = { session_id: randomUUID(), prompt_id: randomUUID() };
-    await fx.post(bash("sudo ls", session));
+    const sudo = bash("sudo ls", session);
+    await fx.post(sudo);
     const ls = bash("ls /opt/distinct-dir", session);
     await fx.post(ls);
     // No decision: Claude Code's own permission rules may still prompt and refuse, so nothing yet.
@@ -259,8 +267,22 @@ describe("PreToolUse", () => {
     expect(JSON.stringify(started[0])).not.toContain("distinct-dir");
     const order = events.map((e) => e.event);
     expect(order.indexOf("tool_exec_started")).toBeLessThan(order.indexOf("tool_exec_ended"));
-    const called = (await sessionTimeline(session.session_id)).filter((r) => r.kind === "tool.called");
-    expect(called).toHaveLength(1);
+    const records = await sessionTimeline(session.session_id);
+    expect(records.filter((r) => r.kind === "tool.called")).toHaveLength(1);
+    // The refused call never ran: its only record naming the tool says blocked, not executed, and why.
+    const refused = records.filter(
+      (r) => r.kind === "tool.completed" && r.correlation.tool_call_id === sudo["tool_use_id"],
+    );
+    expect(refused.map((r) => r.payload)).toEqual([
+      {
+        tool_name: "Bash",
+        status: "blocked",
+        has_error: false,
+        executed: false,
+        reason: "deny-sudo: no sudo",
+      },
+    ]);
+    expect(JSON.stringify(refused)).not.toContain("sudo ls");
   });
 });
 

@@ -95,6 +95,49 @@ describe("storySteps", () => {
     expect(byCall.get("c3")).toMatchObject({ verdict: "denied", decided_by: "bo", tool_kind: "file_write" });
     expect(byCall.get("c4")).toMatchObject({ verdict: "denied", decided_by: "perm" });
     expect(byCall.get("c5")).toMatchObject({ verdict: "denied", decided_by: "nobody answered" });
+    expect([...byCall.values()].every((s) => s.reason === null)).toBe(true);
+  });
+
+  it("names the tool of a call refused at PreToolUse, and why, from its refusal record", () => {
+    const why = `guard: rm -rf is not allowed here ${"x".repeat(600)}`;
+    const steps = storySteps(
+      rows({
+        invocations: [
+          audit({ name: "PreToolUse", extension: "guard", status: "block", tool_call_id: "c1" }),
+          audit({ name: "PreToolUse", extension: "guard", status: "ok", tool_call_id: "c2" }),
+        ],
+        records: [
+          record({
+            kind: "tool.completed",
+            tool_call_id: "c1",
+            payload: { tool_name: "Bash", status: "blocked", has_error: false, executed: false, reason: why },
+          }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: "c2",
+            payload: {
+              tool_name: "Read",
+              status: "completed",
+              has_error: false,
+              executed: true,
+              reason: "x",
+            },
+          }),
+        ],
+      }),
+      session,
+    );
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(byCall.get("c1")).toMatchObject({
+      verdict: "blocked",
+      decided_by: "guard",
+      tool_name: "Bash",
+      tool_kind: "shell",
+      outcome: "not run",
+      reason: why.slice(0, 512),
+    });
+    // Only a refusal says why.
+    expect(byCall.get("c2")).toMatchObject({ verdict: "allowed", outcome: "completed", reason: null });
   });
 
   it("tells prompts by length and verdict, never their text, and times steps from the session's start", () => {

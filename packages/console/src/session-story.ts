@@ -10,6 +10,8 @@ import { type ConsoleProjection, sessionSummary, tables } from "./session-list.j
 
 /** At most this many rows of each table are read for one story (the oldest first). */
 const MAX_ROWS = 5000;
+/** A refusal's reason is shown cut to this many characters (as the dispatcher cuts audit reasons). */
+const REASON_CHARS = 512;
 
 /** A runtime event of the session (only the payload fields a story shows; never a prompt's text). */
 export interface StoryEvent {
@@ -55,6 +57,8 @@ export interface StoryRows {
 }
 
 const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
+/** A reason as the story shows it: at most REASON_CHARS characters. */
+const cut = (v: string | null): string | null => (v === null ? null : [...v].slice(0, REASON_CHARS).join(""));
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
 /** What a step starts as; the builders fill in the rest. */
@@ -70,6 +74,7 @@ function step(kind: ConsoleStoryStep["kind"], ts: number, turnId: string): Conso
     length: null,
     verdict: null,
     decided_by: null,
+    reason: null,
     outcome: null,
     duration_ms: null,
   };
@@ -146,7 +151,12 @@ function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
   Object.assign(s, callVerdict(c));
   const ended = c.events.find((e) => e.event === "tool_exec_ended");
   const completed = c.records.find((r) => r.kind === "tool.completed");
-  s.outcome = str(completed?.payload["status"]) ?? str(ended?.payload["outcome"]);
+  s.outcome =
+    completed?.payload["executed"] === false
+      ? "not run"
+      : (str(completed?.payload["status"]) ?? str(ended?.payload["outcome"]));
+  const refusal = c.records.find((r) => r.kind === "tool.completed" && str(r.payload["reason"]) !== null);
+  if (s.verdict === "blocked" || s.verdict === "denied") s.reason = cut(str(refusal?.payload["reason"]));
   if (s.outcome === null && (s.verdict === "blocked" || s.verdict === "denied")) s.outcome = "not run";
   const called = c.records.find((r) => r.kind === "tool.called");
   s.duration_ms =

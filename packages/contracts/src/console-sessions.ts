@@ -134,6 +134,11 @@ export const ConsoleStoryStepSchema = z.strictObject({
   verdict: z.string().nullable(),
   /** Who decided: a handler's name, `policy` (the operator's tool policy), a person, `runtime_default`. */
   decided_by: z.string().nullable(),
+  /**
+   * Why a tool call was refused: the deciding handler's reason as its refusal record holds it
+   * (`handler: reason`, at most 512 characters, as text); null when none was recorded.
+   */
+  reason: z.string().nullable(),
   /** How it ended (a tool call's completed/failed/…, a verification's pass or fail). */
   outcome: z.string().nullable(),
   duration_ms: z.number().nullable(),

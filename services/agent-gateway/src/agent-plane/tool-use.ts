@@ -45,17 +45,18 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
       signal,
     },
   );
-  if (isBlocked(outcome)) return { action: "deny", reason: decisionReason(outcome, ["block"], "blocked") };
+  if (isBlocked(outcome)) return refused(call, toolName, decisionReason(outcome, ["block"], "blocked"));
 
   let updated: Record<string, unknown> | undefined;
   let rewriteReason: string | undefined;
   if (outcome.decisions.some((d) => d.action === "rewrite")) {
     rewriteReason = decisionReason(outcome, ["rewrite"], "rewritten");
     if (outcome.payload["tool_name"] !== toolName)
-      return {
-        action: "deny",
-        reason: `${rewriteReason} (the rewrite names another tool, which the agent cannot run in this call's place)`,
-      };
+      return refused(
+        call,
+        toolName,
+        `${rewriteReason} (the rewrite names another tool, which the agent cannot run in this call's place)`,
+      );
     const rewritten = asObject(outcome.payload["arguments"]);
     updated = updatedToolInput(original, argumentsAsSeen(toolName, original), rewritten) ?? undefined;
     if (updated === undefined) rewriteReason = undefined;
@@ -85,6 +86,19 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
     ...(updated ? { updated, rewriteReason } : {}),
     ...(permission ? { permission } : {}),
   };
+}
+
+/**
+ * A call PreToolUse refused: it never runs, so its only record naming the tool is this
+ * `tool.completed` (status `blocked`, not executed), with the refusal's reason for the story.
+ */
+function refused(call: AgentCall, toolName: string, reason: string): PreToolVerdict {
+  call.plane.timeline(
+    "tool.completed",
+    { tool_name: toolName, status: "blocked", has_error: false, executed: false, reason },
+    call.corr,
+  );
+  return { action: "deny", reason };
 }
 
 /**

@@ -39,6 +39,18 @@ describe("PreToolUse stage", () => {
       status: "blocked",
       reason: "guard: not today",
     });
+    // Its only record naming the tool: tool.completed, blocked, never run, with the reason.
+    expect(
+      h()
+        .seen.filter((e) => "kind" in e && e.kind === "tool.completed")
+        .at(-1)?.payload,
+    ).toEqual({
+      tool_name: "files.read",
+      status: "blocked",
+      has_error: false,
+      executed: false,
+      reason: "guard: not today",
+    });
     script = (hook, payload) => outcome(hook, payload, [], true);
     expect(await preToolUse(await shaped({}))).toMatchObject({ status: "blocked", reason: "blocked" });
   });

@@ -1,6 +1,6 @@
 import { decisionReason, isBlocked, type ToolExecuteReply } from "@geode/contracts";
 import { checkCall } from "./policy.js";
-import { type ToolCall, toolReply } from "./tool-call.js";
+import { completedTimeline, type ToolCall, toolReply } from "./tool-call.js";
 
 /**
  * PreToolUse: `block` stops the call; a `rewrite` is checked again like the original (policy, then
@@ -12,8 +12,11 @@ export async function preToolUse(call: ToolCall): Promise<ToolExecuteReply | und
     arguments: call.args,
   });
   call.preToolUse = outcome;
-  if (isBlocked(outcome))
-    return toolReply("blocked", { reason: decisionReason(outcome, ["block"], "blocked") });
+  if (isBlocked(outcome)) {
+    const reason = decisionReason(outcome, ["block"], "blocked");
+    completedTimeline(call, "blocked", false, reason);
+    return toolReply("blocked", { reason });
+  }
   if (!outcome.decisions.some((d) => d.action === "rewrite")) return undefined;
   const rewritten = restoreRedacted(outcome.payload["arguments"] as Record<string, unknown>, call.args);
   return checkCall(call, String(outcome.payload["tool_name"]), rewritten, "PreToolUse rewrite");

@@ -192,11 +192,25 @@ export const errorResult = (message: string): ToolCallResult => ({
   has_error: true,
 });
 
-/** The `tool.completed` timeline record that closes every call that got past admission. */
-export function completedTimeline(call: ToolCall, status: ToolCallStatus, hasError: boolean): void {
+/**
+ * The `tool.completed` timeline record that closes every call that got past admission, and a call
+ * PreToolUse blocked (with the handler's reason: its only record naming the tool).
+ */
+export function completedTimeline(
+  call: ToolCall,
+  status: ToolCallStatus,
+  hasError: boolean,
+  reason?: string,
+): void {
   void call.deps.events.timeline(
     "tool.completed",
-    { tool_name: call.definition.name, status, has_error: hasError, executed: call.entered },
+    {
+      tool_name: call.definition.name,
+      status,
+      has_error: hasError,
+      executed: call.entered,
+      ...(reason === undefined ? {} : { reason }),
+    },
     call.correlation,
   );
 }

@@ -18,7 +18,7 @@ function what(s: ConsoleStoryStep): string {
     case "prompt":
       return s.length === null ? "a prompt" : `${s.length} characters`;
     case "tool_call":
-      return `${s.tool_name ?? "(tool not recorded: refused before it ran)"}${s.tool_kind ? ` · ${s.tool_kind}` : ""}`;
+      return `${s.tool_name ?? "(tool not recorded)"}${s.tool_kind ? ` · ${s.tool_kind}` : ""}`;
     case "subagent":
       return s.tool_name ?? "a sub-agent";
     case "verification":
@@ -43,7 +43,12 @@ function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
     el("td", { class: "num", title: time(s.ts) }, offset(s.at_ms)),
     el("td", {}, KIND_LABEL[s.kind]),
     el("td", {}, what(s)),
-    el("td", {}, badge(s.verdict)),
+    el(
+      "td",
+      {},
+      badge(s.verdict),
+      s.reason === null ? null : el("div", { class: "step-reason", title: s.reason }, s.reason),
+    ),
     el("td", {}, s.decided_by ?? "-"),
     el("td", {}, s.outcome ?? "-"),
     el("td", { class: "num" }, duration(s.duration_ms)),

@@ -78,6 +78,56 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
 }
 
 /**
+ * One agent hook call: the bearer token (401), the body (413 over `maxBodyBytes`, 400 unless a
+ * JSON object within the depth limit), then the agent's route in the agent's own trace.
+ */
+async function answerHook(
+  options: { routes: HttpRoutes; maxBodyBytes: number },
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: HookRoute,
+  query: URLSearchParams,
+): Promise<void> {
+  const { routes, maxBodyBytes } = options;
+  const agent = routes.identify(req.headers.authorization);
+  if (agent === null) {
+    req.resume();
+    send(res, 401, error(ErrorCode.PolicyDenied, "missing or unknown bearer token"), true);
+    return;
+  }
+  const raw = await readBody(req, maxBodyBytes);
+  if (raw === null) {
+    send(res, 413, error(ErrorCode.InvalidRequest, `request body over ${maxBodyBytes} bytes`), true);
+    return;
+  }
+  let body: unknown;
+  try {
+    // Depth is checked before parsing: nothing downstream recurses through a degenerate body.
+    body = raw.length === 0 ? undefined : decodeJson(raw);
+  } catch (err) {
+    const message = err instanceof GeodeError ? err.message : "body is not UTF-8 JSON";
+    send(res, 400, error(ErrorCode.InvalidRequest, message));
+    return;
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    send(res, 400, error(ErrorCode.InvalidRequest, "body must be a JSON object"));
+    return;
+  }
+  // Claude Code gives up after its hook timeout: stop the work it no longer waits for.
+  const ac = new AbortController();
+  res.once("close", () => {
+    if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
+  });
+  // The agent's trace (a `traceparent` header) goes on to every message this hook call causes.
+  const trace =
+    parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER)) ?? newTraceContext();
+  const reply = await runInTrace(trace, () =>
+    withSpan("geode.gateway.hook", {}, () => route({ body, agent, signal: ac.signal, query })),
+  );
+  if (!res.destroyed) send(res, reply.status, reply.body);
+}
+
+/**
  * The gateway's HTTP front door (node:http): `GET /healthz`, and `POST` to each agent kind's hook
  * path (`/v1/claude-code/hook`, …). Every request to a hook path needs a known bearer token (401
  * otherwise, nothing invoked); a body over `maxBodyBytes` is 413, one that is not a UTF-8 JSON
@@ -92,52 +142,8 @@ export async function startHttpServer(options: {
   routes: HttpRoutes;
   log: Logger;
 }): Promise<GatewayHttpServer> {
-  const { routes, log, maxBodyBytes } = options;
+  const { routes, log } = options;
   const inflight = new Set<Promise<void>>();
-
-  const hook = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: HookRoute,
-    query: URLSearchParams,
-  ): Promise<void> => {
-    const agent = routes.identify(req.headers.authorization);
-    if (agent === null) {
-      req.resume();
-      send(res, 401, error(ErrorCode.PolicyDenied, "missing or unknown bearer token"), true);
-      return;
-    }
-    const raw = await readBody(req, maxBodyBytes);
-    if (raw === null) {
-      send(res, 413, error(ErrorCode.InvalidRequest, `request body over ${maxBodyBytes} bytes`), true);
-      return;
-    }
-    let body: unknown;
-    try {
-      // Depth is checked before parsing: nothing downstream recurses through a degenerate body.
-      body = raw.length === 0 ? undefined : decodeJson(raw);
-    } catch (err) {
-      const message = err instanceof GeodeError ? err.message : "body is not UTF-8 JSON";
-      send(res, 400, error(ErrorCode.InvalidRequest, message));
-      return;
-    }
-    if (body === null || typeof body !== "object" || Array.isArray(body)) {
-      send(res, 400, error(ErrorCode.InvalidRequest, "body must be a JSON object"));
-      return;
-    }
-    // Claude Code gives up after its hook timeout: stop the work it no longer waits for.
-    const ac = new AbortController();
-    res.once("close", () => {
-      if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
-    });
-    // The agent's trace (a `traceparent` header) goes on to every message this hook call causes.
-    const trace =
-      parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER)) ?? newTraceContext();
-    const reply = await runInTrace(trace, () =>
-      withSpan("geode.gateway.hook", {}, () => route({ body, agent, signal: ac.signal, query })),
-    );
-    if (!res.destroyed) send(res, reply.status, reply.body);
-  };
 
   const server = createServer(httpServerOptions(options.timeouts), (req, res) => {
     const url = req.url ?? "/";
@@ -155,7 +161,7 @@ export async function startHttpServer(options: {
       if (req.method !== "POST") {
         req.resume();
         work = Promise.resolve(send(res, 405, error(ErrorCode.InvalidRequest, "use POST")));
-      } else work = hook(req, res, route, new URLSearchParams(url.slice(path.length + 1)));
+      } else work = answerHook(options, req, res, route, new URLSearchParams(url.slice(path.length + 1)));
     } else {
       req.resume();
       work = Promise.resolve(send(res, 404, error(ErrorCode.InvalidRequest, `no route ${path}`)));

@@ -115,13 +115,6 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
   const timeline: Plane["timeline"] = (kind, payload, correlation, id) => {
     void events.timeline(kind, payload, correlation, id === undefined ? {} : { id });
   };
-  let up = true;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") up = false;
-      else if (s.type === "reconnect") up = true;
-    }
-  })().catch(() => undefined);
 
   return {
     names: n,
@@ -177,6 +170,27 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
       await runs.close(runId);
     },
 
+    ...agentDirectory(agents, log),
+
+    connected: connectionState(nc),
+  };
+}
+
+/** Whether the connection is up now: false from a disconnect until the reconnect, and once closed. */
+function connectionState(nc: NatsConnection): () => boolean {
+  let up = true;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") up = false;
+      else if (s.type === "reconnect") up = true;
+    }
+  })().catch(() => undefined);
+  return () => up && !nc.isClosed();
+}
+
+/** The agents of KV `{ns}_agents`, followed and listed; malformed records are logged and skipped. */
+function agentDirectory(agents: AgentStore, log: Logger): Pick<Plane, "followAgents" | "listAgents"> {
+  return {
     async followAgents(apply) {
       const watch = await agents.watch(
         ({ key, value, malformed }) => {
@@ -187,9 +201,6 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
       );
       return { stop: () => void watch.stop() };
     },
-
     listAgents: () => agents.list((key) => log.warn({ key }, "ignoring malformed agent record")),
-
-    connected: () => up && !nc.isClosed(),
   };
 }

@@ -62,6 +62,11 @@ describe("each role can do its own job", () => {
     await ensureBucket(gateway, n, "agents");
     await ensureBucket(gateway, n, "sessions");
     await ensureBucket(gateway, n, "runs");
+    const guard = await as("policy-guard");
+    await ensureBucket(guard, n, "hookHandlers");
+    await ensureBucket(guard, n, "policies");
+    await ensureBucket(guard, n, "agents");
+    await ensureBucket(guard, n, "sessions");
     const jsm = await jetstreamManager(await as("operator"));
     const streams: string[] = [];
     for await (const s of jsm.streams.names()) streams.push(s);

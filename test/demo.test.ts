@@ -36,7 +36,8 @@ describe("geode demo", () => {
     expect(missing).toEqual([]);
     expect(result.surfaces).toHaveLength(17);
     const hook = (name: string) => result.surfaces.find((s) => s.surface === "hook" && s.name === name)!;
-    expect(hook("PreToolUse").extensions).toEqual(["observer", "policy-guard"]);
+    // `policy` is the policy-guard service (no policy set stored: no decision); `policy-guard` the demo's own handler.
+    expect(hook("PreToolUse").extensions).toEqual(["observer", "policy", "policy-guard"]);
     expect(hook("PreToolUse").statuses["block"]).toBe(1);
     expect(hook("PostVerify").extensions).toContain("ci-evaluator");
   });

@@ -31,6 +31,7 @@ describe("names(ns)", () => {
       tools: "acme_1_tools",
       agents: "acme_1_agents",
       webhooks: "acme_1_webhooks",
+      policies: "acme_1_policies",
     });
     expect(n.pgSchema).toBe("acme_1");
     expect(n.handlerKey("PreToolUse", "guard")).toBe("PreToolUse.guard");

@@ -109,14 +109,16 @@ describe("activity-recorder with several batches in flight", () => {
       db,
       runsDir: null,
       batchSize: 50,
-      ackWaitMs: 1_000,
+      // Two seconds, not one: the in-progress marks go out every third of it, and on a loaded
+      // 2-core machine an event-loop stall of a second once let the batch be redelivered.
+      ackWaitMs: 2_000,
     });
     try {
       // Another transaction holds the table for four ack waits: the batch's insert waits on it.
       const info = await db.db.transaction().execute(async (trx) => {
         await sql`lock table ${sql.id(env().ns, "activity_events")} in access exclusive mode`.execute(trx);
         await publish("s-slow", "run-slow");
-        await new Promise((r) => setTimeout(r, 4_000));
+        await new Promise((r) => setTimeout(r, 8_000));
         return env().jsm.consumers.info(env().names.eventsStream, "activity-recorder");
       });
       // Held, and never handed out again meanwhile.
@@ -124,7 +126,7 @@ describe("activity-recorder with several batches in flight", () => {
       expect(info.num_redelivered).toBe(0);
       await settled(recorder);
       expect(await storedIds("s-slow")).toHaveLength(TOTAL);
-      expect(info.config.ack_wait).toBe(1_000_000_000);
+      expect(info.config.ack_wait).toBe(2_000_000_000);
     } finally {
       await recorder.stop();
     }

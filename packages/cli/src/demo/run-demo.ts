@@ -176,7 +176,7 @@ function spawnExample(
   const child = exampleProcess(script, env);
   let out = "";
   const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 90_000);
     const onData = (b: Buffer) => {
       out += b.toString("utf8");
       if (out.includes(" ready")) {

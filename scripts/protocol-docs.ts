@@ -534,7 +534,7 @@ their fields.
 
 | table | rows |
 | --- | --- |
-| \`activity_events\` | every runtime event: \`stream_seq\`, \`event_id\`, \`event\`, \`ts\`, \`source\`, the correlation ids, \`retention_bucket\`, bounded \`payload\`, \`trace_id\` (from the event's \`traceparent\` header, null without one) |
+| \`activity_events\` | every runtime event: \`stream_seq\`, \`event_id\`, \`event\`, \`ts\`, \`source\`, the correlation ids, \`retention_bucket\`, bounded \`payload\` (of an \`extension_invoked\`: its audit fields and its \`reason\`, cut to 512 characters and sanitized, nothing else), \`trace_id\` (from the event's \`traceparent\` header, null without one) |
 | \`extension_invocations\` | one audit row per \`extension_invoked\`: \`stream_seq\`, \`ts\`, \`surface\`, \`name\`, \`extension\`, \`status\`, \`latency_ms\`, the correlation ids, \`trace_id\`, nothing else (no user input, request, response, personal data or secret) |
 | \`session_events\` | the timeline: \`stream_seq\`, \`record_id\`, \`kind\`, \`ts\`, \`source\`, the correlation ids, bounded \`payload\`, \`payload_sha256\` |
 | \`projection_offsets\` | \`consumer\`, \`stream\`, \`last_seq\` |

@@ -171,7 +171,7 @@ describe("activity-recorder projection (PostgreSQL)", () => {
         name: "UserPromptSubmit",
         extension: "guard",
         status: "block",
-        reason: `${PROMPT} ${SECRET}`,
+        reason: `prompt refused; key ${SECRET}`,
         duration_ms: 3.5,
         user_input: PROMPT,
         note: `key ${SECRET}`,
@@ -273,6 +273,19 @@ describe("activity-recorder projection (PostgreSQL)", () => {
       status: "block",
       latency_ms: 3.5,
     });
+    // The event's reason stays in its activity row only, the secret in it masked; nothing else the
+    // publisher added (user_input, note) is stored.
+    const audit = await db.db
+      .selectFrom("activity_events")
+      .select("payload")
+      .where("run_id", "=", run)
+      .where("event", "=", "extension_invoked")
+      .executeTakeFirstOrThrow();
+    const stored = audit.payload as Record<string, unknown>;
+    expect(Object.keys(stored).sort()).toEqual(
+      ["duration_ms", "extension", "name", "reason", "status", "surface"].sort(),
+    );
+    expect(String(stored["reason"])).toMatch(/^prompt refused; key /);
   });
 
   it("stops a run file at its bound with one projection.truncated row", async () => {

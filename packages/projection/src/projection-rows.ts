@@ -122,14 +122,19 @@ function putCorrelation(row: Record<string, unknown>, c: Correlation): void {
   }
 }
 
+/** An audit reason is stored cut to this many characters (as the dispatcher cuts it). */
+const AUDIT_REASON_CHARS = 512;
+
 function short(v: unknown): string {
   return typeof v === "string" ? noNul([...v].slice(0, 128).join("")) : "";
 }
 
 /**
- * The `extension_invoked` fields that may be stored: surface, name, extension, status and latency.
- * Its `reason` (a handler's own words for block/deny), request hashes and anything a publisher
- * added are dropped, in `activity_events` too, so no handler- or user-chosen text is stored.
+ * The `extension_invoked` fields of an `extension_invocations` row: surface, name, extension,
+ * status and latency, nothing else. Request hashes and anything a publisher added are dropped
+ * everywhere; the event's `reason` (a decision's reason or audit note, an error's type) is kept
+ * only in its `activity_events` payload, cut to 512 characters and sanitized again, so an operator
+ * can see why a prompt or a call was refused.
  */
 function extensionFields(p: Record<string, unknown>) {
   const ms = p["duration_ms"];
@@ -198,13 +203,16 @@ export function decodeStreamMessage(
       return { type: "event", activity: activity as unknown as ActivityEventRow };
     }
     const f = extensionFields(e.payload);
-    activity["payload"] = {
+    const kept: Record<string, unknown> = {
       surface: f.surface,
       name: f.name,
       extension: f.extension,
       status: f.status,
       duration_ms: f.latency_ms,
     };
+    const reason = e.payload["reason"];
+    if (typeof reason === "string" && reason !== "") kept["reason"] = [...reason].slice(0, AUDIT_REASON_CHARS).join("");
+    activity["payload"] = storedPayload(kept, parsed.mayHoldNul);
     const extension = { stream_seq: streamSeq, ts: e.ts, ...f } as Record<string, unknown>;
     putCorrelation(extension, e.correlation);
     extension["trace_id"] = traceId;

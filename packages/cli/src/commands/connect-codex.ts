@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { parse } from "smol-toml";
 import type { CommandIO, CommandModule } from "../command.js";
@@ -14,8 +13,8 @@ import {
   trustKeysOutsideBlock,
   trustToml,
 } from "../connect/codex-config.js";
-import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
-import { gatewayProblem } from "../connect/gateway-check.js";
+import { parseConnectArgs } from "../connect/connect-args.js";
+import { type AgentCheck, reportCheck } from "../connect/gateway-check.js";
 import { TOKEN_ENV } from "../connect/hook-command.js";
 
 /** Where Codex reads managed hooks (trusted by definition; writing there needs root). */
@@ -113,12 +112,9 @@ async function write(o: Options, io: CommandIO): Promise<number> {
   return 0;
 }
 
-/** The checks a user cannot see: hooks where Codex reads them, valid, trusted; the gateway and the token. */
-async function check(o: Options, io: CommandIO): Promise<number> {
-  const fail = (line: string) => {
-    io.err(`${line}\n`);
-    return 1;
-  };
+/** The Codex side of `--check`: hooks where Codex reads them, valid TOML, listed by Codex, trusted. */
+async function codexSide(o: Options, io: CommandIO): Promise<AgentCheck> {
+  const fail = (problem: string) => ({ problem });
   const files = [o.file, ...(o.file === MANAGED_FILE ? [] : [MANAGED_FILE])].filter((f) => existsSync(f));
   const withBlock = files.filter((f) => readFileSync(f, "utf8").includes(BLOCK_BEGIN));
   if (withBlock.length === 0)
@@ -150,12 +146,9 @@ async function check(o: Options, io: CommandIO): Promise<number> {
     return fail(
       `hook ${skipped.key} is ${skipped.trustStatus}: codex exec skips it silently; run geode connect codex --write ${skipped.sourcePath} again`,
     );
-  const gateway = await gatewayProblem(o.endpoint, io.env);
-  if (gateway !== null) return fail(gateway);
-  io.out(
-    `ok: ${ours.length} hooks, each ${ours.every((h) => h.trustStatus === "managed") ? "managed" : "trusted"}; the gateway at ${new URL(o.endpoint).origin} knows the token\n`,
-  );
-  return 0;
+  return {
+    ok: `${ours.length} hooks, each ${ours.every((h) => h.trustStatus === "managed") ? "managed" : "trusted"}`,
+  };
 }
 
 /**
@@ -165,17 +158,11 @@ async function check(o: Options, io: CommandIO): Promise<number> {
  */
 export const connectCodexCommand: CommandModule = {
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        ...CONNECT_OPTIONS,
-        managed: { type: "boolean", default: false },
-        check: { type: "boolean", default: false },
-        codex: { type: "string" },
-      },
+    const { values, endpoint } = parseConnectArgs(args, io.env, "codex", {
+      managed: { type: "boolean", default: false },
+      check: { type: "boolean", default: false },
+      codex: { type: "string" },
     });
-    const endpoint = connectEndpoint(values.url, positionals, io.env, "codex");
     const managed = values.managed === true;
     const o: Options = {
       endpoint,
@@ -184,7 +171,7 @@ export const connectCodexCommand: CommandModule = {
       codex: values.codex ?? "codex",
       failClosed: values["fail-closed"] === true,
     };
-    if (values.check) return check(o, io);
+    if (values.check) return reportCheck(endpoint, io, await codexSide(o, io));
     if (values.write === undefined && !managed) {
       io.out(
         hooksToml(

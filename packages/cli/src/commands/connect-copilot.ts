@@ -1,9 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import type { CommandIO, CommandModule } from "../command.js";
-import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
+import { parseConnectArgs } from "../connect/connect-args.js";
 import {
   type CopilotHooksFile,
   copilotHooks,
@@ -13,7 +12,7 @@ import {
   repositoryHooks,
   userHooksFile,
 } from "../connect/copilot-hooks.js";
-import { gatewayProblem } from "../connect/gateway-check.js";
+import { type AgentCheck, reportCheck } from "../connect/gateway-check.js";
 import { isGeodeHookCommand, TOKEN_ENV } from "../connect/hook-command.js";
 import { shimCommand } from "./connect.js";
 
@@ -66,15 +65,11 @@ function write(o: Options, hooks: CopilotHooksFile, io: CommandIO): number {
 }
 
 /**
- * The checks a user cannot see: the hooks where Copilot loads them (a user-level file, always
- * loaded; else repository hooks in a folder Copilot trusts), hooks not turned off, the gateway and
- * the token.
+ * The Copilot side of `--check`: the hooks where Copilot loads them (a user-level file, always
+ * loaded; else repository hooks in a folder Copilot trusts) and hooks not turned off.
  */
-async function check(o: Options, io: CommandIO): Promise<number> {
-  const fail = (line: string) => {
-    io.err(`${line}\n`);
-    return 1;
-  };
+function copilotSide(o: Options, io: CommandIO): AgentCheck {
+  const fail = (problem: string) => ({ problem });
   const disabled = hooksDisabledBy(io.env);
   if (disabled) return fail(`${disabled} sets disableAllHooks: Copilot runs no hook`);
   let where: string;
@@ -97,12 +92,7 @@ async function check(o: Options, io: CommandIO): Promise<number> {
     if (problem) return fail(problem);
     where = `${repo[0]} (trusted folder)`;
   }
-  const gateway = await gatewayProblem(o.endpoint, io.env);
-  if (gateway !== null) return fail(gateway);
-  io.out(
-    `ok: Copilot loads the hooks in ${where}; the gateway at ${new URL(o.endpoint).origin} knows the token\n`,
-  );
-  return 0;
+  return { ok: `Copilot loads the hooks in ${where}` };
 }
 
 /**
@@ -112,22 +102,16 @@ async function check(o: Options, io: CommandIO): Promise<number> {
  */
 export const connectCopilotCommand: CommandModule = {
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        ...CONNECT_OPTIONS,
-        check: { type: "boolean", default: false },
-        print: { type: "boolean", default: false },
-      },
+    const { values, endpoint } = parseConnectArgs(args, io.env, "copilot", {
+      check: { type: "boolean", default: false },
+      print: { type: "boolean", default: false },
     });
-    const endpoint = connectEndpoint(values.url, positionals, io.env, "copilot");
     const o: Options = {
       endpoint,
       file: path.resolve(values.write ?? userHooksFile(io.env)),
       failClosed: values["fail-closed"] === true,
     };
-    if (values.check) return check(o, io);
+    if (values.check) return reportCheck(endpoint, io, copilotSide(o, io));
     const hooks = copilotHooks({
       endpoint,
       approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,

@@ -1,10 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import type { CommandModule } from "../command.js";
 import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
-import { CONNECT_OPTIONS, connectEndpoint } from "../connect/connect-args.js";
+import { parseConnectArgs } from "../connect/connect-args.js";
 import { shellQuote } from "../connect/hook-command.js";
 
 /** The command that runs this CLI's hook shim (this Node, this checkout's `geode`) for `agent`. */
@@ -22,8 +21,7 @@ export function shimCommand(hookUrl: string, failClosed: boolean, agent?: string
  */
 export const connectClaudeCodeCommand: CommandModule = {
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: CONNECT_OPTIONS });
-    const hookUrl = connectEndpoint(values.url, positionals, io.env, "claude-code");
+    const { values, endpoint: hookUrl } = parseConnectArgs(args, io.env, "claude-code", {});
     const failClosed = values["fail-closed"] === true;
     const hooks = claudeCodeHooks({
       hookUrl,

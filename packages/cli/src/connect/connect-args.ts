@@ -1,8 +1,9 @@
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { UsageError } from "../command.js";
 import { hookEndpoint, type ShimAgent } from "../commands/hook-shim.js";
 
 /** The options every `geode connect <agent>` takes (`parseArgs` form); each agent adds its own. */
-export const CONNECT_OPTIONS = {
+const CONNECT_OPTIONS = {
   url: { type: "string" },
   write: { type: "string" },
   "fail-closed": { type: "boolean", default: false },
@@ -24,4 +25,29 @@ export function connectEndpoint(
   } catch {
     throw new UsageError(`--url is not a URL: ${url}`);
   }
+}
+
+type OptionsConfig = NonNullable<ParseArgsConfig["options"]>;
+type ConnectConfig<T extends OptionsConfig> = {
+  args: string[];
+  allowPositionals: true;
+  options: typeof CONNECT_OPTIONS & T;
+};
+/** The parsed options of a `geode connect <agent>` command line. */
+export type ConnectValues<T extends OptionsConfig> = ReturnType<typeof parseArgs<ConnectConfig<T>>>["values"];
+
+/**
+ * A `geode connect <agent>` command line: the common options and the agent's own, parsed, and the
+ * hook endpoint they name.
+ */
+export function parseConnectArgs<const T extends OptionsConfig>(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  agent: ShimAgent,
+  own: T,
+): { values: ConnectValues<T>; endpoint: string } {
+  const config: ConnectConfig<T> = { args, allowPositionals: true, options: { ...CONNECT_OPTIONS, ...own } };
+  const { values, positionals } = parseArgs(config);
+  const { url } = values as { url?: string };
+  return { values, endpoint: connectEndpoint(url, positionals, env, agent) };
 }

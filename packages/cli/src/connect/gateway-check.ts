@@ -33,3 +33,26 @@ export async function gatewayProblem(endpoint: string, env: NodeJS.ProcessEnv): 
     return `the gateway answered HTTP ${res.status} at ${url.pathname}`;
   return null;
 }
+
+/** What an agent-side `--check` found: the one line that says what is wrong, or what is in order. */
+export type AgentCheck = { problem: string } | { ok: string };
+
+/**
+ * How every `geode connect <agent> --check` ends: the agent side's problem, else the gateway's,
+ * on stderr with exit 1; else one `ok:` line naming both sides, exit 0.
+ */
+export async function reportCheck(
+  endpoint: string,
+  io: { out(s: string): void; err(s: string): void; env: NodeJS.ProcessEnv },
+  agentSide: AgentCheck,
+): Promise<number> {
+  const problem = "problem" in agentSide ? agentSide.problem : await gatewayProblem(endpoint, io.env);
+  if (problem !== null) {
+    io.err(`${problem}\n`);
+    return 1;
+  }
+  io.out(
+    `ok: ${(agentSide as { ok: string }).ok}; the gateway at ${new URL(endpoint).origin} knows the token\n`,
+  );
+  return 0;
+}

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig } from "@geode/bus";
@@ -13,6 +13,7 @@ import {
   trustKeysOutsideBlock,
   trustToml,
 } from "../connect/codex-config.js";
+import { writeAtomically } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";
 import { type AgentCheck, reportCheck } from "../connect/gateway-check.js";
 import { TOKEN_ENV } from "../connect/hook-command.js";
@@ -24,13 +25,6 @@ const MANAGED_FILE = "/etc/codex/requirements.toml";
 function userConfig(env: NodeJS.ProcessEnv): string {
   const home = env["CODEX_HOME"] || path.join(env["HOME"] || os.homedir(), ".codex");
   return path.join(home, "config.toml");
-}
-
-function writeAtomically(file: string, text: string): void {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.geode-${process.pid}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
 }
 
 const isGeodeHook = (command: string | null, endpoint: string) => command?.includes(endpoint) === true;

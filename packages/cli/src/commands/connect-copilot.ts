@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { loadConfig } from "@geode/bus";
 import type { CommandIO, CommandModule } from "../command.js";
+import { writeMergedJson } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";
 import {
   type CopilotHooksFile,
@@ -46,17 +47,7 @@ function write(o: Options, hooks: CopilotHooksFile, io: CommandIO): number {
       return 1;
     }
   }
-  let merged: CopilotHooksFile;
-  try {
-    merged = merge(current, hooks);
-  } catch (err) {
-    io.err(`${o.file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
-    return 1;
-  }
-  mkdirSync(path.dirname(o.file), { recursive: true });
-  const tmp = `${o.file}.geode-${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`);
-  renameSync(tmp, o.file);
+  if (!writeMergedJson(o.file, io, () => merge(current, hooks))) return 1;
   io.out(
     `wrote the hooks of ${Object.keys(hooks.hooks).length} Copilot CLI events to ${o.file} (gateway ${o.endpoint}).\n` +
       `Copilot reads the agent token from ${TOKEN_ENV}.\n`,

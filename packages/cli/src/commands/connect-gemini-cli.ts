@@ -1,8 +1,8 @@
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { loadConfig } from "@geode/bus";
 import type { CommandIO, CommandModule } from "../command.js";
 import { mergeHooks } from "../connect/claude-code-settings.js";
+import { writeMergedJson } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";
 import { type AgentCheck, reportCheck } from "../connect/gateway-check.js";
 import {
@@ -41,17 +41,7 @@ async function write(o: Options, io: CommandIO): Promise<number> {
     io.err(`${current.error}; nothing written\n`);
     return 1;
   }
-  let merged: Record<string, unknown>;
-  try {
-    merged = mergeHooks(current.settings, hooks);
-  } catch (err) {
-    io.err(`${o.file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
-    return 1;
-  }
-  mkdirSync(path.dirname(o.file), { recursive: true });
-  const tmp = `${o.file}.geode-${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`);
-  renameSync(tmp, o.file);
+  if (!writeMergedJson(o.file, io, () => mergeHooks(current.settings, hooks))) return 1;
   io.out(
     `wrote the hooks of ${Object.keys(hooks).length} Gemini CLI events to ${o.file} (gateway ${o.endpoint}).\nGemini CLI reads the agent token from ${TOKEN_ENV}.\n`,
   );

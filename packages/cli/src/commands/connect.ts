@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { loadConfig } from "@geode/bus";
 import type { CommandModule } from "../command.js";
 import { claudeCodeHooks, mergeHooks, TOKEN_ENV } from "../connect/claude-code-settings.js";
+import { writeMergedJson } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";
 import { shellQuote } from "../connect/hook-command.js";
 
@@ -44,17 +45,7 @@ export const connectClaudeCodeCommand: CommandModule = {
         return 1;
       }
     }
-    let merged: Record<string, unknown>;
-    try {
-      merged = mergeHooks(current, hooks);
-    } catch (err) {
-      io.err(`${file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
-      return 1;
-    }
-    mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.geode-${process.pid}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`);
-    renameSync(tmp, file);
+    if (!writeMergedJson(file, io, () => mergeHooks(current, hooks))) return 1;
     io.out(
       `wrote the hooks of ${Object.keys(hooks).length} Claude Code events to ${file} (gateway ${hookUrl}).\n` +
         `Claude Code reads the agent token from ${TOKEN_ENV}.\n`,

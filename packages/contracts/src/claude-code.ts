@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { agentInputCodec } from "./agent-input.js";
+import {
+  agentId,
+  agentInputCodec,
+  anyJson,
+  CLAUDE_STYLE_EVENT_FIELDS,
+  claudeStyleInput,
+} from "./agent-input.js";
 
 /** Path of the agent gateway's Claude Code endpoint. */
 export const CLAUDE_CODE_HOOK_PATH = "/v1/claude-code/hook";
@@ -30,39 +36,22 @@ export const CLAUDE_CODE_EVENTS = [
 ] as const;
 export type ClaudeCodeEventName = (typeof CLAUDE_CODE_EVENTS)[number]["event"];
 
-const id = z.string().min(1).max(512);
+const id = agentId;
 const text = z.string();
-/** Tool input and output as Claude Code sends them: any JSON value. */
-const anyJson = z.unknown();
 
 /**
  * What every Claude Code hook input carries. Fields the gateway does not read pass through
  * unchecked (Claude Code adds fields between releases); `transcript_path` and `cwd` are never
  * forwarded anywhere.
  */
-export const ClaudeCodeHookInputSchema = z.looseObject({
-  session_id: id,
-  hook_event_name: z.string().min(1).max(64),
-  prompt_id: id.optional(),
-  permission_mode: z.string().optional(),
-  agent_id: id.optional(),
-  agent_type: z.string().optional(),
-});
+export const ClaudeCodeHookInputSchema = claudeStyleInput({ prompt_id: id.optional() });
 export type ClaudeCodeHookInput = z.infer<typeof ClaudeCodeHookInputSchema>;
 
 /** The fields each mapped event must carry, beyond the common ones. */
 export const ClaudeCodeEventFields = {
-  SessionStart: z.looseObject({ source: z.string().optional(), model: z.string().optional() }),
-  UserPromptSubmit: z.looseObject({ prompt: text }),
-  PreToolUse: z.looseObject({ tool_name: id, tool_input: anyJson, tool_use_id: id.optional() }),
-  PermissionRequest: z.looseObject({ tool_name: id, tool_input: anyJson }),
-  PostToolUse: z.looseObject({
-    tool_name: id,
-    tool_input: anyJson,
-    tool_response: anyJson,
-    tool_use_id: id.optional(),
-    duration_ms: z.number().optional(),
-  }),
+  ...CLAUDE_STYLE_EVENT_FIELDS,
+  SessionStart: CLAUDE_STYLE_EVENT_FIELDS.SessionStart.extend({ model: z.string().optional() }),
+  PostToolUse: CLAUDE_STYLE_EVENT_FIELDS.PostToolUse.extend({ duration_ms: z.number().optional() }),
   PostToolUseFailure: z.looseObject({
     tool_name: id,
     tool_input: anyJson,
@@ -78,12 +67,7 @@ export const ClaudeCodeEventFields = {
   }),
   Stop: z.looseObject({ stop_hook_active: z.boolean().optional(), last_assistant_message: text.optional() }),
   StopFailure: z.looseObject({ error: anyJson.optional() }),
-  SubagentStart: z.looseObject({ agent_id: id, agent_type: z.string().optional() }),
-  SubagentStop: z.looseObject({ agent_id: id, agent_type: z.string().optional() }),
-  PreCompact: z.looseObject({ trigger: z.string().optional() }),
-  PostCompact: z.looseObject({ trigger: z.string().optional() }),
   Notification: z.looseObject({ notification_type: z.string().optional() }),
-  SessionEnd: z.looseObject({ reason: z.string().optional() }),
 } as const satisfies Record<ClaudeCodeEventName, z.ZodType>;
 
 /** Claude Code's hook input, each event checked with its own fields. */

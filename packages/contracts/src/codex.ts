@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentInputCodec } from "./agent-input.js";
+import { agentId, agentInputCodec, CLAUDE_STYLE_EVENT_FIELDS, claudeStyleInput } from "./agent-input.js";
 
 /** Path of the agent gateway's Codex CLI endpoint. */
 export const CODEX_HOOK_PATH = "/v1/codex/hook";
@@ -26,46 +26,24 @@ export const CODEX_EVENTS = [
 ] as const;
 export type CodexEventName = (typeof CODEX_EVENTS)[number]["event"];
 
-const id = z.string().min(1).max(512);
-const anyJson = z.unknown();
-
 /**
  * What every Codex hook input carries. Fields the gateway does not read pass through unchecked;
  * `transcript_path` and `cwd` are never forwarded anywhere.
  */
-export const CodexHookInputSchema = z.looseObject({
-  session_id: id,
-  hook_event_name: z.string().min(1).max(64),
-  turn_id: id.optional(),
+export const CodexHookInputSchema = claudeStyleInput({
+  turn_id: agentId.optional(),
   model: z.string().optional(),
-  permission_mode: z.string().optional(),
-  agent_id: id.optional(),
-  agent_type: z.string().optional(),
 });
 export type CodexHookInput = z.infer<typeof CodexHookInputSchema>;
 
 /** The fields each mapped event must carry, beyond the common ones (Codex 0.171's hook schemas). */
 export const CodexEventFields = {
-  SessionStart: z.looseObject({ source: z.string().optional() }),
-  UserPromptSubmit: z.looseObject({ prompt: z.string() }),
-  PreToolUse: z.looseObject({ tool_name: id, tool_input: anyJson, tool_use_id: id.optional() }),
-  PermissionRequest: z.looseObject({ tool_name: id, tool_input: anyJson }),
-  PostToolUse: z.looseObject({
-    tool_name: id,
-    tool_input: anyJson,
-    tool_response: anyJson,
-    tool_use_id: id.optional(),
-  }),
-  PreCompact: z.looseObject({ trigger: z.string().optional() }),
-  PostCompact: z.looseObject({ trigger: z.string().optional() }),
-  SubagentStart: z.looseObject({ agent_id: id, agent_type: z.string().optional() }),
-  SubagentStop: z.looseObject({ agent_id: id, agent_type: z.string().optional() }),
+  ...CLAUDE_STYLE_EVENT_FIELDS,
   Stop: z.looseObject({
     stop_hook_active: z.boolean().optional(),
     last_assistant_message: z.string().nullable().optional(),
   }),
   Interrupt: z.looseObject({}),
-  SessionEnd: z.looseObject({ reason: z.string().optional() }),
 } as const satisfies Record<CodexEventName, z.ZodObject>;
 
 /** Codex's hook input, each event checked with its own fields. */

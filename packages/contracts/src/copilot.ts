@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentInputCodec } from "./agent-input.js";
+import { agentId, agentInputCodec, anyJson } from "./agent-input.js";
 
 /** Path of the agent gateway's GitHub Copilot CLI endpoint. */
 export const COPILOT_HOOK_PATH = "/v1/copilot/hook";
@@ -34,8 +34,7 @@ export const COPILOT_EVENTS = [
 ] as const;
 export type CopilotEventName = (typeof COPILOT_EVENTS)[number]["event"];
 
-const id = z.string().min(1).max(512);
-const anyJson = z.unknown();
+const id = agentId;
 
 /**
  * What every Copilot hook input carries, with `hookName` (the event, from the URL's `event`

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentInputCodec } from "./agent-input.js";
+import { agentId, agentInputCodec, anyJson } from "./agent-input.js";
 
 /** Path of the agent gateway's Gemini CLI endpoint. */
 export const GEMINI_CLI_HOOK_PATH = "/v1/gemini-cli/hook";
@@ -27,8 +27,7 @@ export const GEMINI_CLI_EVENTS = [
 ] as const;
 export type GeminiCliEventName = (typeof GEMINI_CLI_EVENTS)[number]["event"];
 
-const id = z.string().min(1).max(512);
-const anyJson = z.unknown();
+const id = agentId;
 
 /**
  * What every Gemini CLI hook input carries (`session_id`, `transcript_path`, `cwd`,

@@ -68,3 +68,12 @@ export const CLAUDE_STYLE_EVENT_FIELDS = {
   SubagentStop: z.looseObject({ agent_id: agentId, agent_type: z.string().optional() }),
   SessionEnd: z.looseObject({ reason: z.string().optional() }),
 };
+
+/** The fields every hook output in Claude Code's format may carry (Codex CLI reads the same). */
+export interface ClaudeStyleOutput {
+  continue?: boolean;
+  stopReason?: string;
+  decision?: "block";
+  reason?: string;
+  systemMessage?: string;
+}

@@ -4,6 +4,7 @@ import {
   agentInputCodec,
   anyJson,
   CLAUDE_STYLE_EVENT_FIELDS,
+  type ClaudeStyleOutput,
   claudeStyleInput,
 } from "./agent-input.js";
 
@@ -81,12 +82,7 @@ export const ClaudeCodeHookInputCodec = agentInputCodec(
  * Claude Code's hook output (the subset the gateway writes): common fields plus one event's
  * `hookSpecificOutput`. `{}` means "nothing to say".
  */
-export interface ClaudeCodeHookOutput {
-  continue?: boolean;
-  stopReason?: string;
-  decision?: "block";
-  reason?: string;
-  systemMessage?: string;
+export interface ClaudeCodeHookOutput extends ClaudeStyleOutput {
   hookSpecificOutput?:
     | {
         hookEventName: "PreToolUse";

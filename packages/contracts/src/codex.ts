@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { agentId, agentInputCodec, CLAUDE_STYLE_EVENT_FIELDS, claudeStyleInput } from "./agent-input.js";
+import {
+  agentId,
+  agentInputCodec,
+  CLAUDE_STYLE_EVENT_FIELDS,
+  type ClaudeStyleOutput,
+  claudeStyleInput,
+} from "./agent-input.js";
 
 /** Path of the agent gateway's Codex CLI endpoint. */
 export const CODEX_HOOK_PATH = "/v1/codex/hook";
@@ -53,12 +59,7 @@ export const CodexHookInputCodec = agentInputCodec("hook_event_name", CodexHookI
  * Codex's hook output (the subset the gateway writes): its common fields plus one event's
  * `hookSpecificOutput`. `{}` means "nothing to say".
  */
-export interface CodexHookOutput {
-  continue?: boolean;
-  stopReason?: string;
-  decision?: "block";
-  reason?: string;
-  systemMessage?: string;
+export interface CodexHookOutput extends ClaudeStyleOutput {
   hookSpecificOutput?:
     | {
         hookEventName: "PreToolUse";

@@ -4,7 +4,7 @@
  * them, and a logger that keeps what the guard logs.
  */
 import type { Logger } from "@geode/bus";
-import { type PolicyMode, type PolicyRecord, sha256 } from "@geode/contracts";
+import { type PolicyMode, policyRecord } from "@geode/contracts";
 import { packText } from "@geode/policy";
 import { type PolicyGuard, startPolicyGuard } from "@geode/policy-guard";
 import { PolicyStore } from "@geode/state";
@@ -34,15 +34,9 @@ export async function putPolicy(
   text: string,
   mode: PolicyMode = "enforce",
 ): Promise<void> {
-  const record: PolicyRecord = {
-    name,
-    text,
-    sha256: sha256(text),
-    mode,
-    created_at: Date.now(),
-    updated_by: "test",
-  };
-  await (await PolicyStore.open({ nc: env.nc, names: env.names })).put(record);
+  await (await PolicyStore.open({ nc: env.nc, names: env.names })).put(
+    policyRecord(name, text, mode, "test"),
+  );
 }
 
 export async function putPack(env: TestEnv, pack: string, mode: PolicyMode = "enforce"): Promise<void> {

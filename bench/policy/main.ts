@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
-import { correlation, HookName, hookEnvelope, names, sha256 } from "@geode/contracts";
+import { correlation, HookName, hookEnvelope, names, policyRecord } from "@geode/contracts";
 import { checkPolicySet, PolicyEngine, packNames, packText, schemaText } from "@geode/policy";
 import { connectGeode, createHookClient } from "@geode/runtime";
 import { PolicyStore } from "@geode/state";
@@ -66,14 +66,7 @@ try {
   const store = await PolicyStore.open({ nc: conn.nc, names: names(nsGuard) });
   for (const p of packNames()) {
     const text = packText(p) ?? "";
-    await store.put({
-      name: p,
-      text,
-      sha256: sha256(text),
-      mode: "enforce",
-      created_at: Date.now(),
-      updated_by: "bench",
-    });
+    await store.put(policyRecord(p, text, "enforce", "bench"));
   }
   await spawn("services/policy-guard/src/main.ts", /policy-guard started/, nsGuard);
   await spawn("bench/policy/handler.ts", /ready/, nsEcho);

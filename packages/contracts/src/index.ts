@@ -216,6 +216,7 @@ export {
   type PolicyRecord,
   PolicyRecordSchema,
   PolicySetNameSchema,
+  policyRecord,
 } from "./policy-record.js";
 export { publicHookSchema } from "./public-hook-schema.js";
 export {

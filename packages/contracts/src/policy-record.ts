@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { POLICY_SET_NAME_PATTERN } from "./names.js";
+import { sha256 } from "./sanitize.js";
 
 /* Policy sets of the policy-guard: KV `{ns}_policies`, key = the set's name (DESIGN section 17). */
 
@@ -24,3 +25,8 @@ export const PolicyRecordSchema = z.strictObject({
   updated_by: z.string().max(128),
 });
 export type PolicyRecord = z.infer<typeof PolicyRecordSchema>;
+
+/** A policy set as it is stored when written now: its text's digest, its mode and who wrote it. */
+export function policyRecord(name: string, text: string, mode: PolicyMode, updatedBy: string): PolicyRecord {
+  return { name, text, sha256: sha256(text), mode, created_at: Date.now(), updated_by: updatedBy };
+}

@@ -6,9 +6,8 @@ import {
   names as buildNames,
   type PolicyMode,
   PolicyModeSchema,
-  type PolicyRecord,
   PolicySetNameSchema,
-  sha256,
+  policyRecord,
 } from "@geode/contracts";
 import { packNames, packSummary, packText, schemaText } from "@geode/policy";
 import { PolicyStore } from "@geode/state";
@@ -73,14 +72,7 @@ export const policyAddCommand: CommandModule = {
       });
     }
     if (!checkOrExplain(name, text, mode, io)) return 1;
-    const record: PolicyRecord = {
-      name,
-      text,
-      sha256: sha256(text),
-      mode,
-      created_at: Date.now(),
-      updated_by: updatedBy(io),
-    };
+    const record = policyRecord(name, text, mode, updatedBy(io));
     await withPolicies(io, (store) => store.put(record));
     io.out(`policy set ${name} stored (${mode}, sha256 ${record.sha256.slice(0, 12)})\n`);
     return 0;

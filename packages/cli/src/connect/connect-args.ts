@@ -13,7 +13,7 @@ const CONNECT_OPTIONS = {
  * The agent's hook endpoint for `--url` (the gateway's default without it); a usage error for an
  * argument that is not an option, or a URL that is not one.
  */
-export function connectEndpoint(
+function connectEndpoint(
   url: string | undefined,
   positionals: readonly string[],
   env: NodeJS.ProcessEnv,

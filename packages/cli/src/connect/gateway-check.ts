@@ -6,7 +6,7 @@ import { TOKEN_ENV } from "./hook-command.js";
  * the empty body, which invokes nothing; an unknown one 401). Null when both hold, else the one
  * line that says what is wrong.
  */
-export async function gatewayProblem(endpoint: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+async function gatewayProblem(endpoint: string, env: NodeJS.ProcessEnv): Promise<string | null> {
   const url = new URL(endpoint);
   const health = new URL("/healthz", url);
   try {

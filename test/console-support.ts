@@ -145,7 +145,7 @@ export function serveDiskGuard(p: ConsolePlane) {
 /** Secrets planted in the refused command: they must be masked wherever the command shows. */
 export const PLANTED_SECRETS = ["hunter2-planted-pw", "sk-live-0123456789abcdefghij"];
 /** The refused command as the agent sends it (with the planted secrets). */
-export const RM_COMMAND = `rm -rf /tmp/x --password=${PLANTED_SECRETS[0]} && echo ${PLANTED_SECRETS[1]}`;
+const RM_COMMAND = `rm -rf /tmp/x --password=${PLANTED_SECRETS[0]} && echo ${PLANTED_SECRETS[1]}`;
 /** The same command as the story shows it: secrets masked. */
 export const RM_TARGET = "rm -rf /tmp/x --password=[REDACTED] && echo [REDACTED]";
 /** A prompt the prompt guard blocks (its text must never come back either). */

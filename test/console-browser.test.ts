@@ -16,8 +16,11 @@ import { SHOTS_MANIFEST, webSourcesDigest } from "./console-shots.js";
 import {
   CONSOLE_TOKEN,
   claudeCodeSession,
+  PLANTED_SECRETS,
+  RM_TARGET,
   registerDeadGuard,
   serveDiskGuard,
+  serveRefusalGuards,
   startConsolePlane,
 } from "./console-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
@@ -135,17 +138,18 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
 
   it("the overview lists a Claude Code session through the gateway with its block, its charts draw the calls, and a filter narrows", async () => {
     await serveDiskGuard(plane());
-    await claudeCodeSession(plane(), blockedId, { prompt: PROMPT, blocked: true, end: true });
+    await serveRefusalGuards(plane());
+    await claudeCodeSession(plane(), blockedId, { prompt: PROMPT, blocked: true, end: true, refusals: true });
     await claudeCodeSession(plane(), activeId, { prompt: PROMPT, blocked: false, end: false });
     await open("sessions");
     const blocked = page.locator(`tr[data-session="${blockedId}"]`);
     await waitFor(
       async () =>
-        ((await blocked.count()) > 0 && (await blocked.textContent())?.includes("1 blocked")) ?? false,
+        ((await blocked.count()) > 0 && (await blocked.textContent())?.includes("2 blocked")) ?? false,
       30_000,
     );
     const row = (await blocked.textContent()) ?? "";
-    for (const text of ["laptop", "claude-code", "completed", "1 blocked", "⊘"]) expect(row).toContain(text);
+    for (const text of ["laptop", "claude-code", "completed", "2 blocked", "⊘"]) expect(row).toContain(text);
     expect(await blocked.getAttribute("class")).toBe("bad-row");
     const active = page.locator(`tr[data-session="${activeId}"]`);
     expect(await active.textContent()).toContain("active");
@@ -155,7 +159,8 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     await page.locator("#chart-agents canvas").first().waitFor(WAIT);
     for (const id of ["chart-agents", "chart-hooks", "chart-latency"])
       expect(await page.locator(`#${id} canvas`).count(), id).toBeGreaterThan(0);
-    expect(await page.textContent("#chart-agents .chart-summary")).toMatch(/laptop: \d+ calls, 1 blocked/);
+    // The disk guard's and the ship guard's blocks, and the etc guard's deny.
+    expect(await page.textContent("#chart-agents .chart-summary")).toMatch(/laptop: \d+ calls, 3 blocked/);
     expect(await page.textContent("#chart-hooks .chart-summary")).toMatch(/PreToolUse: \d+ calls, 1 blocked/);
     expect(await page.textContent("#chart-recorder")).toMatch(/_EVENTS: \d+/);
     await shot("sessions");
@@ -182,10 +187,24 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       expect(text).toContain(part);
     // Why, next to the verdict: the handler's reason, as text.
     expect(await rm.locator(".step-reason").textContent()).toBe("disk-guard: destructive command");
+    // What it would have run: shortened, secrets masked, as text, the whole of it in the tooltip.
+    const target = rm.locator("code.step-target");
+    expect(await target.textContent()).toBe(RM_TARGET);
+    expect(await target.getAttribute("title")).toBe(RM_TARGET);
+    const write = page.locator(`tr[data-call="${blockedId}-t3"]`);
+    expect(await write.getAttribute("class")).toBe("bad-row");
+    for (const part of ["Write · file_write", "/etc/hosts", "denied", "etc-guard", "not run"])
+      expect(await write.textContent()).toContain(part);
+    expect(await write.locator(".step-reason").textContent()).toBe("etc-guard: no writes under /etc");
+    const shipped = page.locator('tr[data-kind="prompt"]').nth(1);
+    for (const part of ["blocked", "ship-guard"]) expect(await shipped.textContent()).toContain(part);
+    expect(await shipped.locator(".step-reason").textContent()).toBe("shipping needs a release ticket");
+    for (const secret of [...PLANTED_SECRETS, "under the mat"])
+      expect(await page.textContent("main")).not.toContain(secret);
     const ls = (await page.locator(`tr[data-call="${blockedId}-t1"]`).textContent()) ?? "";
     expect(ls).toContain("Bash · shell");
     expect(ls).toContain("allowed");
-    const prompt = (await page.locator('tr[data-kind="prompt"]').textContent()) ?? "";
+    const prompt = (await page.locator('tr[data-kind="prompt"]').first().textContent()) ?? "";
     expect(prompt).toContain(`${[...PROMPT].length} characters`);
     expect(await page.textContent("main")).not.toContain("vault code");
     const times = await page.locator("table.story tbody tr td:first-child").allTextContents();

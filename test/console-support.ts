@@ -21,7 +21,7 @@ export type ApiBody = any;
 export const CONSOLE_TOKEN = "console-test-token-0123456789";
 
 /**
- * A dispatcher, tool-executor (with `deploy`, which needs approval), verifier, activity-recorder,
+ * A dispatcher, tool-executor (with `deploy`, which needs approval, and `shell.*` on its deny list), verifier, activity-recorder,
  * agent gateway (with the agent `laptop`) and console, reading the projection, in this process.
  */
 export interface ConsolePlane {
@@ -53,7 +53,10 @@ export interface ConsolePlane {
 export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
   const { nc, names, databaseUrl } = env;
   const deploy = recordingTool("deploy", "mutation", { requires_approval: true });
-  const tools = await startToolStack(env, { tools: [deploy], config: { approvalTimeoutMs: 30_000 } });
+  const tools = await startToolStack(env, {
+    tools: [deploy],
+    config: { approvalTimeoutMs: 30_000, deny: ["shell.*"] },
+  });
   const verifier = await startVerifier({ nc, names });
   const runsDir = mkdtempSync(path.join(os.tmpdir(), "geode-console-runs-"));
   const recorder = await startActivityRecorder({ nc, names, databaseUrl, runsDir });
@@ -139,14 +142,42 @@ export function serveDiskGuard(p: ConsolePlane) {
   );
 }
 
+/** Secrets planted in the refused command: they must be masked wherever the command shows. */
+export const PLANTED_SECRETS = ["hunter2-planted-pw", "sk-live-0123456789abcdefghij"];
+/** The refused command as the agent sends it (with the planted secrets). */
+const RM_COMMAND = `rm -rf /tmp/x --password=${PLANTED_SECRETS[0]} && echo ${PLANTED_SECRETS[1]}`;
+/** The same command as the story shows it: secrets masked. */
+export const RM_TARGET = "rm -rf /tmp/x --password=[REDACTED] && echo [REDACTED]";
+/** A prompt the prompt guard blocks (its text must never come back either). */
+export const SHIP_PROMPT = "ship it now, the key is under the mat";
+
+/**
+ * Besides the disk guard: a PermissionRequest guard that denies writes under /etc, and a
+ * UserPromptSubmit guard that blocks prompts asking to ship, each with its reason.
+ */
+export async function serveRefusalGuards(p: ConsolePlane) {
+  await p.tools.hook("PermissionRequest", { name: "etc-guard", priority: 1 }, (e) =>
+    String(e.payload["detail"] ?? "").includes("/etc/")
+      ? { action: "deny", reason: "no writes under /etc" }
+      : null,
+  );
+  await p.tools.hook("UserPromptSubmit", { name: "ship-guard", priority: 1 }, (e) =>
+    String(e.payload["user_input"] ?? "").includes("ship it")
+      ? { action: "block", reason: "shipping needs a release ticket" }
+      : null,
+  );
+}
+
 /**
  * A Claude Code session through the gateway, as Claude Code sends its hooks: a prompt, an allowed
- * `ls`, then (if `blocked`) an `rm -rf` the disk guard refuses, then (if `end`) its end.
+ * `ls`, then (if `blocked`) an `rm -rf` the disk guard refuses, then (if `refusals`) a Write to
+ * /etc/hosts the etc guard denies at its permission prompt and a second prompt the ship guard
+ * blocks, then (if `end`) its end.
  */
 export async function claudeCodeSession(
   p: ConsolePlane,
   sessionId: string,
-  opts: { prompt: string; blocked: boolean; end: boolean },
+  opts: { prompt: string; blocked: boolean; end: boolean; refusals?: boolean },
 ): Promise<void> {
   const session = { session_id: sessionId, prompt_id: `${sessionId}-p1` };
   await p.claudeCode(ccInput("SessionStart", { source: "startup", model: "claude-test" }, session));
@@ -158,7 +189,7 @@ export async function claudeCodeSession(
   if (opts.blocked) {
     const rm = {
       tool_name: "Bash",
-      tool_input: { command: "rm -rf /tmp/x" },
+      tool_input: { command: RM_COMMAND },
       tool_use_id: `${sessionId}-t2`,
     };
     const denied = await p.claudeCode(ccInput("PreToolUse", rm, session));
@@ -166,7 +197,31 @@ export async function claudeCodeSession(
     if (out?.permissionDecision !== "deny")
       throw new Error(`the gateway let rm -rf go: ${JSON.stringify(denied)}`);
   }
+  if (opts.refusals) await refusedSteps(p, sessionId, session);
   if (opts.end) await p.claudeCode(ccInput("SessionEnd", { reason: "other" }, session));
+}
+
+/** A Write the etc guard denies at its permission prompt, then a prompt the ship guard blocks. */
+async function refusedSteps(
+  p: ConsolePlane,
+  sessionId: string,
+  session: { session_id: string; prompt_id: string },
+): Promise<void> {
+  const write = {
+    tool_name: "Write",
+    tool_input: { file_path: "/etc/hosts", content: "127.0.0.1 x" },
+    tool_use_id: `${sessionId}-t3`,
+  };
+  await p.claudeCode(ccInput("PreToolUse", write, session));
+  const { tool_use_id: _id, ...prompt } = write;
+  const asked = await p.claudeCode(ccInput("PermissionRequest", prompt, session));
+  if (JSON.stringify(asked).includes('"allow"'))
+    throw new Error(`the gateway let the write go: ${JSON.stringify(asked)}`);
+  const shipped = await p.claudeCode(
+    ccInput("UserPromptSubmit", { prompt: SHIP_PROMPT }, { ...session, prompt_id: `${sessionId}-p2` }),
+  );
+  if (shipped["decision"] !== "block")
+    throw new Error(`the gateway let the prompt go: ${JSON.stringify(shipped)}`);
 }
 
 /** Writes a `failure_mode: closed` PreToolUse registration whose lease ran out a while ago (a dead guard). */

@@ -30,6 +30,7 @@ const audit = (
   tool_call_id: "",
   step_id: "",
   run_id: "r",
+  reason: null,
   ...a,
 });
 const record = (r: Partial<StoryRecord> & Pick<StoryRecord, "kind">): StoryRecord => ({
@@ -110,7 +111,14 @@ describe("storySteps", () => {
           record({
             kind: "tool.completed",
             tool_call_id: "c1",
-            payload: { tool_name: "Bash", status: "blocked", has_error: false, executed: false, reason: why },
+            payload: {
+              tool_name: "Bash",
+              status: "blocked",
+              has_error: false,
+              executed: false,
+              reason: why,
+              target: "rm -rf /srv/data",
+            },
           }),
           record({
             kind: "tool.completed",
@@ -135,9 +143,15 @@ describe("storySteps", () => {
       tool_kind: "shell",
       outcome: "not run",
       reason: why.slice(0, 512),
+      target: "rm -rf /srv/data",
     });
     // Only a refusal says why.
-    expect(byCall.get("c2")).toMatchObject({ verdict: "allowed", outcome: "completed", reason: null });
+    expect(byCall.get("c2")).toMatchObject({
+      verdict: "allowed",
+      outcome: "completed",
+      reason: null,
+      target: null,
+    });
   });
 
   it("tells prompts by length and verdict, never their text, and times steps from the session's start", () => {
@@ -151,7 +165,13 @@ describe("storySteps", () => {
           }),
         ],
         invocations: [
-          audit({ name: "UserPromptSubmit", extension: "pii", status: "block", turn_id: "p1" }),
+          audit({
+            name: "UserPromptSubmit",
+            extension: "pii",
+            status: "block",
+            turn_id: "p1",
+            reason: "the prompt names a customer's card number",
+          }),
           audit({ name: "UserPromptSubmit", extension: "pii", status: "ok", turn_id: "p2" }),
         ],
         records: [
@@ -174,8 +194,86 @@ describe("storySteps", () => {
       ["verification", "revise", "ci"],
       ["subagent", "failed", null],
     ]);
-    expect(steps[0]).toMatchObject({ length: 12 });
+    expect(steps[0]).toMatchObject({ length: 12, reason: "the prompt names a customer's card number" });
+    expect(steps[1]).toMatchObject({ reason: null });
     expect(JSON.stringify(steps)).not.toContain("secret words");
     expect(steps.map((s) => s.at_ms)).toEqual(steps.map((s) => s.ts - T0));
+  });
+
+  it("shows what a call acted on from its records, and why a handler, the policy or a person denied it", () => {
+    const steps = storySteps(
+      rows({
+        invocations: [
+          audit({
+            name: "PermissionRequest",
+            extension: "perm",
+            status: "deny",
+            tool_call_id: "d1",
+            reason: "no writes under /etc",
+          }),
+        ],
+        events: [
+          event({
+            event: "approval_transition",
+            tool_call_id: "d3",
+            payload: { tool_name: "Write", decision: "deny", approver: "bo" },
+          }),
+        ],
+        records: [
+          record({
+            kind: "tool.completed",
+            tool_call_id: "d2",
+            payload: {
+              tool_name: "shell.exec",
+              status: "denied",
+              executed: false,
+              reason: "shell.* is denied by GEODE_TOOL_DENY",
+              target: "curl https://x.test",
+            },
+          }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: "d3",
+            payload: {
+              tool_name: "Write",
+              status: "denied",
+              executed: false,
+              reason: "approval denied by bo: no",
+            },
+          }),
+          record({
+            kind: "tool.called",
+            tool_call_id: "a1",
+            payload: { tool_name: "Bash", effect: "mutation", target: "ls -la" },
+          }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: "a1",
+            payload: { tool_name: "Bash", status: "completed" },
+          }),
+        ],
+      }),
+      session,
+    );
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(byCall.get("d1")).toMatchObject({
+      verdict: "denied",
+      decided_by: "perm",
+      reason: "no writes under /etc",
+      outcome: "not run",
+    });
+    expect(byCall.get("d2")).toMatchObject({
+      verdict: "denied",
+      decided_by: "policy",
+      reason: "shell.* is denied by GEODE_TOOL_DENY",
+      target: "curl https://x.test",
+      tool_kind: "other",
+    });
+    expect(byCall.get("d3")).toMatchObject({
+      verdict: "denied",
+      decided_by: "bo",
+      reason: "approval denied by bo: no",
+    });
+    expect(byCall.get("a1")).toMatchObject({ verdict: "allowed", target: "ls -la", reason: null });
   });
 });

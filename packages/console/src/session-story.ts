@@ -2,6 +2,7 @@ import {
   type ConsoleSessionStory,
   type ConsoleSessionSummary,
   type ConsoleStoryStep,
+  TOOL_TARGET_CHARS,
   type ToolOwner,
   toolKindOf,
 } from "@geode/contracts";
@@ -24,7 +25,7 @@ export interface StoryEvent {
   payload: Record<string, unknown>;
 }
 
-/** An audited handler call of the session. */
+/** An audited handler call of the session, with its `extension_invoked` event's reason if any. */
 export interface StoryInvocation {
   seq: number;
   ts: number;
@@ -36,6 +37,8 @@ export interface StoryInvocation {
   tool_call_id: string;
   step_id: string;
   run_id: string;
+  /** The handler's reason (a block's or deny's words), as its `extension_invoked` event kept it. */
+  reason: string | null;
 }
 
 /** A timeline record of the session. */
@@ -57,8 +60,9 @@ export interface StoryRows {
 }
 
 const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
-/** A reason as the story shows it: at most REASON_CHARS characters. */
-const cut = (v: string | null): string | null => (v === null ? null : [...v].slice(0, REASON_CHARS).join(""));
+/** A text as the story shows it: at most `max` characters (a reason's REASON_CHARS by default). */
+const cut = (v: string | null, max = REASON_CHARS): string | null =>
+  v === null ? null : [...v].slice(0, max).join("");
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
 /** What a step starts as; the builders fill in the rest. */
@@ -71,6 +75,7 @@ function step(kind: ConsoleStoryStep["kind"], ts: number, turnId: string): Conso
     tool_call_id: null,
     tool_name: null,
     tool_kind: null,
+    target: null,
     length: null,
     verdict: null,
     decided_by: null,
@@ -120,16 +125,21 @@ function callParts(rows: StoryRows): CallParts[] {
   return [...calls.values()];
 }
 
-/** Who stopped or let through a call, from its audits, approvals and records (first match wins). */
-function callVerdict(c: CallParts): Pick<ConsoleStoryStep, "verdict" | "decided_by"> {
+type Verdict = Pick<ConsoleStoryStep, "verdict" | "decided_by"> & { audit?: StoryInvocation };
+
+/**
+ * Who stopped or let through a call, from its audits, approvals and records (first match wins),
+ * and the deciding handler's audit when a handler decided.
+ */
+function callVerdict(c: CallParts): Verdict {
   const block = c.audits.find((a) => a.status === "block" && a.name !== "PermissionRequest");
-  if (block) return { verdict: "blocked", decided_by: block.extension };
+  if (block) return { verdict: "blocked", decided_by: block.extension, audit: block };
   const answers = c.events.filter((e) => e.event === "approval_transition");
   const answered =
     answers.find((e) => e.payload["decision"] === "deny") ??
     answers.find((e) => e.payload["decision"] === "allow");
   const handlerDeny = c.audits.find((a) => a.name === "PermissionRequest" && a.status === "deny");
-  if (handlerDeny) return { verdict: "denied", decided_by: handlerDeny.extension };
+  if (handlerDeny) return { verdict: "denied", decided_by: handlerDeny.extension, audit: handlerDeny };
   if (answered) {
     const by = str(answered.payload["approver"]) ?? str(answered.payload["source"]) ?? "nobody";
     return { verdict: answered.payload["decision"] === "allow" ? "approved" : "denied", decided_by: by };
@@ -148,7 +158,12 @@ function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
   const named = [...c.records, ...c.events].map((x) => str(x.payload["tool_name"])).find((n) => n !== null);
   s.tool_name = named ?? null;
   s.tool_kind = named ? toolKindOf(owner, named).kind : null;
-  Object.assign(s, callVerdict(c));
+  s.target = cut(
+    c.records.map((r) => str(r.payload["target"])).find((t) => t !== null) ?? null,
+    TOOL_TARGET_CHARS,
+  );
+  const { audit, ...verdict } = callVerdict(c);
+  Object.assign(s, verdict);
   const ended = c.events.find((e) => e.event === "tool_exec_ended");
   const completed = c.records.find((r) => r.kind === "tool.completed");
   s.outcome =
@@ -156,7 +171,8 @@ function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
       ? "not run"
       : (str(completed?.payload["status"]) ?? str(ended?.payload["outcome"]));
   const refusal = c.records.find((r) => r.kind === "tool.completed" && str(r.payload["reason"]) !== null);
-  if (s.verdict === "blocked" || s.verdict === "denied") s.reason = cut(str(refusal?.payload["reason"]));
+  if (s.verdict === "blocked" || s.verdict === "denied")
+    s.reason = cut(str(refusal?.payload["reason"]) ?? audit?.reason ?? null);
   if (s.outcome === null && (s.verdict === "blocked" || s.verdict === "denied")) s.outcome = "not run";
   const called = c.records.find((r) => r.kind === "tool.called");
   s.duration_ms =
@@ -174,6 +190,7 @@ function promptSteps(rows: StoryRows): ConsoleStoryStep[] {
     const block = mine.find((a) => a.status === "block");
     s.verdict = block ? "blocked" : "allowed";
     s.decided_by = block?.extension ?? null;
+    s.reason = cut(block?.reason ?? null);
     s.duration_ms = mine.length ? mine.reduce((t, a) => t + a.latency_ms, 0) : null;
   };
   for (const e of rows.events.filter((x) => x.event === "user_input_received")) {
@@ -255,16 +272,24 @@ export function storySteps(
   return steps.sort((a, b) => a.ts - b.ts);
 }
 
-/** Reads the session's rows of the three tables, oldest first. */
+/** An `extension_invoked` event's reason, keyed to its audit row. */
+interface AuditReason {
+  seq: number | string;
+  name: string;
+  extension: string;
+  reason: string | null;
+}
+
+/** Reads the session's rows of the three tables (and the audits' reasons), oldest first. */
 async function storyRows(p: ConsoleProjection, sessionId: string): Promise<StoryRows> {
   const t = tables(p.ns);
-  const [events, invocations, records] = await Promise.all([
+  const [events, invocations, records, reasons] = await Promise.all([
     sql<StoryEvent>`
       select stream_seq as seq, event, ts, turn_id, tool_call_id, run_id, payload from ${t.activity}
       where session_id = ${sessionId} and event <> 'extension_invoked' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
       p.db,
     ),
-    sql<StoryInvocation>`
+    sql<Omit<StoryInvocation, "reason">>`
       select stream_seq as seq, ts, name, extension, status, latency_ms, turn_id, tool_call_id, step_id, run_id
       from ${t.invocations} where session_id = ${sessionId} and surface = 'hook' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
       p.db,
@@ -272,7 +297,15 @@ async function storyRows(p: ConsoleProjection, sessionId: string): Promise<Story
     sql<StoryRecord>`
       select stream_seq as seq, kind, ts, turn_id, tool_call_id, run_id, record_id, payload from ${t.timeline}
       where session_id = ${sessionId} order by ts, stream_seq limit ${MAX_ROWS}`.execute(p.db),
+    sql<AuditReason>`
+      select stream_seq as seq, payload->>'name' as name, payload->>'extension' as extension,
+             payload->>'reason' as reason
+      from ${t.activity} where session_id = ${sessionId} and event = 'extension_invoked'
+        and payload->>'surface' = 'hook' and payload ? 'reason'
+      order by ts, stream_seq limit ${MAX_ROWS}`.execute(p.db),
   ]);
+  // An audit row and its extension_invoked event come from one stream message: one sequence.
+  const why = new Map(reasons.rows.map((r) => [`${Number(r.seq)}:${r.name}:${r.extension}`, r.reason]));
   const n = <T extends { seq: unknown; ts: unknown }>(r: T): T => ({
     ...r,
     seq: Number(r.seq),
@@ -280,7 +313,11 @@ async function storyRows(p: ConsoleProjection, sessionId: string): Promise<Story
   });
   return {
     events: events.rows.map(n),
-    invocations: invocations.rows.map((r) => ({ ...n(r), latency_ms: Number(r.latency_ms) })),
+    invocations: invocations.rows.map((r) => ({
+      ...n(r),
+      latency_ms: Number(r.latency_ms),
+      reason: str(why.get(`${Number(r.seq)}:${r.name}:${r.extension}`)),
+    })),
     records: records.rows.map(n),
   };
 }

@@ -135,8 +135,15 @@ export const ConsoleStoryStepSchema = z.strictObject({
   /** Who decided: a handler's name, `policy` (the operator's tool policy), a person, `runtime_default`. */
   decided_by: z.string().nullable(),
   /**
-   * Why a tool call was refused: the deciding handler's reason as its refusal record holds it
-   * (`handler: reason`, at most 512 characters, as text); null when none was recorded.
+   * What a tool call acted on, or would have: its shell command, else its file paths, else its URL
+   * (at most 120 characters, secret-looking parts masked, shown as text); null for a tool without
+   * any, or when not recorded.
+   */
+  target: z.string().nullable(),
+  /**
+   * Why a tool call was blocked or denied, or a prompt blocked: the refusal record's reason
+   * (`handler: reason`, the policy's or the approver's words), else the deciding handler's audited
+   * reason; at most 512 characters, as text; null when none was recorded.
    */
   reason: z.string().nullable(),
   /** How it ended (a tool call's completed/failed/…, a verification's pass or fail). */

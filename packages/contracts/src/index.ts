@@ -288,12 +288,14 @@ export {
   AGENT_TOOLS,
   safetyLevelOfKind,
   TOOL_KINDS,
+  TOOL_TARGET_CHARS,
   type ToolFacts,
   type ToolKind,
   type ToolKindEntry,
   type ToolOwner,
   toolFacts,
   toolKindOf,
+  toolTarget,
 } from "./tool-kinds.js";
 export { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";
 export {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { AGENT_TOOLS, safetyLevelOfKind, TOOL_KINDS, toolFacts, toolKindOf } from "./tool-kinds.js";
+import {
+  AGENT_TOOLS,
+  safetyLevelOfKind,
+  TOOL_KINDS,
+  TOOL_TARGET_CHARS,
+  toolFacts,
+  toolKindOf,
+  toolTarget,
+} from "./tool-kinds.js";
 
 describe("the tool-kind table", () => {
   it("maps each agent's shell tool to `shell`, with its command", () => {
@@ -53,5 +61,42 @@ describe("the tool-kind table", () => {
     expect(safetyLevelOfKind("web_fetch")).toBe("communication");
     expect(safetyLevelOfKind("shell")).toBe("mutation");
     expect(safetyLevelOfKind("other")).toBe("mutation");
+  });
+});
+
+describe("toolTarget", () => {
+  it("is the command, else the paths, else the URL, for every agent's names and the runtime's", () => {
+    expect(toolTarget("claude-code", "Bash", { command: "ls  -la\n\t/tmp" })).toBe("ls -la /tmp");
+    expect(toolTarget("codex", "Bash", { command: "git status" })).toBe("git status");
+    expect(toolTarget("gemini-cli", "run_shell_command", { command: "npm test" })).toBe("npm test");
+    expect(toolTarget("copilot", "bash", { command: "make" })).toBe("make");
+    expect(toolTarget("runtime", "shell.exec", { command: "echo hi" })).toBe("echo hi");
+    expect(toolTarget(undefined, "fs.write", { path: "/srv/a.txt", content: "x" })).toBe("/srv/a.txt");
+    expect(toolTarget("copilot", "grep", { pattern: "x", paths: ["a.ts", "b.ts"] })).toBe("a.ts, b.ts");
+    expect(toolTarget("claude-code", "WebFetch", { url: "https://x.test/a", prompt: "p" })).toBe(
+      "https://x.test/a",
+    );
+  });
+
+  it("is undefined for a tool without a command, path or URL", () => {
+    expect(toolTarget("claude-code", "WebSearch", { query: "q" })).toBeUndefined();
+    expect(toolTarget("claude-code", "mcp__github__create_issue", { title: "t" })).toBeUndefined();
+    expect(toolTarget("runtime", "deploy", { command: "x" })).toBeUndefined();
+    expect(toolTarget("claude-code", "Bash", { command: " \n " })).toBeUndefined();
+  });
+
+  it("masks secrets before it cuts, and stays within its bound", () => {
+    const key = "sk-live-0123456789abcdefghijklmnop";
+    const target = toolTarget("claude-code", "Bash", {
+      command: `curl -H 'x: ${key}' --password=hunter2secret https://u:pw@h.test/`,
+    });
+    expect(target).toContain("[REDACTED]");
+    for (const secret of [key, "hunter2secret", ":pw@"]) expect(target).not.toContain(secret);
+    // A secret straddling the cut is masked whole, not left half-shown.
+    const long = toolTarget("claude-code", "Bash", { command: `${"a".repeat(112)} ${key}` })!;
+    expect([...long]).toHaveLength(TOOL_TARGET_CHARS);
+    expect(long.endsWith("…")).toBe(true);
+    expect(long).not.toContain("sk-liv");
+    expect(toolTarget("claude-code", "Bash", { command: "x".repeat(5000) })).toHaveLength(TOOL_TARGET_CHARS);
   });
 });

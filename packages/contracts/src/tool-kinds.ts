@@ -1,4 +1,5 @@
 import type { AgentKind } from "./agent-record.js";
+import { maskSecrets } from "./sanitize.js";
 
 /** What a tool does, in one word every agent's tools map to: one policy for every agent. */
 export const TOOL_KINDS = [
@@ -160,6 +161,34 @@ export function toolFacts(
     if (m) facts.url = m[0];
   }
   return facts;
+}
+
+/** A call's target is at most this many characters (code points), `…` included when cut. */
+export const TOOL_TARGET_CHARS = 120;
+/** Only this much of a long command is looked at: the rest could never show. */
+const TARGET_SCAN_CHARS = 2048;
+
+/**
+ * What a call acts on, in one short line for people: its shell command, else its file paths
+ * (joined by ", "), else its URL, as the tool-kind table finds them; undefined for a tool without
+ * any. Secret-looking parts are masked before it is cut (a cut secret could escape the masks),
+ * whitespace and control characters collapse to one space, and a text over
+ * {@link TOOL_TARGET_CHARS} ends in `…`.
+ */
+export function toolTarget(
+  owner: ToolOwner | undefined,
+  toolName: string,
+  args: Record<string, unknown>,
+): string | undefined {
+  const facts = toolFacts(owner, toolName, args);
+  const raw = facts.command ?? facts.paths?.join(", ") ?? facts.url;
+  if (raw === undefined) return undefined;
+  const text = maskSecrets([...raw].slice(0, TARGET_SCAN_CHARS).join(""))
+    .replace(/[\s\u0000-\u001f\u007f]+/g, " ")
+    .trim();
+  if (text === "") return undefined;
+  const chars = [...text];
+  return chars.length <= TOOL_TARGET_CHARS ? text : `${chars.slice(0, TOOL_TARGET_CHARS - 1).join("")}…`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { decisionReason, HookName, isBlocked, RuntimeEvent, sha256 } from "@geode/contracts";
+import { decisionReason, HookName, isBlocked, RuntimeEvent, sha256, toolTarget } from "@geode/contracts";
 import { decidePermission, type PermissionVerdict } from "@geode/lifecycle";
 import type { AgentCall } from "./agent-call.js";
 import { derivedId } from "./tool-calls.js";
@@ -45,7 +45,7 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
       signal,
     },
   );
-  if (isBlocked(outcome)) return refused(call, toolName, decisionReason(outcome, ["block"], "blocked"));
+  if (isBlocked(outcome)) return refused(call, use, decisionReason(outcome, ["block"], "blocked"));
 
   let updated: Record<string, unknown> | undefined;
   let rewriteReason: string | undefined;
@@ -54,7 +54,7 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
     if (outcome.payload["tool_name"] !== toolName)
       return refused(
         call,
-        toolName,
+        use,
         `${rewriteReason} (the rewrite names another tool, which the agent cannot run in this call's place)`,
       );
     const rewritten = asObject(outcome.payload["arguments"]);
@@ -88,17 +88,30 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
   };
 }
 
+/** A call PreToolUse refused: recorded (`refusalRecord`, status `blocked`) and denied to the agent. */
+function refused(call: AgentCall, use: ToolUse, reason: string): PreToolVerdict {
+  refusalRecord(call, use, "blocked", reason);
+  return { action: "deny", reason };
+}
+
 /**
- * A call PreToolUse refused: it never runs, so its only record naming the tool is this
- * `tool.completed` (status `blocked`, not executed), with the refusal's reason for the story.
+ * A refused call never runs, so its only record naming the tool is this `tool.completed` (not
+ * executed), with the refusal's reason and what the call would have acted on for the story.
  */
-function refused(call: AgentCall, toolName: string, reason: string): PreToolVerdict {
+function refusalRecord(call: AgentCall, use: ToolUse, status: "blocked" | "denied", reason: string): void {
+  const target = toolTarget(call.agent.kind, use.tool_name, use.args);
   call.plane.timeline(
     "tool.completed",
-    { tool_name: toolName, status: "blocked", has_error: false, executed: false, reason },
+    {
+      tool_name: use.tool_name,
+      status,
+      has_error: false,
+      executed: false,
+      reason,
+      ...(target === undefined ? {} : { target }),
+    },
     call.corr,
   );
-  return { action: "deny", reason };
 }
 
 /**
@@ -129,6 +142,7 @@ export async function askPermission(call: AgentCall, use: ToolUse): Promise<Perm
     },
   );
   if (verdict.behavior === "allow") recordStarted({ ...call, corr }, use);
+  if (verdict.behavior === "deny") refusalRecord({ ...call, corr }, use, "denied", verdict.reason);
   return verdict;
 }
 
@@ -146,6 +160,7 @@ function recordStarted(call: AgentCall, use: ToolUse): void {
   const rewritten = id !== "" && toolCalls.rewritten(corr.session_id, id);
   const effect = safetyLevelOf(call.agent.kind, use.tool_name);
   const ids = (what: string) => (id === "" ? undefined : derivedId(corr.session_id, id, what));
+  const target = toolTarget(call.agent.kind, use.tool_name, use.args);
   plane.emit(
     RuntimeEvent.TOOL_EXEC_STARTED,
     { tool_name: use.tool_name, effect, rewritten },
@@ -154,7 +169,12 @@ function recordStarted(call: AgentCall, use: ToolUse): void {
   );
   plane.timeline(
     "tool.called",
-    { tool_name: use.tool_name, effect, arguments_sha256: sha256(use.args) },
+    {
+      tool_name: use.tool_name,
+      effect,
+      arguments_sha256: sha256(use.args),
+      ...(target === undefined ? {} : { target }),
+    },
     corr,
     ids("tool.called"),
   );

@@ -1,6 +1,6 @@
 import type { ToolExecuteReply } from "@geode/contracts";
 import { decidePermission, requestApproval } from "@geode/lifecycle";
-import { type ToolCall, toolReply } from "./tool-call.js";
+import { refuse, type ToolCall } from "./tool-call.js";
 
 /**
  * PermissionRequest / approval, when the tool requires it or PreToolUse asked for it: `allow`
@@ -24,8 +24,11 @@ export async function approval(call: ToolCall): Promise<ToolExecuteReply | undef
     case "allow":
       return undefined;
     case "deny":
-      return toolReply("denied", { reason: verdict.reason });
+      return refuse(call, "denied", verdict.reason, { name: definition.name, args: call.args });
     case "none":
-      return toolReply("denied", { reason: `approval denied: ${verdict.reason}` });
+      return refuse(call, "denied", `approval denied: ${verdict.reason}`, {
+        name: definition.name,
+        args: call.args,
+      });
   }
 }

@@ -3,7 +3,7 @@ import { checkCall, originalPolicy } from "./policy.js";
 import { stageTool, useStageHarness } from "./stage-fixture.js";
 
 const { h } = useStageHarness({
-  deny: ["danger.*"],
+  deny: ["danger.*", "shell.*"],
   tools: [
     stageTool("notes.read", {
       input_schema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
@@ -21,6 +21,23 @@ describe("policy stage", () => {
       reason: "policy: danger.rm is on the deny list",
     });
     expect(originalPolicy(h().open({ tool_name: "notes.read" }))).toBeUndefined();
+  });
+
+  it("a denied call's only record says denied, not executed, why, and what it would have run", () => {
+    const call = h().open({ tool_name: "shell.exec", arguments: { command: "rm -rf /  --token=abc123" } });
+    originalPolicy(call);
+    expect(
+      h()
+        .seen.filter((e) => "kind" in e && e.kind === "tool.completed")
+        .at(-1)?.payload,
+    ).toEqual({
+      tool_name: "shell.exec",
+      status: "denied",
+      has_error: false,
+      executed: false,
+      reason: "policy: shell.exec is on the deny list",
+      target: "rm -rf / --token=[REDACTED]",
+    });
   });
 
   it("checkCall resolves the tool and takes the arguments it validated", async () => {

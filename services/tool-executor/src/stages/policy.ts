@@ -1,10 +1,10 @@
 import { ErrorCode, GeodeError, type ToolExecuteReply } from "@geode/contracts";
-import { isEffectful, requireOperationKey, type ToolCall, toolReply } from "./tool-call.js";
+import { isEffectful, refuse, requireOperationKey, type ToolCall } from "./tool-call.js";
 
 /** Original policy: an operator's deny is final, before any middleware or hook sees the call. */
 export function originalPolicy(call: ToolCall): ToolExecuteReply | undefined {
   const denied = call.deps.policy(call.request.tool_name);
-  return denied ? toolReply("denied", { reason: denied }) : undefined;
+  return denied ? refuse(call, "denied", denied) : undefined;
 }
 
 /**
@@ -21,7 +21,7 @@ export async function checkCall(
 ): Promise<ToolExecuteReply | undefined> {
   const { deps } = call;
   const denied = deps.policy(name);
-  if (denied) return toolReply("denied", { reason: denied });
+  if (denied) return refuse(call, "denied", denied, { name, args });
   const tool = await deps.tools.resolve(name);
   if (!tool)
     throw new GeodeError(ErrorCode.UnknownTool, `unknown tool: ${name}`, { details: { tool_name: name } });

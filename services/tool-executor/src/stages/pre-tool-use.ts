@@ -1,6 +1,6 @@
 import { decisionReason, isBlocked, type ToolExecuteReply } from "@geode/contracts";
 import { checkCall } from "./policy.js";
-import { completedTimeline, type ToolCall, toolReply } from "./tool-call.js";
+import { refuse, type ToolCall } from "./tool-call.js";
 
 /**
  * PreToolUse: `block` stops the call; a `rewrite` is checked again like the original (policy, then
@@ -13,9 +13,10 @@ export async function preToolUse(call: ToolCall): Promise<ToolExecuteReply | und
   });
   call.preToolUse = outcome;
   if (isBlocked(outcome)) {
-    const reason = decisionReason(outcome, ["block"], "blocked");
-    completedTimeline(call, "blocked", false, reason);
-    return toolReply("blocked", { reason });
+    return refuse(call, "blocked", decisionReason(outcome, ["block"], "blocked"), {
+      name: call.definition.name,
+      args: call.args,
+    });
   }
   if (!outcome.decisions.some((d) => d.action === "rewrite")) return undefined;
   const rewritten = restoreRedacted(outcome.payload["arguments"] as Record<string, unknown>, call.args);

@@ -15,6 +15,7 @@ import {
   ToolExecuteLeg,
   type ToolExecuteReply,
   type ToolResultOffloaded,
+  toolTarget,
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
 import type { ReceiptStore, ResultStore } from "@geode/state";
@@ -192,27 +193,40 @@ export const errorResult = (message: string): ToolCallResult => ({
   has_error: true,
 });
 
+/** The `tool.completed` timeline record that closes every call that got past admission. */
+export function completedTimeline(call: ToolCall, status: ToolCallStatus, hasError: boolean): void {
+  void call.deps.events.timeline(
+    "tool.completed",
+    { tool_name: call.definition.name, status, has_error: hasError, executed: call.entered },
+    call.correlation,
+  );
+}
+
 /**
- * The `tool.completed` timeline record that closes every call that got past admission, and a call
- * PreToolUse blocked (with the handler's reason: its only record naming the tool).
+ * A call refused before it ran (PreToolUse blocked it; the policy, a PermissionRequest handler or
+ * an approver denied it): its reply, and its only record naming the tool, a `tool.completed` (not
+ * executed) with the reason and what the call would have acted on (`toolTarget`).
  */
-export function completedTimeline(
+export function refuse(
   call: ToolCall,
-  status: ToolCallStatus,
-  hasError: boolean,
-  reason?: string,
-): void {
+  status: "blocked" | "denied",
+  reason: string,
+  tool: { name: string; args: Record<string, unknown> } = { name: call.request.tool_name, args: call.args },
+): ToolExecuteReply {
+  const target = toolTarget("runtime", tool.name, tool.args);
   void call.deps.events.timeline(
     "tool.completed",
     {
-      tool_name: call.definition.name,
+      tool_name: tool.name,
       status,
-      has_error: hasError,
-      executed: call.entered,
-      ...(reason === undefined ? {} : { reason }),
+      has_error: false,
+      executed: false,
+      reason,
+      ...(target === undefined ? {} : { target }),
     },
     call.correlation,
   );
+  return toolReply(status, { reason });
 }
 
 /** `tool_result_offloaded`: a result that travelled by reference on one leg. */

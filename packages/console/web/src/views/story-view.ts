@@ -42,7 +42,12 @@ function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
     },
     el("td", { class: "num", title: time(s.ts) }, offset(s.at_ms)),
     el("td", {}, KIND_LABEL[s.kind]),
-    el("td", {}, what(s)),
+    el(
+      "td",
+      {},
+      what(s),
+      s.target === null ? null : el("code", { class: "step-target", title: s.target }, s.target),
+    ),
     el(
       "td",
       {},

@@ -79,7 +79,13 @@ describe("GET /api/sessions", () => {
     });
     expect(byId.get(blockedId)!.ended_at).toBeGreaterThanOrEqual(byId.get(blockedId)!.started_at);
     expect(byId.get(activeId)).toMatchObject({ status: "active", ended_at: null, blocked: 0, tool_calls: 1 });
-    expect(byId.get(runtimeId)).toMatchObject({ agent: null, agent_kind: "runtime", tool_calls: 1 });
+    // The executor's policy denial counts as a denial, once.
+    expect(byId.get(runtimeId)).toMatchObject({
+      agent: null,
+      agent_kind: "runtime",
+      tool_calls: 1,
+      denied: 1,
+    });
     const started = page.items.map((s: ApiBody) => s.started_at);
     expect(started).toEqual([...started].sort((a, b) => b - a));
     expect(JSON.stringify(page)).not.toContain("launch code");

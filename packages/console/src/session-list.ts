@@ -43,7 +43,9 @@ export function tables(ns: string) {
  * `session_ended` follows its last start. Counted per session: prompts (`user_input_received` and
  * UserPromptSubmit audits, one per turn),
  * tool calls (distinct call ids of the calls' records and PreToolUse audits), blocks (audited
- * `block` decisions, one per call or prompt), approvals and denials of permission requests.
+ * `block` decisions, one per call or prompt), approvals, and denials (one per call: a person's or a
+ * handler's answer to a permission request, or a refusal recorded as `denied`, e.g. by the
+ * executor's tool policy).
  */
 function sessionRows(ns: string): RawBuilder<unknown> {
   const t = tables(ns);
@@ -90,15 +92,22 @@ function sessionRows(ns: string): RawBuilder<unknown> {
       group by session_id
     ),
     permits as (
-      select session_id,
-             count(*) filter (where payload->>'decision' = 'allow') as approved,
-             count(*) filter (where payload->>'decision' = 'deny') as denied
+      select session_id, count(*) filter (where payload->>'decision' = 'allow') as approved
       from ${t.activity} where event = 'approval_transition' and payload->>'subject' is null
       group by session_id
     ),
-    handler_denials as (
-      select session_id, count(*) as n from ${t.invocations}
-      where surface = 'hook' and name = 'PermissionRequest' and status = 'deny' group by session_id
+    denials as (
+      select session_id, count(distinct k) as n from (
+        select session_id, coalesce(nullif(tool_call_id, ''), 'a:' || stream_seq) as k
+        from ${t.activity}
+        where event = 'approval_transition' and payload->>'subject' is null and payload->>'decision' = 'deny'
+        union all
+        select session_id, coalesce(nullif(tool_call_id, ''), 'i:' || stream_seq) from ${t.invocations}
+        where surface = 'hook' and name = 'PermissionRequest' and status = 'deny'
+        union all
+        select session_id, coalesce(nullif(tool_call_id, ''), 'r:' || record_id) from ${t.timeline}
+        where kind = 'tool.completed' and payload->>'status' = 'denied'
+      ) d group by session_id
     ),
     verified as (
       select session_id, (array_agg(payload->>'policy_action' order by ts desc))[1] as action
@@ -115,7 +124,7 @@ function sessionRows(ns: string): RawBuilder<unknown> {
            coalesce(calls.n, 0) as tool_calls,
            coalesce(blocks.n, 0) as blocked,
            coalesce(permits.approved, 0) as approved,
-           coalesce(permits.denied, 0) + coalesce(handler_denials.n, 0) as denied,
+           coalesce(denials.n, 0) as denied,
            verified.action as verification
     from seen
     left join started on started.session_id = seen.session_id
@@ -124,7 +133,7 @@ function sessionRows(ns: string): RawBuilder<unknown> {
     left join calls on calls.session_id = seen.session_id
     left join blocks on blocks.session_id = seen.session_id
     left join permits on permits.session_id = seen.session_id
-    left join handler_denials on handler_denials.session_id = seen.session_id
+    left join denials on denials.session_id = seen.session_id
     left join verified on verified.session_id = seen.session_id
   `;
 }

@@ -205,6 +205,9 @@ describe("sanitizing: secrets", () => {
     ["a password= pair", "db?user=app&password=hunter2&x=1", "hunter2"],
     ["a password: pair", 'config password: "correct horse"', "correct horse"],
     ["a password in JSON text", '{"user":"app","password":"hunter2"}', "hunter2"],
+    ["a --password flag and its value", "mysql --user app --password hunter2 db", "hunter2"],
+    ["a --token flag, quoted", `gh auth login --token "ab cd ef"`, "ab cd ef"],
+    ["an --api-key flag", "tool --api-key 0123abcd --verbose", "0123abcd"],
   ])("masks %s", (_label, text, secret) => {
     const masked = maskSecrets(text);
     expect(masked).not.toContain(secret);
@@ -222,6 +225,9 @@ describe("sanitizing: secrets", () => {
   it("keeps the surrounding text when masking", () => {
     expect(maskSecrets("x=1 password=hunter2 y=2")).toBe("x=1 password=[REDACTED] y=2");
     expect(maskSecrets("Bearer abcdefghijklmnop done")).toBe("Bearer [REDACTED] done");
+    expect(maskSecrets("run --token x1 --tokens-per-second 5 --secret-file f")).toBe(
+      "run --token [REDACTED] --tokens-per-second 5 --secret-file f",
+    );
   });
 });
 

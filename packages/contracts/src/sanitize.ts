@@ -52,6 +52,11 @@ const SECRET_VALUE_PATTERNS: ReadonlyArray<[RegExp, string]> = [
     /\b(password|passwd|pwd|secret|api[_-]?key|access[_-]?token|client[_-]?secret|token)(["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;,'"]+)/gi,
     `$1$2${REDACTED}`,
   ],
+  // The same names as command-line flags with the value after a space: `--password hunter2`.
+  [
+    /(\s-{1,2}(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|token))(\s+)("[^"]*"|'[^']*'|[^\s&;,'"-][^\s&;,'"]*)/gi,
+    `$1$2${REDACTED}`,
+  ],
   // Credentials in URLs: scheme://user:pass@host
   [/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, `$1${REDACTED}@`],
 ];

@@ -14,7 +14,6 @@ const count = int.min(0);
 
 /** `GET /api/policies` query: the window of the decisions chart (`15m`, `1h`, `6h`, `24h`; default `1h`). */
 export const ConsolePoliciesQuerySchema = ConsoleStatsQuerySchema;
-export type ConsolePoliciesQuery = z.output<typeof ConsolePoliciesQuerySchema>;
 
 /** One stored policy set, without its text. */
 export const ConsolePolicySetSchema = z.strictObject({

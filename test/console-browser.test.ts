@@ -7,7 +7,7 @@ import { RuntimeEventBus } from "@geode/bus";
 import { startConsole, WEB_DIST } from "@geode/console";
 import { names as buildNames } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
-import { ReceiptStore, RunStore, WebhookStore } from "@geode/state";
+import { PolicyStore, ReceiptStore, RunStore, WebhookStore } from "@geode/state";
 import { cleanupNamespace, REPO_ROOT, uniqueNamespace, useFixture, waitFor } from "@geode/testing";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +23,8 @@ import {
   serveRefusalGuards,
   startConsolePlane,
 } from "./console-support.js";
+import { ccInput } from "./gateway-support.js";
+import { keptLogger, putPack, startGuard } from "./policy-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
 
 /** Debian's chromium (`.ci/run` installs it when missing). */
@@ -295,6 +297,73 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     await waitFor(async () => (await page.textContent("main"))?.includes("session.ended") ?? false, 20_000);
     expect(await page.locator("table.timeline tbody tr").count()).toBe(await counted());
     await shot("timeline");
+  });
+
+  it("the Policies view: how to add a pack, then the set, a chart of decisions per policy and the block with a link to its story", async () => {
+    await open("policies");
+    await page.locator("#policies-empty").waitFor(WAIT);
+    expect(await page.textContent("#policies-empty")).toContain("geode policy add --pack destructive-shell");
+    expect(await page.getAttribute('#nav a[data-page="policies"]', "aria-current")).toBe("page");
+    const { env } = plane();
+    const guard = await startGuard(env, keptLogger([]));
+    const sessionId = `cc-policy-${randomUUID()}`;
+    try {
+      await putPack(env, "destructive-shell");
+      await guard.loaded(["destructive-shell"]);
+      await waitFor(() =>
+        plane()
+          .tools.dispatcher.handlers()
+          .some((h) => h.hook === "PreToolUse" && h.name === "policy"),
+      );
+      const session = { session_id: sessionId, prompt_id: `${sessionId}-p1` };
+      await plane().claudeCode(ccInput("SessionStart", { source: "startup", model: "claude-test" }, session));
+      const call = {
+        tool_name: "Bash",
+        tool_input: { command: "rm -fr node_modules" },
+        tool_use_id: `${sessionId}-t1`,
+      };
+      expect(await plane().claudeCode(ccInput("PreToolUse", call, session))).toMatchObject({
+        hookSpecificOutput: { permissionDecision: "deny" },
+      });
+      await waitFor(async () => {
+        const r = await plane().api("/api/policies");
+        return r.body.blocks?.some((b: { session_id: string }) => b.session_id === sessionId) ?? false;
+      }, 30_000);
+      await page.reload();
+      const set = page.locator('tr[data-policy-set="destructive-shell"]');
+      await set.waitFor(WAIT);
+      const setText = (await set.textContent()) ?? "";
+      for (const text of ["enforce", "rm-recursive-force", "by test"]) expect(setText).toContain(text);
+      await page.locator("#chart-policies canvas").first().waitFor(WAIT);
+      expect(await page.textContent("#chart-policies .chart-summary")).toContain(
+        "destructive-shell.rm-recursive-force: 1 block",
+      );
+      const block = page.locator(`tr[data-block-session="${sessionId}"]`);
+      const row = (await block.textContent()) ?? "";
+      for (const text of [
+        "laptop",
+        "claude-code",
+        "PreToolUse",
+        "Bash",
+        "blocked",
+        "recursive forced deletion",
+      ])
+        expect(row).toContain(text);
+      expect(await page.textContent("main")).not.toContain("node_modules");
+      await shot("policies");
+      await block.locator("a").click();
+      await page.locator("table.story").waitFor(WAIT);
+      expect(page.url()).toContain(`#session/${sessionId}`);
+    } finally {
+      await guard.guard.stop().catch(() => undefined);
+      await (await PolicyStore.open({ nc: env.nc, names: env.names })).remove("destructive-shell");
+      // A guard that fails closed blocks every call while the dispatcher still knows it: wait until it does not.
+      await waitFor(() =>
+        plane()
+          .tools.dispatcher.handlers()
+          .every((h) => h.name !== "policy"),
+      );
+    }
   });
 
   it("a <script> in a handler's reason shows as text and never runs", async () => {

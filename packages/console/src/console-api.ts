@@ -16,6 +16,7 @@ import type { Caller } from "./console-auth.js";
 import type { ApiRequest, ConsoleDeps, Route } from "./console-route.js";
 import { handlerViews, recentHandlerCalls, webhookHosts } from "./handler-stats.js";
 import { ApiError, badRequest, paged, pageOf, readBody, sendJson } from "./http-io.js";
+import { POLICY_ROUTES } from "./policy-routes.js";
 import { recorderLag } from "./recorder-lag.js";
 import { cursorToken, followRunTimeline, parseCursorToken, readRunTimeline } from "./run-timeline.js";
 import { SESSION_ROUTES } from "./session-routes.js";
@@ -59,6 +60,7 @@ export const ROUTES: Route[] = [
     },
   },
   ...SESSION_ROUTES,
+  ...POLICY_ROUTES,
   {
     method: "POST",
     pattern: /^\/api\/sessions\/resolve$/,

@@ -4,6 +4,7 @@ import type { VerifyClient } from "@geode/runtime";
 import type {
   AttemptStore,
   HandlerRegistrations,
+  PolicyStore,
   ReceiptStore,
   RunStore,
   SessionStore,
@@ -25,6 +26,8 @@ export interface ConsoleDeps {
   handlers: HandlerRegistrations;
   webhooks: WebhookStore;
   verify: VerifyClient;
+  /** The policy sets (KV `{ns}_policies`), opened on first use so a missing KV never stops the console. */
+  policies: () => Promise<PolicyStore>;
   /** The Postgres projection the session views read; null when the console runs without one (503). */
   projection: ConsoleProjection | null;
   log: Logger;

@@ -32,6 +32,7 @@ import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
 import type { ConsoleDeps } from "./console-route.js";
 import { ApiError, readBody, sendError, sendJson, toApiError } from "./http-io.js";
 import { PendingApprovals } from "./pending-approvals.js";
+import { lazyPolicyStore } from "./policy-routes.js";
 import type { ConsoleProjection } from "./session-list.js";
 
 /** Default port of `geode console` (docs/console.md). */
@@ -108,6 +109,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     handlers: await HandlerRegistrations.open(conn),
     webhooks: await WebhookStore.open(conn),
     verify: createVerifyClient(conn),
+    policies: lazyPolicyStore(conn),
     projection: options.projection ?? null,
     log,
     maxStreams: 32,

@@ -16,8 +16,16 @@ import { sessionStory } from "./session-story.js";
 /** PostgreSQL's codes for a schema or table that is not there (the recorder has not created it yet). */
 const NOT_THERE = new Set(["3F000", "42P01"]);
 
-/** Runs a read of the projection: none, or one not created yet, is a 503 that says so. */
-async function fromProjection<T>(d: ConsoleDeps, read: (p: ConsoleProjection) => Promise<T>): Promise<T> {
+/** A database that cannot be reached: refused or lost connections, PostgreSQL shutting down or starting. */
+function isUnreachable(code: string): boolean {
+  return /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|08\w{3}|57P0[1-3])$/.test(code);
+}
+
+/** Runs a read of the projection: none, one not created yet, or one unreachable is a 503 that says so. */
+export async function fromProjection<T>(
+  d: ConsoleDeps,
+  read: (p: ConsoleProjection) => Promise<T>,
+): Promise<T> {
   if (!d.projection)
     throw new ApiError(
       503,
@@ -33,6 +41,8 @@ async function fromProjection<T>(d: ConsoleDeps, read: (p: ConsoleProjection) =>
         "unavailable",
         "the projection of this namespace is not there yet (the activity-recorder creates it)",
       );
+    if (isUnreachable((err as { code?: string }).code ?? "") || /Connection terminated/.test(String(err)))
+      throw new ApiError(503, "unavailable", "the projection could not be read: its database is unreachable");
     throw err;
   }
 }

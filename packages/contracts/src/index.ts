@@ -79,6 +79,20 @@ export {
   OPERATOR_PATTERN,
 } from "./console-api.js";
 export {
+  type ConsolePolicies,
+  ConsolePoliciesQuerySchema,
+  ConsolePoliciesSchema,
+  type ConsolePolicyBlock,
+  ConsolePolicyBlockSchema,
+  type ConsolePolicyDecisions,
+  ConsolePolicyDecisionsSchema,
+  type ConsolePolicySet,
+  ConsolePolicySetSchema,
+  POLICY_OUTCOMES,
+  type PolicyOutcome,
+  PolicyOutcomeSchema,
+} from "./console-policies.js";
+export {
   type ConsoleHandlerRemoved,
   ConsoleHandlerRemovedSchema,
   type ConsoleSessionStatus,

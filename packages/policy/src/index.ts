@@ -2,7 +2,9 @@
 // write-time checks, and the evaluation of one hook call, for the policy-guard and `geode policy`.
 export {
   type PolicyAnswer,
+  type PolicyReason,
   type PolicyTestResult,
+  parsePolicyReason,
   policyAnswer,
   policyTestResult,
 } from "./policy-answer.js";

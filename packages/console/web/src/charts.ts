@@ -11,7 +11,8 @@ import { el } from "./dom.js";
 const PALETTE = ["#2563eb", "#059669", "#d97706", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#9333ea"];
 const BLOCK = "#dc2626";
 
-interface Line {
+/** One line of a chart: its label, one value per bucket, and how it is drawn. */
+export interface Line {
   label: string;
   values: Array<number | null>;
   colour?: string;
@@ -20,7 +21,17 @@ interface Line {
   points?: boolean;
 }
 
-function chart(title: string, id: string, xs: number[], lines: Line[], summary: string): HTMLElement {
+/**
+ * A line chart over time buckets (`xs`, epoch ms) in a captioned figure, with `summary` as text
+ * under it.
+ */
+export function lineChart(
+  title: string,
+  id: string,
+  xs: number[],
+  lines: Line[],
+  summary: string,
+): HTMLElement {
   const box = el("div", { class: "chart-canvas" });
   const figure = el(
     "figure",
@@ -73,7 +84,7 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
   const n = stats.buckets.length;
   const calls = (s: { calls: number[] }) => total(s.calls);
   const blocks = (s: { blocks: number[] }) => total(s.blocks);
-  const byAgent = chart(
+  const byAgent = lineChart(
     `Hook calls by agent, last ${stats.window}`,
     "chart-agents",
     stats.buckets,
@@ -81,7 +92,7 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
     stats.by_agent.map((a) => `${a.agent}: ${calls(a)} calls, ${blocks(a)} blocked`).join("; ") ||
       "No hook calls.",
   );
-  const byHook = chart(
+  const byHook = lineChart(
     `Hook calls by hook, last ${stats.window}`,
     "chart-hooks",
     stats.buckets,
@@ -89,7 +100,7 @@ export function statsCharts(stats: ConsoleStats): HTMLElement {
     stats.by_hook.map((h) => `${h.hook}: ${calls(h)} calls, ${blocks(h)} blocked`).join("; ") ||
       "No hook calls.",
   );
-  const latency = chart(
+  const latency = lineChart(
     "Handler latency (ms): p50, p95, p99",
     "chart-latency",
     stats.buckets,

@@ -6,6 +6,7 @@
 import { approvalsView } from "./views/approvals-view.js";
 import { handlersView } from "./views/handlers-view.js";
 import { pausedView } from "./views/paused-view.js";
+import { policiesView } from "./views/policies-view.js";
 import { receiptsView } from "./views/receipts-view.js";
 import { runsView, runView } from "./views/runs-view.js";
 import { sessionsView } from "./views/sessions-view.js";
@@ -30,6 +31,7 @@ export const VIEWS: View[] = [
   { route: "runs", label: "Runs", render: () => runsView() },
   { route: "run", nav: "runs", render: (id) => runView(id) },
   { route: "handlers", label: "Handlers", render: () => handlersView() },
+  { route: "policies", label: "Policies", render: () => policiesView() },
 ];
 
 /** The view shown after sign-in and for an unknown address. */

@@ -20,6 +20,10 @@ const LOOK: Record<string, { icon: string; tone: "bad" | "good" | "warn" | "plai
   escalate_budget_exhausted: { icon: "⚠", tone: "bad" },
   built_in_fail: { icon: "✖", tone: "bad" },
   failed: { icon: "✖", tone: "bad" },
+  enforce: { icon: "●", tone: "good" },
+  audit: { icon: "◐", tone: "warn" },
+  would_block: { icon: "⊘", tone: "warn" },
+  would_deny: { icon: "✕", tone: "warn" },
 };
 
 /** A badge: icon (hidden from screen readers) and the word itself. */

@@ -211,7 +211,8 @@ export function decodeStreamMessage(
       duration_ms: f.latency_ms,
     };
     const reason = e.payload["reason"];
-    if (typeof reason === "string" && reason !== "") kept["reason"] = [...reason].slice(0, AUDIT_REASON_CHARS).join("");
+    if (typeof reason === "string" && reason !== "")
+      kept["reason"] = [...reason].slice(0, AUDIT_REASON_CHARS).join("");
     activity["payload"] = storedPayload(kept, parsed.mayHoldNul);
     const extension = { stream_seq: streamSeq, ts: e.ts, ...f } as Record<string, unknown>;
     putCorrelation(extension, e.correlation);

@@ -111,12 +111,12 @@ export async function startResponsesStandIn(script: CodexTurn[]): Promise<Respon
 }
 
 /** A scratch CODEX_HOME (also HOME) and a working folder; removed by `cleanup`. */
-export function codexScratch(): { home: string; work: string; cleanup(): void } {
+function codexScratch(): { home: string; work: string; cleanup(): void } {
   return scratchFolders("codex");
 }
 
 /** The provider part of `config.toml`: the stand-in as a custom Responses provider, no approvals, no sandbox. */
-export function providerConfig(apiUrl: string): string {
+function providerConfig(apiUrl: string): string {
   return [
     'model = "gpt-5-codex"',
     'model_provider = "standin"',
@@ -138,7 +138,7 @@ export interface CodexRun extends AgentProcess {
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
-export async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
+async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
   const args = [
     CODEX_BIN,
     "exec",

@@ -90,7 +90,7 @@ export async function startChatStandIn(script: CopilotTurn[]): Promise<ChatStand
 }
 
 /** A scratch HOME (Copilot's folder `.copilot` in it) and a working folder; removed by `cleanup`. */
-export function copilotScratch(): { home: string; work: string; cleanup(): void } {
+function copilotScratch(): { home: string; work: string; cleanup(): void } {
   const home = mkdtempSync(path.join(tmpdir(), "geode-copilot-home-"));
   const work = mkdtempSync(path.join(tmpdir(), "geode-copilot-work-"));
   mkdirSync(path.join(home, ".copilot"), { recursive: true });

@@ -85,7 +85,7 @@ export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiSt
 }
 
 /** A scratch HOME with `.gemini/settings.json` for offline API-key use, and a working folder. */
-export function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
+function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
   const { home, work, cleanup } = scratchFolders("gemini");
   mkdirSync(path.join(home, ".gemini"));
   const settings = path.join(home, ".gemini", "settings.json");

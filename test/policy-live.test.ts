@@ -127,6 +127,18 @@ describe("geode policy test --live through the running guard", () => {
     expect(left.filter((k) => k.startsWith("policy-test-"))).toEqual([]);
   });
 
+  it("an @ask policy: request_permission, not blocked, exit 0, as the local evaluation says", async () => {
+    expect((await geode("policy", "add", "--pack", "git-safety")).code).toBe(0);
+    await running?.loaded(["destructive-shell", "scoped", "git-safety"]);
+    const push = JSON.stringify({ tool_name: "Bash", arguments: { command: "git push origin main" } });
+    const asked = await live(push, "--json");
+    expect(asked.code, asked.err).toBe(0);
+    const local = await geode("policy", "test", "--hook", "PreToolUse", "--payload", push, "--json");
+    expect(JSON.parse(asked.out)).toEqual(JSON.parse(local.out));
+    expect(JSON.parse(asked.out)).toMatchObject({ blocked: false, decision: "request_permission" });
+    expect((await geode("policy", "rm", "git-safety")).code).toBe(0);
+  });
+
   it("a set in audit mode: not blocked, exit 0, the would-be decision and its policies from the audit", async () => {
     expect((await geode("policy", "rm", "scoped")).code).toBe(0);
     expect((await geode("policy", "add", "--pack", "destructive-shell", "--mode", "audit")).code).toBe(0);

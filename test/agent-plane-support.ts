@@ -40,6 +40,19 @@ export interface AgentPlane {
   ): Promise<void>;
 }
 
+/** How a test runs one agent session through the plane's gateway. */
+export interface AgentSessionOptions {
+  /** The gateway URL the hooks call (default the plane's). */
+  url?: string;
+  /** More `geode connect` flags. */
+  flags?: string[];
+  /** The agent's token (default the plane's agent's). */
+  token?: string;
+  prompt?: string;
+  /** Called with the working folder before the agent starts (to put files in it). */
+  prepare?: (work: string) => void;
+}
+
 /** Sets up the plane for the file (`beforeAll`), with one agent named `agentName`. */
 export function useAgentPlane(agentName: string): AgentPlane {
   const env = useTestEnv();

@@ -4,7 +4,12 @@
  * OpenAI Responses API on loopback. The stand-in answers each request with the next turn of a
  * script (a shell call, or text that ends the turn), streaming SSE as the API does.
  */
+import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
+import { REPO_ROOT } from "@geode/testing";
+import { expect } from "vitest";
+import type { AgentPlane, AgentSessionOptions } from "./agent-plane-support.js";
 import {
   type AgentProcess,
   type AgentRunOptions,
@@ -16,6 +21,9 @@ import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
 const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
+
+/** The `codex` launcher `geode connect codex --codex` is given (to record trust as Codex does). */
+export const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
 
 /** One scripted answer of the model: a shell command to run, or text that ends the turn. */
 export type CodexTurn =
@@ -103,12 +111,12 @@ export async function startResponsesStandIn(script: CodexTurn[]): Promise<Respon
 }
 
 /** A scratch CODEX_HOME (also HOME) and a working folder; removed by `cleanup`. */
-export function codexScratch(): { home: string; work: string; cleanup(): void } {
+function codexScratch(): { home: string; work: string; cleanup(): void } {
   return scratchFolders("codex");
 }
 
 /** The provider part of `config.toml`: the stand-in as a custom Responses provider, no approvals, no sandbox. */
-export function providerConfig(apiUrl: string): string {
+function providerConfig(apiUrl: string): string {
   return [
     'model = "gpt-5-codex"',
     'model_provider = "standin"',
@@ -130,7 +138,7 @@ export interface CodexRun extends AgentProcess {
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
-export async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
+async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
   const args = [
     CODEX_BIN,
     "exec",
@@ -153,3 +161,59 @@ export async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
   });
   return { ...run, events: jsonLines(run.stdout) };
 }
+
+/** A scratch CODEX_HOME with the stand-in provider, and the gateway's hooks written by `geode connect codex`. */
+export async function codexHomeFor(
+  plane: AgentPlane,
+  apiUrl: string,
+  options: { url?: string; flags?: string[] } = {},
+): Promise<{ home: string; work: string; config: string }> {
+  const dirs = codexScratch();
+  plane.cleanups.push(dirs.cleanup);
+  const config = path.join(dirs.home, "config.toml");
+  writeFileSync(config, providerConfig(apiUrl));
+  const r = await plane.geode(
+    [
+      "connect",
+      "codex",
+      "--url",
+      options.url ?? plane.gateway().url,
+      "--write",
+      config,
+      "--codex",
+      CODEX,
+      ...(options.flags ?? []),
+    ],
+    { HOME: dirs.home, CODEX_HOME: dirs.home },
+  );
+  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+  return { ...dirs, config };
+}
+
+/** One Codex session through the plane's gateway: the stand-in with `script`, `codex exec`. */
+export async function codexSession(
+  plane: AgentPlane,
+  script: CodexTurn[],
+  options: AgentSessionOptions = {},
+): Promise<{ run: CodexRun; api: ResponsesStandIn; work: string; home: string; sessionId: string }> {
+  const api = await startResponsesStandIn(script);
+  plane.cleanups.push(() => api.close());
+  const { home, work } = await codexHomeFor(plane, api.url, options);
+  options.prepare?.(work);
+  const run = await runCodex({
+    prompt: options.prompt ?? "Do the task.",
+    home,
+    cwd: work,
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
+  });
+  const started = run.events.find((e) => e["type"] === "thread.started");
+  return { run, api, work, home, sessionId: String(started?.["thread_id"] ?? "") };
+}
+
+/** What the stand-in was told after a tool ran (the function calls' output, as Codex sent it). */
+export const codexToolOutputs = (api: ResponsesStandIn): string[] =>
+  api.requests.flatMap((r) =>
+    ((r.body["input"] as Array<Record<string, unknown>>) ?? [])
+      .filter((i) => i["type"] === "function_call_output")
+      .map((i) => String(i["output"])),
+  );

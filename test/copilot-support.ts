@@ -9,6 +9,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { expect } from "vitest";
+import type { AgentPlane, AgentSessionOptions } from "./agent-plane-support.js";
 import { type AgentProcess, runAgentProcess } from "./agent-process-support.js";
 import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
@@ -88,7 +90,7 @@ export async function startChatStandIn(script: CopilotTurn[]): Promise<ChatStand
 }
 
 /** A scratch HOME (Copilot's folder `.copilot` in it) and a working folder; removed by `cleanup`. */
-export function copilotScratch(): { home: string; work: string; cleanup(): void } {
+function copilotScratch(): { home: string; work: string; cleanup(): void } {
   const home = mkdtempSync(path.join(tmpdir(), "geode-copilot-home-"));
   const work = mkdtempSync(path.join(tmpdir(), "geode-copilot-work-"));
   mkdirSync(path.join(home, ".copilot"), { recursive: true });
@@ -139,3 +141,56 @@ export function runCopilot(options: {
     timeoutMs: options.timeoutMs,
   });
 }
+
+/** A scratch HOME with the gateway's hooks written by `geode connect copilot` (user-level, or to `write`'s path). */
+export async function copilotHomeFor(
+  plane: AgentPlane,
+  options: { url?: string; flags?: string[]; write?: (work: string) => string } = {},
+): Promise<{ home: string; work: string }> {
+  const dirs = copilotScratch();
+  plane.cleanups.push(dirs.cleanup);
+  const target = options.write?.(dirs.work);
+  const r = await plane.geode(
+    [
+      "connect",
+      "copilot",
+      "--url",
+      options.url ?? plane.gateway().url,
+      ...(target ? ["--write", target] : []),
+      ...(options.flags ?? []),
+    ],
+    { HOME: dirs.home },
+  );
+  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+  return dirs;
+}
+
+/** One Copilot session through the plane's gateway: the stand-in with `script`, `copilot -p`. */
+export async function copilotSession(
+  plane: AgentPlane,
+  script: CopilotTurn[],
+  options: AgentSessionOptions & { args?: string[] } = {},
+): Promise<{ run: AgentProcess; api: ChatStandIn; work: string; home: string; sessionId: string }> {
+  const api = await startChatStandIn(script);
+  plane.cleanups.push(() => api.close());
+  const { home, work } = await copilotHomeFor(plane, options);
+  options.prepare?.(work);
+  const run = await runCopilot({
+    prompt: options.prompt ?? "Do the task.",
+    home,
+    cwd: work,
+    apiUrl: api.url,
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
+    ...(options.args ? { args: options.args } : {}),
+  });
+  const sessionId = /--resume=([0-9a-f-]{36})/.exec(run.stdout + run.stderr)?.[1] ?? "";
+  return { run, api, work, home, sessionId };
+}
+
+/** What the stand-in was told after a tool ran (the tool messages, as Copilot sent them). */
+export const copilotToolOutputs = (api: ChatStandIn): string[] =>
+  api.requests.flatMap((r) =>
+    ((r.body["messages"] as Array<Record<string, unknown>>) ?? [])
+      .filter((m) => m["role"] === "tool")
+      .map((m) => String(m["content"])),
+  );

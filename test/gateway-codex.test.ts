@@ -9,69 +9,26 @@ import path from "node:path";
 import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
-import { REPO_ROOT } from "@geode/testing";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { useAgentPlane } from "./agent-plane-support.js";
+import { type AgentSessionOptions, useAgentPlane } from "./agent-plane-support.js";
 import { runHookCommandLine } from "./agent-process-support.js";
 import {
-  type CodexRun,
+  CODEX,
   type CodexTurn,
-  codexScratch,
-  providerConfig,
-  type ResponsesStandIn,
-  runCodex,
+  codexHomeFor,
+  codexSession,
+  codexToolOutputs,
   startResponsesStandIn,
 } from "./codex-support.js";
 
-const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
 const plane = useAgentPlane("codex-laptop");
 const { geode, cleanups } = plane;
 
-/** A scratch CODEX_HOME with the stand-in provider, and the gateway's hooks written by `geode connect codex`. */
-async function codexHome(
-  apiUrl: string,
-  options: { url?: string; flags?: string[] } = {},
-): Promise<{ home: string; work: string; config: string }> {
-  const dirs = codexScratch();
-  cleanups.push(dirs.cleanup);
-  const config = path.join(dirs.home, "config.toml");
-  writeFileSync(config, providerConfig(apiUrl));
-  const r = await geode(
-    [
-      "connect",
-      "codex",
-      "--url",
-      options.url ?? plane.gateway().url,
-      "--write",
-      config,
-      "--codex",
-      CODEX,
-      ...(options.flags ?? []),
-    ],
-    { HOME: dirs.home, CODEX_HOME: dirs.home },
-  );
-  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
-  return { ...dirs, config };
-}
-
-/** One Codex session through the gateway: the stand-in with `script`, `codex exec`. */
-async function session(
-  script: CodexTurn[],
-  options: { url?: string; flags?: string[]; token?: string; prompt?: string } = {},
-): Promise<{ run: CodexRun; api: ResponsesStandIn; work: string; home: string; sessionId: string }> {
-  const api = await startResponsesStandIn(script);
-  cleanups.push(() => api.close());
-  const { home, work } = await codexHome(api.url, options);
-  const run = await runCodex({
-    prompt: options.prompt ?? "Do the task.",
-    home,
-    cwd: work,
-    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
-  });
-  const started = run.events.find((e) => e["type"] === "thread.started");
-  return { run, api, work, home, sessionId: String(started?.["thread_id"] ?? "") };
-}
+const codexHome = (apiUrl: string, options: { url?: string; flags?: string[] } = {}) =>
+  codexHomeFor(plane, apiUrl, options);
+const session = (script: CodexTurn[], options: AgentSessionOptions = {}) =>
+  codexSession(plane, script, options);
 
 const shell = (command: string): CodexTurn => ({ shell: command });
 const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
@@ -94,14 +51,6 @@ function runHookCommand(
     withToken,
   );
 }
-
-/** What the stand-in was told after the tool ran (the function call's output, as Codex sent it). */
-const toolOutputs = (api: ResponsesStandIn) =>
-  api.requests.flatMap((r) =>
-    ((r.body["input"] as Array<Record<string, unknown>>) ?? [])
-      .filter((i) => i["type"] === "function_call_output")
-      .map((i) => String(i["output"])),
-  );
 
 // Each case runs a real Codex process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 240_000 };
@@ -135,7 +84,7 @@ describe("Codex CLI governed through the agent gateway", () => {
         );
       const { api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
-      expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
+      expect(codexToolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
     },
   );
 

@@ -12,19 +12,20 @@ import { HookName } from "@geode/contracts";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { useAgentPlane } from "./agent-plane-support.js";
-import { type AgentProcess as AgentProcessRun, runAgentProcess } from "./agent-process-support.js";
+import { type AgentSessionOptions, useAgentPlane } from "./agent-plane-support.js";
+import { runAgentProcess } from "./agent-process-support.js";
 import {
-  type ChatStandIn,
   type CopilotTurn,
-  copilotScratch,
+  copilotHomeFor,
+  copilotSession,
+  copilotToolOutputs,
   runCopilot,
   startChatStandIn,
 } from "./copilot-support.js";
 
 const GEODE_BIN = path.join(REPO_ROOT, "packages/cli/bin/geode.mjs");
 const plane = useAgentPlane("copilot-laptop");
-const { env, cleanups, geode } = plane;
+const { env, cleanups } = plane;
 
 /** `geode` as a process of its own in `cwd` (what `--check` reads the folder of). */
 const geodeIn = (cwd: string, args: string[], extra: Record<string, string>) =>
@@ -33,66 +34,13 @@ const geodeIn = (cwd: string, args: string[], extra: Record<string, string>) =>
     env: { PATH: process.env["PATH"], ...extra },
   });
 
-/** A scratch HOME with the gateway's hooks written by `geode connect copilot` (or none). */
-async function copilotHome(
-  options: { url?: string; flags?: string[]; write?: (work: string) => string } = {},
-) {
-  const dirs = copilotScratch();
-  cleanups.push(dirs.cleanup);
-  const target = options.write?.(dirs.work);
-  const r = await geode(
-    [
-      "connect",
-      "copilot",
-      "--url",
-      options.url ?? plane.gateway().url,
-      ...(target ? ["--write", target] : []),
-      ...(options.flags ?? []),
-    ],
-    { HOME: dirs.home },
-  );
-  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
-  return dirs;
-}
-
-interface Session {
-  run: AgentProcessRun;
-  api: ChatStandIn;
-  work: string;
-  home: string;
-  sessionId: string;
-}
-
-/** One Copilot session through the gateway: the stand-in with `script`, `copilot -p`. */
-async function session(
-  script: CopilotTurn[],
-  options: { url?: string; flags?: string[]; token?: string; args?: string[] } = {},
-): Promise<Session> {
-  const api = await startChatStandIn(script);
-  cleanups.push(() => api.close());
-  const { home, work } = await copilotHome(options);
-  const run = await runCopilot({
-    prompt: "Do the task.",
-    home,
-    cwd: work,
-    apiUrl: api.url,
-    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
-    ...(options.args ? { args: options.args } : {}),
-  });
-  const sessionId = /--resume=([0-9a-f-]{36})/.exec(run.stdout + run.stderr)?.[1] ?? "";
-  return { run, api, work, home, sessionId };
-}
+const copilotHome = (options: { url?: string; flags?: string[]; write?: (work: string) => string } = {}) =>
+  copilotHomeFor(plane, options);
+const session = (script: CopilotTurn[], options: AgentSessionOptions & { args?: string[] } = {}) =>
+  copilotSession(plane, script, options);
 
 const shell = (command: string): CopilotTurn => ({ shell: command });
 const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
-
-/** What the stand-in was told after the tool ran (the tool messages, as Copilot sent them). */
-const toolOutputs = (api: ChatStandIn) =>
-  api.requests.flatMap((r) =>
-    ((r.body["messages"] as Array<Record<string, unknown>>) ?? [])
-      .filter((m) => m["role"] === "tool")
-      .map((m) => String(m["content"])),
-  );
 
 /** Runs the hook command the hooks file gives `event`, as Copilot runs it (a shell), with `input`. */
 function runHookCommand(
@@ -136,7 +84,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       const { run, api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(run.code, run.stderr.slice(-1500)).toBe(0);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
-      expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
+      expect(copilotToolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
     },
   );
 
@@ -156,7 +104,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       const { api, work } = await session([shell("touch made.txt"), { text: "Done." }]);
       expect(existsSync(path.join(work, "made.txt"))).toBe(true);
       expect(seen.map(command)).toEqual(["touch made.txt"]);
-      expect(toolOutputs(api).join("\n")).toContain("remember: the build needs COPILOT-CTX-77");
+      expect(copilotToolOutputs(api).join("\n")).toContain("remember: the build needs COPILOT-CTX-77");
     },
   );
 

@@ -4,86 +4,34 @@
  * records trust (`~/.gemini/trustedFolders.json`), its token from `geode agents add`, its model is
  * a scripted stand-in for the Gemini API on loopback.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { freePort } from "@geode/cli";
 import { AGENT_TOOLS, HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
 import { describe, expect, it } from "vitest";
-import { useAgentPlane } from "./agent-plane-support.js";
+import { type AgentSessionOptions, useAgentPlane } from "./agent-plane-support.js";
 import { runHookCommandLine } from "./agent-process-support.js";
 import {
-  type GeminiRun,
-  type GeminiStandIn,
   type GeminiTurn,
-  geminiScratch,
+  geminiHomeFor,
+  geminiSession,
+  geminiToolOutputs,
   runGemini,
   startGeminiStandIn,
+  trustFolder,
 } from "./gemini-support.js";
 
 const plane = useAgentPlane("gemini-laptop");
 const { geode, cleanups } = plane;
 
-/** Trusts `folder` the way Gemini records it when its user says so. */
-function trust(home: string, folder: string): void {
-  writeFileSync(
-    path.join(home, ".gemini", "trustedFolders.json"),
-    JSON.stringify({ [folder]: "TRUST_FOLDER" }),
-  );
-}
-
-/** A scratch HOME with API-key settings, a trusted working folder, and the gateway's hooks written by `geode connect gemini-cli`. */
-async function geminiHome(
-  options: { url?: string; flags?: string[]; trusted?: boolean } = {},
-): Promise<{ home: string; work: string; settings: string }> {
-  const dirs = geminiScratch();
-  cleanups.push(dirs.cleanup);
-  if (options.trusted !== false) trust(dirs.home, dirs.work);
-  const r = await geode(
-    [
-      "connect",
-      "gemini-cli",
-      "--url",
-      options.url ?? plane.gateway().url,
-      "--write",
-      dirs.settings,
-      ...(options.flags ?? []),
-    ],
-    { HOME: dirs.home },
-  );
-  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
-  return dirs;
-}
-
-/** One Gemini CLI session through the gateway: the stand-in with `script`, `gemini -p`. */
-async function session(
-  script: GeminiTurn[],
-  options: { url?: string; flags?: string[]; token?: string; prompt?: string } = {},
-): Promise<{ run: GeminiRun; api: GeminiStandIn; work: string; home: string; sessionId: string }> {
-  const api = await startGeminiStandIn(script);
-  cleanups.push(() => api.close());
-  const { home, work } = await geminiHome(options);
-  const run = await runGemini({
-    prompt: options.prompt ?? "Do the task.",
-    home,
-    cwd: work,
-    apiUrl: api.url,
-    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
-  });
-  const init = run.events.find((e) => e["type"] === "init");
-  return { run, api, work, home, sessionId: String(init?.["session_id"] ?? "") };
-}
+const geminiHome = (options: { url?: string; flags?: string[]; trusted?: boolean } = {}) =>
+  geminiHomeFor(plane, options);
+const session = (script: GeminiTurn[], options: AgentSessionOptions = {}) =>
+  geminiSession(plane, script, options);
 
 const shell = (command: string): GeminiTurn => ({ shell: command });
 const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
-
-/** What the stand-in was told after a tool ran (the function responses, as Gemini sent them). */
-const toolOutputs = (api: GeminiStandIn) =>
-  api.requests.flatMap((r) =>
-    ((r.body["contents"] as Array<{ parts?: Array<Record<string, unknown>> }>) ?? []).flatMap((c) =>
-      (c.parts ?? []).filter((p) => p["functionResponse"]).map((p) => JSON.stringify(p["functionResponse"])),
-    ),
-  );
 
 /** Runs the hook command the settings give `event`, as Gemini runs it (a shell), with a prompt as input. */
 function runHookCommand(
@@ -128,7 +76,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
       const { api, work } = await session([shell("touch blocked.txt"), { text: "Could not do it." }]);
       expect(seen).toHaveLength(1);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
-      expect(toolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
+      expect(geminiToolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
       // The tool-kind table knows every tool the pinned CLI offers its model.
       const declared = (
         (api.requests[0]?.body["tools"] ?? []) as Array<{ functionDeclarations?: Array<{ name: string }> }>
@@ -259,7 +207,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
       expect(run.code).not.toBe(0);
       expect(`${run.stdout}${run.stderr}`).toMatch(/not running in a trusted directory/);
       expect(api.requests).toHaveLength(0);
-      trust(home, work);
+      trustFolder(home, work);
       const ok = await check();
       expect(ok.code, ok.err).toBe(0);
       expect(ok.out).toMatch(/^ok: 8 hooks, the folder is trusted/);

@@ -8,6 +8,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import { expect } from "vitest";
+import type { AgentPlane, AgentSessionOptions } from "./agent-plane-support.js";
 import {
   type AgentProcess,
   type AgentRunOptions,
@@ -83,7 +85,7 @@ export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiSt
 }
 
 /** A scratch HOME with `.gemini/settings.json` for offline API-key use, and a working folder. */
-export function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
+function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
   const { home, work, cleanup } = scratchFolders("gemini");
   mkdirSync(path.join(home, ".gemini"));
   const settings = path.join(home, ".gemini", "settings.json");
@@ -141,3 +143,64 @@ export async function runGemini(options: AgentRunOptions & { apiUrl: string }): 
   });
   return { ...run, events: jsonLines(run.stdout) };
 }
+
+/** Trusts `folder` the way Gemini records it when its user says so. */
+export function trustFolder(home: string, folder: string): void {
+  writeFileSync(
+    path.join(home, ".gemini", "trustedFolders.json"),
+    JSON.stringify({ [folder]: "TRUST_FOLDER" }),
+  );
+}
+
+/** A scratch HOME with API-key settings, a trusted working folder, and the gateway's hooks written by `geode connect gemini-cli`. */
+export async function geminiHomeFor(
+  plane: AgentPlane,
+  options: { url?: string; flags?: string[]; trusted?: boolean } = {},
+): Promise<{ home: string; work: string; settings: string }> {
+  const dirs = geminiScratch();
+  plane.cleanups.push(dirs.cleanup);
+  if (options.trusted !== false) trustFolder(dirs.home, dirs.work);
+  const r = await plane.geode(
+    [
+      "connect",
+      "gemini-cli",
+      "--url",
+      options.url ?? plane.gateway().url,
+      "--write",
+      dirs.settings,
+      ...(options.flags ?? []),
+    ],
+    { HOME: dirs.home },
+  );
+  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+  return dirs;
+}
+
+/** One Gemini CLI session through the plane's gateway: the stand-in with `script`, `gemini -p`. */
+export async function geminiSession(
+  plane: AgentPlane,
+  script: GeminiTurn[],
+  options: AgentSessionOptions = {},
+): Promise<{ run: GeminiRun; api: GeminiStandIn; work: string; home: string; sessionId: string }> {
+  const api = await startGeminiStandIn(script);
+  plane.cleanups.push(() => api.close());
+  const { home, work } = await geminiHomeFor(plane, options);
+  options.prepare?.(work);
+  const run = await runGemini({
+    prompt: options.prompt ?? "Do the task.",
+    home,
+    cwd: work,
+    apiUrl: api.url,
+    env: { GEODE_AGENT_TOKEN: options.token ?? plane.token() },
+  });
+  const init = run.events.find((e) => e["type"] === "init");
+  return { run, api, work, home, sessionId: String(init?.["session_id"] ?? "") };
+}
+
+/** What the stand-in was told after a tool ran (the function responses, as Gemini sent them). */
+export const geminiToolOutputs = (api: GeminiStandIn): string[] =>
+  api.requests.flatMap((r) =>
+    ((r.body["contents"] as Array<{ parts?: Array<Record<string, unknown>> }>) ?? []).flatMap((c) =>
+      (c.parts ?? []).filter((p) => p["functionResponse"]).map((p) => JSON.stringify(p["functionResponse"])),
+    ),
+  );

@@ -92,10 +92,14 @@ export class SessionStore {
     return { record: value as SessionRecord, resumed };
   }
 
-  /** Creates a new session that must not exist yet (a sub-agent's child); an existing one is `invalid_request`. */
+  /**
+   * Creates a new session that must not exist yet (a sub-agent's child, or a probe session of an
+   * agent); an existing one is `invalid_request`.
+   */
   async create(
     sessionId: string,
-    fields: Pick<SessionRecord, "reason" | "model" | "provider">,
+    fields: Pick<SessionRecord, "reason" | "model" | "provider"> &
+      Partial<Pick<SessionRecord, "agent" | "agent_kind">>,
   ): Promise<SessionRecord> {
     const { value } = await this.mutate(sessionId, (current) => {
       if (current !== null)
@@ -103,6 +107,11 @@ export class SessionStore {
       return { status: "active", generation: 0, ...fields, updated_at: Date.now() };
     });
     return value as SessionRecord;
+  }
+
+  /** Removes a session's record and its history (a probe session that stood for nothing real). */
+  async purge(sessionId: string): Promise<void> {
+    await this.records.purge(this.key(sessionId));
   }
 
   /**

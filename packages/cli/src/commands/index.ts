@@ -168,9 +168,10 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     path: ["policy", "test"],
-    summary: "evaluate one hook call against a pack, a file or the stored sets (exit 3 on block/deny)",
+    summary:
+      "evaluate one hook call against a pack, a file or the stored sets, or with --live through the running guard (exit 3 on block/deny)",
     usage:
-      "geode policy test [--pack <pack> | --file <file>] --hook <HookName> --payload JSON|@file [--agent <name>] [--group <group>]… [--agent-kind <kind>] [--json]",
+      "geode policy test [--pack <pack> | --file <file> | --live] --hook <HookName> --payload JSON|@file [--agent <name>] [--group <group>]… [--agent-kind <kind>] [--json]",
     load: async () => (await import("./policy-test.js")).policyTestCommand,
   },
   {

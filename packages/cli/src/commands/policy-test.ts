@@ -15,6 +15,7 @@ import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { readJsonOption } from "./json-option.js";
 import { packOrRefuse } from "./policy.js";
 import { checkOrExplain } from "./policy-check.js";
+import { invokeLive, liveText } from "./policy-live.js";
 
 /** Exit code of a result that blocks or denies, as `geode hook invoke` has it. */
 const BLOCKED_EXIT = 3;
@@ -42,11 +43,29 @@ async function storedSets(
   }
 }
 
+/** What `--live` cannot be combined with, and why. */
+function refuseWithLive(values: Record<string, unknown>): void {
+  if (values["pack"] !== undefined || values["file"] !== undefined)
+    throw new UsageError(
+      "--live asks the running guard, which evaluates the stored sets: drop --pack/--file",
+    );
+  if (values["group"] !== undefined)
+    throw new UsageError(
+      "--live: the guard takes the agent's groups from its record ('geode agents add NAME --group G'), not from the caller",
+    );
+  if (values["session"] !== undefined)
+    throw new UsageError("--live invokes in a probe session of its own: drop --session");
+  if (values["agent-kind"] !== undefined && values["agent"] === undefined)
+    throw new UsageError("--live: --agent-kind needs --agent (a runtime's session has no agent kind)");
+}
+
 /**
  * `geode policy test [--pack PACK | --file FILE] --hook H --payload JSON [--agent A] [--group G]…
  * [--agent-kind K] [--session ID] [--json]`: evaluates one hook call locally against a pack or a
  * file (no plane needed; enforced) or else against the stored sets (their own modes), and prints
  * the decision, the deciding policies and the reason; exit 3 when the result blocks or denies.
+ * `--live [--agent A [--agent-kind K]]` invokes it through the running plane instead (see
+ * `invokeLive`): the outcome, the `policy` handler's decision and its deciding policies.
  */
 export const policyTestCommand: CommandModule = {
   async run(args, io) {
@@ -62,8 +81,10 @@ export const policyTestCommand: CommandModule = {
         "agent-kind": { type: "string" },
         session: { type: "string" },
         json: { type: "boolean", default: false },
+        live: { type: "boolean", default: false },
       },
     });
+    if (values.live) refuseWithLive(values);
     if (values.pack !== undefined && values.file !== undefined)
       throw new UsageError("give --pack or --file, not both");
     const hook = values.hook;
@@ -75,6 +96,12 @@ export const policyTestCommand: CommandModule = {
       values["agent-kind"] === undefined ? undefined : AgentKindSchema.safeParse(values["agent-kind"]);
     if (kind && !kind.success)
       throw new UsageError(`--agent-kind is one of ${AgentKindSchema.options.join(", ")}`);
+    if (values.live) {
+      const live = await invokeLive(io, { hook, payload, agent: values.agent, agentKind: kind?.data });
+      if (!live) return 1;
+      io.out(values.json ? `${JSON.stringify(live.result)}\n` : liveText(live));
+      return live.result.blocked ? BLOCKED_EXIT : 0;
+    }
     let sets: CompiledSet[];
     let groups = values.group ?? [];
     if (values.pack !== undefined || values.file !== undefined) {

@@ -3,7 +3,9 @@
  * process with all five packs loaded, against the same call answered by an echo handler registered
  * the same way (bench/policy/handler.ts), each in a namespace of its own, in one run (the cases take
  * turns 20 calls at a time); then the evaluations per second of one guard: the engine alone in
- * this process, and the guard process answering its handler subject directly at 64 callers.
+ * this process, and the guard process answering its handler subject directly at 64 callers. The
+ * floor: the same guard process with no policy set (it answers without calling Cedar) and Cedar's
+ * own cost per call with one trivial policy, so a missed target says how much of it is Cedar's.
  */
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
@@ -32,6 +34,7 @@ const TARGET = 1.3;
 const run = randomBytes(3).toString("hex");
 const nsGuard = `bench_policy_guard_${run}`;
 const nsEcho = `bench_policy_echo_${run}`;
+const nsEmpty = `bench_policy_empty_${run}`;
 const natsUrl = process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
 const conn = await connectGeode({ name: "bench-policy" });
 const procs: SpawnedProcess[] = [];
@@ -45,11 +48,18 @@ const spawn = async (entry: string, ready: RegExp, ns: string) => {
 const payload = { tool_name: "Bash", arguments: { command: "npm test -- --run src/index.test.ts" } };
 const corr = correlation({ session_id: "bench", turn_id: "t" });
 
-/** Evaluations per second of the engine alone, for `ms`. */
-function engineRate(ms: number): number {
+/** One policy that compares one string: what a call into Cedar costs with (almost) no policy work. */
+const TRIVIAL = `@id("trivial")
+forbid (principal, action == Geode::Action::"call_tool", resource)
+when { context has command && context.command == "never" };`;
+
+/** Evaluations per second of the engine alone, for `ms`: the five packs, or one trivial policy. */
+function engineRate(ms: number, trivial = false): number {
   const schema = schemaText();
   const engine = new PolicyEngine(
-    packNames().map((p) => checkPolicySet(p, packText(p) ?? "", "enforce", schema)),
+    trivial
+      ? [checkPolicySet("trivial", TRIVIAL, "enforce", schema)]
+      : packNames().map((p) => checkPolicySet(p, packText(p) ?? "", "enforce", schema)),
   );
   const caller = { agent: "bench", agentKind: "claude-code" as const, groups: ["staff"] };
   for (let i = 0; i < 2_000; i++) engine.evaluate("PreToolUse", payload, "bench", caller);
@@ -69,11 +79,13 @@ try {
     await store.put(policyRecord(p, text, "enforce", "bench"));
   }
   await spawn("services/policy-guard/src/main.ts", /policy-guard started/, nsGuard);
+  await spawn("services/policy-guard/src/main.ts", /policy-guard started/, nsEmpty);
   await spawn("bench/policy/handler.ts", /ready/, nsEcho);
   const invokers: Array<[string, () => Promise<unknown>]> = [];
   for (const [label, ns] of [
     ["PreToolUse answered by the policy-guard, five packs", nsGuard],
     ["PreToolUse answered by an echo handler", nsEcho],
+    ["PreToolUse answered by the policy-guard, no policy set (the floor: no Cedar call)", nsEmpty],
   ] as const) {
     await spawn("services/hook-dispatcher/src/main.ts", /hook-dispatcher started/, ns);
     const hooks = createHookClient(conn.nc, names(ns));
@@ -90,7 +102,8 @@ try {
     invokers.map(([, fn]) => fn),
     { warmup: WARMUP, sequential: SEQUENTIAL, perRound: PER_ROUND },
   );
-  const [guard, echo] = samples.map((s) => summarize(s)) as [
+  const [guard, echo, empty] = samples.map((s) => summarize(s)) as [
+    ReturnType<typeof summarize>,
     ReturnType<typeof summarize>,
     ReturnType<typeof summarize>,
   ];
@@ -103,6 +116,7 @@ try {
   const guardRate = await measureThroughput(THROUGHPUT_TOTAL, 64, direct);
   progress("the engine alone, 3 s");
   const engine = engineRate(3_000);
+  const trivialEngine = engineRate(2_000, true);
 
   const ratio = guard.medianUs / echo.medianUs;
   process.stdout.write(
@@ -111,6 +125,7 @@ try {
       [
         [invokers[0]![0], fmtUs(guard.medianUs), fmtUs(guard.p99Us)],
         [invokers[1]![0], fmtUs(echo.medianUs), fmtUs(echo.p99Us)],
+        [invokers[2]![0], fmtUs(empty.medianUs), fmtUs(empty.p99Us)],
       ],
     )}\n\n`,
   );
@@ -118,7 +133,8 @@ try {
     [
       `target: policy-guard median / echo handler median: ${ratio.toFixed(2)} (target ≤ ${TARGET.toFixed(2)}): ${ratio <= TARGET ? "met" : "not met"}`,
       `evaluations per second of one guard process on its handler subject (64 callers, ${THROUGHPUT_TOTAL} calls): ${fmtRate(guardRate)}`,
-      `evaluations per second of the engine alone (five packs, one thread): ${fmtRate(engine)} (${fmtUs(1e6 / engine)} each)`,
+      `evaluations per second of the engine alone (five packs, one thread): ${fmtRate(engine)} (${fmtUs(1e6 / engine)} each); with one trivial policy: ${fmtUs(1e6 / trivialEngine)} each (Cedar's fixed cost per call)`,
+      `floor: the guard with no policy set / echo handler: ${(empty.medianUs / echo.medianUs).toFixed(2)}; the guard's added median ${fmtUs(guard.medianUs - echo.medianUs)}, of which the guard without Cedar ${fmtUs(empty.medianUs - echo.medianUs)}`,
       `${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(" ")}`,
@@ -127,6 +143,6 @@ try {
 } finally {
   for (const p of procs.reverse()) await p.stop("SIGTERM", 5_000);
   const jsm = await jetstreamManager(conn.nc, { checkAPI: false });
-  for (const ns of [nsGuard, nsEcho]) await cleanupNamespace(jsm, ns).catch(() => undefined);
+  for (const ns of [nsGuard, nsEcho, nsEmpty]) await cleanupNamespace(jsm, ns).catch(() => undefined);
   await conn.close();
 }

@@ -9,6 +9,7 @@ import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import { runCliCaptured } from "@geode/cli/testing";
+import type { HookEnvelope } from "@geode/contracts";
 import type { HookDispatcher } from "@geode/hook-dispatcher";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
@@ -169,3 +170,7 @@ export function useAgentPlane(agentName: string): AgentPlane {
     cleanups,
   };
 }
+
+/** The shell command of a tool call's hook payload (`arguments.command`), "" when it has none. */
+export const shellCommandOf = (e: HookEnvelope): string =>
+  String((e.payload["arguments"] as { command?: unknown }).command ?? "");

@@ -104,3 +104,20 @@ export function runHookCommandLine(
     child.stdin.end(input);
   });
 }
+
+/** Hooks as Claude Code's format nests them (Codex's `config.toml`, Gemini CLI's settings): event → groups → hooks. */
+export type NestedHooks = Record<string, Array<{ hooks: Array<{ command: string }> }>>;
+
+/** Runs the first hook command `hooks` gives `event` as the agent runs it, with a prompt as input. */
+export function runNestedHook(
+  hooks: NestedHooks,
+  event: string,
+  token: string,
+): Promise<{ status: number | null; stderr: string }> {
+  const cmd = hooks[event]?.[0]?.hooks[0]?.command as string;
+  return runHookCommandLine(
+    cmd,
+    JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" }),
+    token,
+  );
+}

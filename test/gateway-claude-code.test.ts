@@ -12,7 +12,7 @@ import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useAgentPlane } from "./agent-plane-support.js";
+import { shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
 import {
   type AnthropicStandIn,
   type ClaudeRun,
@@ -60,7 +60,6 @@ async function session(
 const bash = (command: string): Turn => ({
   tool: { name: "Bash", input: { command, description: "run it" } },
 });
-const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
 
 beforeAll(() => {
   settingsDir = mkdtempSync(path.join(tmpdir(), "geode-cc-settings-"));
@@ -81,7 +80,7 @@ describe("Claude Code governed through the agent gateway", () => {
       await plane
         .scope()
         .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
-          command(e).includes("blocked.txt")
+          shellCommandOf(e).includes("blocked.txt")
             ? { action: "block", reason: "touching blocked.txt is not allowed" }
             : null,
         );
@@ -94,7 +93,7 @@ describe("Claude Code governed through the agent gateway", () => {
 
   it("a PreToolUse rewrite changes the command that runs", CLI, async () => {
     await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
-      command(e) === "touch original.txt"
+      shellCommandOf(e) === "touch original.txt"
         ? {
             action: "rewrite",
             updates: { arguments: { ...(e.payload["arguments"] as object), command: "touch rewritten.txt" } },

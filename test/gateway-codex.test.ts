@@ -11,8 +11,8 @@ import { HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { type AgentSessionOptions, useAgentPlane } from "./agent-plane-support.js";
-import { runHookCommandLine } from "./agent-process-support.js";
+import { type AgentSessionOptions, shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
+import { type NestedHooks, runNestedHook } from "./agent-process-support.js";
 import {
   CODEX,
   type CodexTurn,
@@ -31,26 +31,10 @@ const session = (script: CodexTurn[], options: AgentSessionOptions = {}) =>
   codexSession(plane, script, options);
 
 const shell = (command: string): CodexTurn => ({ shell: command });
-const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
 
-/**
- * Runs the hook command `config.toml` gives `event`, as Codex runs it (a shell), with a prompt as
- * input (asynchronously: the gateway it calls runs in this process).
- */
-function runHookCommand(
-  config: string,
-  event: string,
-  withToken: string,
-): Promise<{ status: number | null; stderr: string }> {
-  const hooks = (parse(config) as { hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>> })
-    .hooks;
-  const cmd = hooks[event]?.[0]?.hooks[0]?.command as string;
-  return runHookCommandLine(
-    cmd,
-    JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" }),
-    withToken,
-  );
-}
+/** Runs the hook command `config.toml` gives `event`, as Codex runs it (a shell). */
+const runHookCommand = (config: string, event: string, withToken: string) =>
+  runNestedHook((parse(config) as { hooks: NestedHooks }).hooks, event, withToken);
 
 // Each case runs a real Codex process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 240_000 };
@@ -78,7 +62,7 @@ describe("Codex CLI governed through the agent gateway", () => {
       await plane
         .scope()
         .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["Bash"] } }, (e) =>
-          command(e).includes("blocked.txt")
+          shellCommandOf(e).includes("blocked.txt")
             ? { action: "block", reason: "touching blocked.txt is not allowed" }
             : null,
         );
@@ -93,7 +77,7 @@ describe("Codex CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
-        command(e) === "touch original.txt"
+        shellCommandOf(e) === "touch original.txt"
           ? {
               action: "rewrite",
               updates: {

@@ -12,7 +12,7 @@ import { HookName } from "@geode/contracts";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { type AgentSessionOptions, useAgentPlane } from "./agent-plane-support.js";
+import { type AgentSessionOptions, shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
 import { runAgentProcess } from "./agent-process-support.js";
 import {
   type CopilotTurn,
@@ -40,7 +40,6 @@ const session = (script: CopilotTurn[], options: AgentSessionOptions & { args?: 
   copilotSession(plane, script, options);
 
 const shell = (command: string): CopilotTurn => ({ shell: command });
-const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
 
 /** Runs the hook command the hooks file gives `event`, as Copilot runs it (a shell), with `input`. */
 function runHookCommand(
@@ -77,7 +76,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       await plane
         .scope()
         .serve(HookName.PreToolUse, { name: "no-touch", match: { tool_name: ["bash"] } }, (e) =>
-          command(e).includes("blocked.txt")
+          shellCommandOf(e).includes("blocked.txt")
             ? { action: "block", reason: "touching blocked.txt is not allowed" }
             : null,
         );
@@ -103,7 +102,7 @@ describe("Copilot CLI governed through the agent gateway", () => {
       }));
       const { api, work } = await session([shell("touch made.txt"), { text: "Done." }]);
       expect(existsSync(path.join(work, "made.txt"))).toBe(true);
-      expect(seen.map(command)).toEqual(["touch made.txt"]);
+      expect(seen.map(shellCommandOf)).toEqual(["touch made.txt"]);
       expect(copilotToolOutputs(api).join("\n")).toContain("remember: the build needs COPILOT-CTX-77");
     },
   );

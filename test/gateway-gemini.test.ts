@@ -10,8 +10,8 @@ import { freePort } from "@geode/cli";
 import { AGENT_TOOLS, HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
 import { describe, expect, it } from "vitest";
-import { type AgentSessionOptions, useAgentPlane } from "./agent-plane-support.js";
-import { runHookCommandLine } from "./agent-process-support.js";
+import { type AgentSessionOptions, shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
+import { type NestedHooks, runNestedHook } from "./agent-process-support.js";
 import {
   type GeminiTurn,
   geminiHomeFor,
@@ -31,26 +31,14 @@ const session = (script: GeminiTurn[], options: AgentSessionOptions = {}) =>
   geminiSession(plane, script, options);
 
 const shell = (command: string): GeminiTurn => ({ shell: command });
-const command = (e: HookEnvelope) => String((e.payload["arguments"] as { command?: unknown }).command ?? "");
 
-/** Runs the hook command the settings give `event`, as Gemini runs it (a shell), with a prompt as input. */
-function runHookCommand(
-  settings: string,
-  event: string,
-  withToken: string,
-): Promise<{ status: number | null; stderr: string }> {
-  const hooks = (
-    JSON.parse(readFileSync(settings, "utf8")) as {
-      hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>>;
-    }
-  ).hooks;
-  const cmd = hooks[event]?.[0]?.hooks[0]?.command as string;
-  return runHookCommandLine(
-    cmd,
-    JSON.stringify({ session_id: "s-cmd", hook_event_name: event, prompt: "hi" }),
+/** Runs the hook command the settings give `event`, as Gemini runs it (a shell). */
+const runHookCommand = (settings: string, event: string, withToken: string) =>
+  runNestedHook(
+    (JSON.parse(readFileSync(settings, "utf8")) as { hooks: NestedHooks }).hooks,
+    event,
     withToken,
   );
-}
 
 // Each case runs a real Gemini CLI process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 180_000 };
@@ -68,7 +56,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
           { name: "no-touch", match: { tool_name: ["run_shell_command"] } },
           (e) => {
             seen.push(e);
-            return command(e).includes("blocked.txt")
+            return shellCommandOf(e).includes("blocked.txt")
               ? { action: "block", reason: "touching blocked.txt is not allowed" }
               : null;
           },
@@ -91,7 +79,7 @@ describe("Gemini CLI governed through the agent gateway", () => {
     CLI,
     async () => {
       await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
-        command(e) === "touch original.txt"
+        shellCommandOf(e) === "touch original.txt"
           ? {
               action: "rewrite",
               updates: {

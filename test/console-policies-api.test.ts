@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { startConsole } from "@geode/console";
-import { type ConsolePolicies, ConsolePoliciesSchema, sha256 } from "@geode/contracts";
+import { type ConsolePolicies, ConsolePoliciesSchema, HookName, sha256 } from "@geode/contracts";
 import { packText } from "@geode/policy";
 import { openProjectionDb } from "@geode/projection";
+import { createHookClient } from "@geode/runtime";
 import { useFixture, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONSOLE_TOKEN, startConsolePlane } from "./console-support.js";
 import { ccInput } from "./gateway-support.js";
+import { CORRELATION } from "./hooks-support.js";
 import { keptLogger, putPack, type RunningGuard, startGuard } from "./policy-support.js";
 
 const { fixture: plane } = useFixture(startConsolePlane, (p) => p.stop());
@@ -33,7 +35,8 @@ beforeAll(async () => {
   guard = await startGuard(env, keptLogger([]));
   await putPack(env, "destructive-shell");
   await putPack(env, "secrets-read", "audit");
-  await guard.loaded(["destructive-shell", "secrets-read"]);
+  await putPack(env, "git-safety");
+  await guard.loaded(["destructive-shell", "secrets-read", "git-safety"]);
   await waitFor(() =>
     plane()
       .tools.dispatcher.handlers()
@@ -45,9 +48,22 @@ beforeAll(async () => {
   // Enforced: rm -rf is refused.
   const denied = await bash("rm -rf /tmp/policies-x", "t2");
   expect(denied).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
-  // The recorder projects asynchronously: wait until both decisions are there.
+  // Enforced @ask, invoked on the plane as a runtime would (no approver needed to see the decision).
+  const asked = await createHookClient(env.nc, env.names).invoke(
+    HookName.PreToolUse,
+    { tool_name: "shell.exec", arguments: { command: "git push origin main" } } as never,
+    { ...CORRELATION, session_id: `${sessionId}-rt` },
+  );
+  expect(asked.decisions).toEqual([
+    expect.objectContaining({ handler: "policy", action: "request_permission" }),
+  ]);
+  // The recorder projects asynchronously: wait until the three decisions are there.
+  const askCount = async () =>
+    sum((await policies()).decisions.series.filter((s) => s.outcome === "ask").flatMap((s) => s.counts));
   await waitFor(
-    async () => (await policies()).blocks.filter((b) => b.session_id === sessionId).length === 2,
+    async () =>
+      (await policies()).blocks.filter((b) => b.session_id === sessionId).length === 2 &&
+      (await askCount()) === 1,
     30_000,
   );
 }, 120_000);
@@ -61,9 +77,10 @@ describe("GET /api/policies", () => {
     const { sets } = await policies();
     expect(sets.map((s) => [s.name, s.mode])).toEqual([
       ["destructive-shell", "enforce"],
+      ["git-safety", "enforce"],
       ["secrets-read", "audit"],
     ]);
-    const [shell, secrets] = sets;
+    const [shell, , secrets] = sets;
     expect(shell!.sha256).toBe(sha256(packText("destructive-shell") ?? ""));
     expect(shell!.updated_by).toBe("test");
     expect(shell!.created_at).toBeLessThanOrEqual(Date.now());
@@ -82,6 +99,10 @@ describe("GET /api/policies", () => {
     ]);
     expect(of("secrets-read.secrets-in-command").map((s) => [s.outcome, sum(s.counts)])).toEqual([
       ["audit", 1],
+    ]);
+    // An enforced @ask stops nothing (no block row) but is counted as the ask it was.
+    expect(of("git-safety.protected-branch-push").map((s) => [s.outcome, sum(s.counts)])).toEqual([
+      ["ask", 1],
     ]);
     for (const s of decisions.series) {
       expect(s.counts).toHaveLength(60);

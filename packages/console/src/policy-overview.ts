@@ -33,9 +33,17 @@ export function policySetView(record: PolicyRecord): ConsolePolicySet {
   return { name, mode, sha256, created_at, updated_by, policies };
 }
 
-/** What a guard's audit counts as: the enforced block or deny, an audit-mode note, or nothing. */
-function outcomeOf(status: string, mode: "enforce" | "audit"): PolicyOutcome | null {
+/**
+ * What a guard's audit counts as: the enforced block or deny, an enforced ask (audited `ok` with
+ * its deciding policies as the note), an audit-mode note, or nothing.
+ */
+function outcomeOf(
+  status: string,
+  mode: "enforce" | "audit",
+  policies: readonly string[],
+): PolicyOutcome | null {
   if (mode === "audit") return status === "ok" ? "audit" : null;
+  if (status === "ok") return policies.length > 0 ? "ask" : null;
   return status === "block" || status === "deny" ? status : null;
 }
 
@@ -69,7 +77,7 @@ export async function policyDecisions(
   const series = new Map<string, { policy: string; outcome: PolicyOutcome; counts: number[] }>();
   for (const r of rows) {
     const parsed = parsePolicyReason(r.reason);
-    const outcome = outcomeOf(r.status, parsed.mode);
+    const outcome = outcomeOf(r.status, parsed.mode, parsed.policies);
     if (outcome === null) continue;
     for (const policy of parsed.policies) {
       const key = `${policy}\u0000${outcome}`;

@@ -29,10 +29,11 @@ export const ConsolePolicySetSchema = z.strictObject({
 export type ConsolePolicySet = z.infer<typeof ConsolePolicySetSchema>;
 
 /**
- * What a policy decided: `block` or `deny` when an enforced set stopped a call or prompt, `audit`
- * when an audited set would have decided (nothing was enforced).
+ * What a policy decided: `block` or `deny` when an enforced set stopped a call or prompt, `ask`
+ * when an enforced `@ask` policy sent it to a person, `audit` when an audited set would have
+ * decided (nothing was enforced).
  */
-export const POLICY_OUTCOMES = ["block", "deny", "audit"] as const;
+export const POLICY_OUTCOMES = ["block", "deny", "ask", "audit"] as const;
 export const PolicyOutcomeSchema = z.enum(POLICY_OUTCOMES);
 export type PolicyOutcome = z.infer<typeof PolicyOutcomeSchema>;
 

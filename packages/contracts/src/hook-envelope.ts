@@ -58,7 +58,7 @@ export const HandlerReplySchema = z.object({
     .string()
     .optional()
     .describe(
-      "with no decision only: a short note the audit records as the call's reason (cut to 512), e.g. a policy-guard in audit mode",
+      "with no decision, or one that does not stop the chain (not block or deny, which are audited with their own reason): a short note the audit records as the call's reason (cut to 512, redacted), e.g. the deciding policies of a policy-guard's ask, or what it would have done in audit mode",
     ),
 });
 

@@ -46,6 +46,30 @@ describe("parsePolicyReason", () => {
     });
   });
 
+  it("notes an enforced ask's deciding policies for the audit, which would otherwise say only ok", () => {
+    const asked = policyAnswer(
+      evaluation({
+        action: "request_permission",
+        policies: ["git-safety.push-main"],
+        reason: "push to main",
+      }),
+    );
+    expect(asked.decision).toEqual({
+      action: "request_permission",
+      reason: "push to main (policy git-safety.push-main)",
+    });
+    expect(parsePolicyReason(asked.auditReason ?? "")).toEqual({
+      mode: "enforce",
+      would: null,
+      reason: "push to main",
+      policies: ["git-safety.push-main"],
+    });
+    // A block is audited with its own reason: no note.
+    expect(
+      policyAnswer(evaluation({ action: "block", policies: ["a.b"], reason: "no" })).auditReason,
+    ).toBeUndefined();
+  });
+
   it("takes the last id list, so a reason that itself says (policy …) keeps its words", () => {
     const text = policyAnswer(
       evaluation({ action: "block", policies: ["a.b"], reason: "see (policy handbook)" }),

@@ -49,10 +49,13 @@ export function parsePolicyReason(text: string): PolicyReason {
   return { mode, would, reason: rest.slice(0, at), policies };
 }
 
-/** What the guard answers for one evaluation: a decision, and a note for the audit when it has none. */
+/** What the guard answers for one evaluation: a decision, and a note for the audit. */
 export interface PolicyAnswer {
   decision: HookDecision | null;
-  /** Audit mode: what would have happened and which policies decided (never payload text). */
+  /**
+   * Which policies decided, for the audit (never payload text): an enforced ask's reason (the
+   * audit would otherwise say only `ok`), or in audit mode what would have happened.
+   */
   auditReason?: string;
 }
 
@@ -62,7 +65,11 @@ export interface PolicyAnswer {
  */
 export function policyAnswer(evaluation: PolicyEvaluation): PolicyAnswer {
   const { enforce, audit } = evaluation;
-  if (enforce.action !== null) return { decision: { action: enforce.action, reason: withPolicies(enforce) } };
+  if (enforce.action !== null) {
+    const reason = withPolicies(enforce);
+    const stops = enforce.action === "block" || enforce.action === "deny";
+    return { decision: { action: enforce.action, reason }, ...(stops ? {} : { auditReason: reason }) };
+  }
   if (audit.action !== null) return { decision: null, auditReason: auditNote(audit) };
   return { decision: null };
 }

@@ -20,6 +20,7 @@ import {
   type HookName,
   invalidDecision,
   isHookName,
+  isStoppingAction,
   PROBE_HEADER,
   SchemaVersion,
   TOOL_HOOKS,
@@ -171,7 +172,10 @@ export async function serveHookAnswers(
       }
       const check = validateDecision(hook, answer.decision);
       if (!check.ok) throw invalidDecision(check.error);
-      const note = check.decision === null ? answer.auditReason : undefined;
+      // A note for the audit goes with no decision or one that does not stop the chain (a stopping
+      // decision is audited with its own reason).
+      const stops = check.decision !== null && isStoppingAction(check.decision.action);
+      const note = stops ? undefined : answer.auditReason;
       return HookHandlerLeg.reply.encode({
         decision: check.decision,
         ...(note ? { audit_reason: note } : {}),

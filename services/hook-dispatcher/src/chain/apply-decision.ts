@@ -8,8 +8,8 @@ export const AUDIT_REASON_CHARS = 512;
 
 /**
  * Applies one handler's decision: a decision that breaks the hook's rules is a handler error;
- * `null` adds nothing (audited `ok`, with the handler's `audit_reason` note as the reason, bounded
- * and redacted); a rewrite is merged into the payload and validated again (an
+ * `null` adds nothing; `null` and every decision that does not stop the chain are audited `ok`,
+ * with the handler's `audit_reason` note as the reason (bounded and redacted); a rewrite is merged into the payload and validated again (an
  * invalid result is a handler error and leaves the payload as it was); `block` or `deny` stops
  * the chain. Returns true when the chain must stop.
  */
@@ -24,8 +24,9 @@ export function applyDecision(
   const check = validateDecision(run.hook, raw);
   if (!check.ok) return handlerFailed(run, h, "InvalidDecision", check.error, startedAt);
   const decision = check.decision;
+  const note = auditReason ? sanitizeText(auditReason, AUDIT_REASON_CHARS) : "";
   if (decision === null) {
-    run.audit(name, "ok", auditReason ? sanitizeText(auditReason, AUDIT_REASON_CHARS) : "", startedAt);
+    run.audit(name, "ok", note, startedAt);
     return false;
   }
   if (decision.action === "rewrite" && decision.updates) {
@@ -36,7 +37,7 @@ export function applyDecision(
   }
   run.decide({ handler: name, ...decision });
   if (!isStoppingAction(decision.action)) {
-    run.audit(name, "ok", "", startedAt);
+    run.audit(name, "ok", note, startedAt);
     return false;
   }
   const reason = sanitizeText(decision.reason ?? "", AUDIT_REASON_CHARS);

@@ -134,7 +134,7 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
   let input = await readAll(io.stdin);
   // Copilot's agentStop input has no answer text, only its transcript's path: the verifier needs the text.
   if (agent === "copilot" && new URL(endpoint).searchParams.get("event") === "agentStop")
-    input = (await import("../connect/copilot-transcript.js")).withAnswerText(input);
+    input = await (await import("../connect/copilot-transcript.js")).withAnswerText(input);
   let reply: { status: number; text: string };
   try {
     reply = await post(endpoint, input, token, timeoutMs);

@@ -81,9 +81,14 @@ describe("geode connect copilot --check's readings", () => {
 });
 
 describe("agentStop's answer text", () => {
-  it("comes from the transcript's last assistant message with content; the path is not sent on", () => {
+  const line = (type: string, content: string) => JSON.stringify({ type, data: { content } });
+  const stop = (timestamp: number) =>
+    JSON.stringify({ type: "hook.start", data: { hookType: "agentStop", input: { timestamp } } });
+  const answer = async (input: Record<string, unknown>, waitMs?: number) =>
+    JSON.parse((await withAnswerText(Buffer.from(JSON.stringify(input)), waitMs)).toString());
+
+  it("comes from the transcript's last assistant message with content; the path is not sent on", async () => {
     const transcript = path.join(dir, "events.jsonl");
-    const line = (type: string, content: string) => JSON.stringify({ type, data: { content } });
     writeFileSync(
       transcript,
       [
@@ -94,15 +99,36 @@ describe("agentStop's answer text", () => {
       ].join("\n"),
     );
     const input = { sessionId: "s", stopReason: "end_turn", transcriptPath: transcript };
-    expect(JSON.parse(withAnswerText(Buffer.from(JSON.stringify(input))).toString())).toEqual({
+    expect(await answer(input)).toEqual({
       sessionId: "s",
       stopReason: "end_turn",
       lastAssistantMessage: "the answer",
     });
     const missing = { ...input, transcriptPath: path.join(dir, "nope.jsonl") };
-    expect(JSON.parse(withAnswerText(Buffer.from(JSON.stringify(missing))).toString())).toEqual({
-      sessionId: "s",
-      stopReason: "end_turn",
-    });
+    expect(await answer(missing, 100)).toEqual({ sessionId: "s", stopReason: "end_turn" });
+  });
+
+  it("waits for Copilot to write this stop, and takes the answer before it, not an earlier turn's", async () => {
+    const transcript = path.join(dir, "turns.jsonl");
+    // Turn one is written; this stop (timestamp 2000) ends turn two, written a moment after the hook runs.
+    writeFileSync(transcript, [line("assistant.message", "One."), stop(1000)].join("\n"));
+    const input = { sessionId: "s", timestamp: 2000, transcriptPath: transcript };
+    const later = setTimeout(
+      () =>
+        writeFileSync(
+          transcript,
+          [line("assistant.message", "One."), stop(1000), line("assistant.message", "Two."), stop(2000)].join(
+            "\n",
+          ),
+        ),
+      150,
+    );
+    try {
+      expect((await answer(input)).lastAssistantMessage).toBe("Two.");
+    } finally {
+      clearTimeout(later);
+    }
+    // A stop that never shows up: after the wait, the transcript's last answer.
+    expect((await answer({ ...input, timestamp: 3000 }, 100)).lastAssistantMessage).toBe("Two.");
   });
 });

@@ -88,7 +88,7 @@ export function jsonLines(stdout: string): Array<Record<string, unknown>> {
  * Runs one hook command as an agent runs it (`sh -c`), with `input` on stdin and only PATH and the
  * token in its environment (asynchronously: the gateway it calls may run in this process).
  */
-export function runHookCommandLine(
+function runHookCommandLine(
   command: string,
   input: string,
   token: string,

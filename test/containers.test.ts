@@ -350,7 +350,10 @@ describe("the compose stack, deployed as the README says", () => {
         return started.length === 0 ? 0 : new Date(started.at(-1)?.[1] as string).getTime();
       };
       let restartedAt = 0;
-      await waitFor(async () => (restartedAt = await lastStart()) > killedAt, 60_000);
+      await waitFor(async () => {
+        restartedAt = await lastStart();
+        return restartedAt > killedAt;
+      }, 60_000);
       expect(restartedAt).toBeGreaterThan(publishedEarly);
       // Every event projected, each once.
       const rows = await projected(stack, session, ids.length);

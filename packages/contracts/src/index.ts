@@ -307,8 +307,10 @@ export {
   type ToolKind,
   type ToolKindEntry,
   type ToolOwner,
+  toolCalledPayload,
   toolFacts,
   toolKindOf,
+  toolRefusedPayload,
   toolTarget,
 } from "./tool-kinds.js";
 export { ToolTerminalReplySchema, ToolTerminalRequestSchema } from "./tool-terminal.js";

@@ -192,6 +192,49 @@ export function toolTarget(
 }
 
 /**
+ * The payload of a `tool.called` timeline record (a call that goes ahead): the tool, its effect,
+ * its arguments' digest and, when it has one, what it acts on (`toolTarget`).
+ */
+export function toolCalledPayload(
+  owner: ToolOwner | undefined,
+  toolName: string,
+  effect: string,
+  args: Record<string, unknown>,
+  argumentsSha256: string,
+): Record<string, unknown> {
+  const target = toolTarget(owner, toolName, args);
+  return {
+    tool_name: toolName,
+    effect,
+    arguments_sha256: argumentsSha256,
+    ...(target === undefined ? {} : { target }),
+  };
+}
+
+/**
+ * The payload of the `tool.completed` record of a call refused before it ran (blocked at
+ * PreToolUse, or denied): its only record naming the tool, with the reason and what the call
+ * would have acted on.
+ */
+export function toolRefusedPayload(
+  owner: ToolOwner | undefined,
+  toolName: string,
+  args: Record<string, unknown>,
+  status: "blocked" | "denied",
+  reason: string,
+): Record<string, unknown> {
+  const target = toolTarget(owner, toolName, args);
+  return {
+    tool_name: toolName,
+    status,
+    has_error: false,
+    executed: false,
+    reason,
+    ...(target === undefined ? {} : { target }),
+  };
+}
+
+/**
  * A tool's `safety_level` in the tool-executor's effect words: `read` for reading kinds,
  * `communication` for web tools, else `mutation` (shell, writes, edits, MCP tools and any tool not
  * known to only read: the safer reading).

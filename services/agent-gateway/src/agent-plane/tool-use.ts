@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { decisionReason, HookName, isBlocked, RuntimeEvent, sha256, toolTarget } from "@geode/contracts";
+import {
+  decisionReason,
+  HookName,
+  isBlocked,
+  RuntimeEvent,
+  sha256,
+  toolCalledPayload,
+  toolRefusedPayload,
+} from "@geode/contracts";
 import { decidePermission, type PermissionVerdict } from "@geode/lifecycle";
 import type { AgentCall } from "./agent-call.js";
 import { derivedId } from "./tool-calls.js";
@@ -99,17 +107,9 @@ function refused(call: AgentCall, use: ToolUse, reason: string): PreToolVerdict 
  * executed), with the refusal's reason and what the call would have acted on for the story.
  */
 function refusalRecord(call: AgentCall, use: ToolUse, status: "blocked" | "denied", reason: string): void {
-  const target = toolTarget(call.agent.kind, use.tool_name, use.args);
   call.plane.timeline(
     "tool.completed",
-    {
-      tool_name: use.tool_name,
-      status,
-      has_error: false,
-      executed: false,
-      reason,
-      ...(target === undefined ? {} : { target }),
-    },
+    toolRefusedPayload(call.agent.kind, use.tool_name, use.args, status, reason),
     call.corr,
   );
 }
@@ -160,7 +160,6 @@ function recordStarted(call: AgentCall, use: ToolUse): void {
   const rewritten = id !== "" && toolCalls.rewritten(corr.session_id, id);
   const effect = safetyLevelOf(call.agent.kind, use.tool_name);
   const ids = (what: string) => (id === "" ? undefined : derivedId(corr.session_id, id, what));
-  const target = toolTarget(call.agent.kind, use.tool_name, use.args);
   plane.emit(
     RuntimeEvent.TOOL_EXEC_STARTED,
     { tool_name: use.tool_name, effect, rewritten },
@@ -169,12 +168,7 @@ function recordStarted(call: AgentCall, use: ToolUse): void {
   );
   plane.timeline(
     "tool.called",
-    {
-      tool_name: use.tool_name,
-      effect,
-      arguments_sha256: sha256(use.args),
-      ...(target === undefined ? {} : { target }),
-    },
+    toolCalledPayload(call.agent.kind, use.tool_name, effect, use.args, sha256(use.args)),
     corr,
     ids("tool.called"),
   );

@@ -4,7 +4,7 @@ import {
   receiptReply,
   sha256,
   type ToolExecuteReply,
-  toolTarget,
+  toolCalledPayload,
   unresolvedResultReply,
 } from "@geode/contracts";
 import { ReceiptLease } from "../receipt-lease.js";
@@ -18,15 +18,9 @@ import { requireOperationKey, type ToolCall } from "./tool-call.js";
 export async function admission(call: ToolCall): Promise<ToolExecuteReply | undefined> {
   const { deps, definition, correlation } = call;
   const argumentsSha = sha256(call.args);
-  const target = toolTarget("runtime", definition.name, call.args);
   void deps.events.timeline(
     "tool.called",
-    {
-      tool_name: definition.name,
-      effect: definition.effect,
-      arguments_sha256: argumentsSha,
-      ...(target === undefined ? {} : { target }),
-    },
+    toolCalledPayload("runtime", definition.name, definition.effect, call.args, argumentsSha),
     correlation,
   );
   if (!call.effectful) return undefined;

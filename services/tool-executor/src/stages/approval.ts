@@ -20,15 +20,13 @@ export async function approval(call: ToolCall): Promise<ToolExecuteReply | undef
     },
     { tool_name: definition.name, safety_level: definition.effect, args: call.args, correlation },
   );
+  const tool = { name: definition.name, args: call.args };
   switch (verdict.behavior) {
     case "allow":
       return undefined;
     case "deny":
-      return refuse(call, "denied", verdict.reason, { name: definition.name, args: call.args });
+      return refuse(call, "denied", verdict.reason, tool);
     case "none":
-      return refuse(call, "denied", `approval denied: ${verdict.reason}`, {
-        name: definition.name,
-        args: call.args,
-      });
+      return refuse(call, "denied", `approval denied: ${verdict.reason}`, tool);
   }
 }

@@ -15,7 +15,7 @@ import {
   ToolExecuteLeg,
   type ToolExecuteReply,
   type ToolResultOffloaded,
-  toolTarget,
+  toolRefusedPayload,
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
 import type { ReceiptStore, ResultStore } from "@geode/state";
@@ -213,17 +213,9 @@ export function refuse(
   reason: string,
   tool: { name: string; args: Record<string, unknown> } = { name: call.request.tool_name, args: call.args },
 ): ToolExecuteReply {
-  const target = toolTarget("runtime", tool.name, tool.args);
   void call.deps.events.timeline(
     "tool.completed",
-    {
-      tool_name: tool.name,
-      status,
-      has_error: false,
-      executed: false,
-      reason,
-      ...(target === undefined ? {} : { target }),
-    },
+    toolRefusedPayload("runtime", tool.name, tool.args, status, reason),
     call.correlation,
   );
   return toolReply(status, { reason });

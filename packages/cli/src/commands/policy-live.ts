@@ -10,7 +10,12 @@ import {
   GeodeError,
   type Names,
 } from "@geode/contracts";
-import type { PolicyDecision, PolicyHook, PolicyTestResult } from "@geode/policy";
+import {
+  type PolicyDecision,
+  type PolicyHook,
+  type PolicyTestResult,
+  parsePolicyReason,
+} from "@geode/policy";
 import { AgentStore, HandlerRegistrations, leaseExpired, SessionStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { CommandIO } from "../command.js";
@@ -41,12 +46,6 @@ interface LiveResult {
   groups: string[];
 }
 
-/** `(policy a, b)` at the end of a policy decision's reason → `[a, b]`. */
-function decidingPolicies(reason: string): string[] {
-  const m = /\(policy ([^()]+)\)$/.exec(reason);
-  return m ? (m[1] as string).split(", ") : [];
-}
-
 /** The `policy` handler's part of an outcome, with its audit event: `geode policy test`'s result. */
 function liveResult(outcome: DispatchOutcome, audit: ExtensionInvokedPayload | undefined): PolicyTestResult {
   const decided = outcome.decisions.find((d) => d.handler === POLICY_HANDLER);
@@ -57,7 +56,7 @@ function liveResult(outcome: DispatchOutcome, audit: ExtensionInvokedPayload | u
   return {
     blocked: outcome.blocked,
     decision: (decided?.action ?? null) as PolicyDecision["action"],
-    policies: audit?.status === "error" ? [] : decidingPolicies(reason),
+    policies: audit?.status === "error" ? [] : parsePolicyReason(reason).policies,
     reason,
   };
 }

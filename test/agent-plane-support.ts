@@ -174,3 +174,28 @@ export function useAgentPlane(agentName: string): AgentPlane {
 /** The shell command of a tool call's hook payload (`arguments.command`), "" when it has none. */
 export const shellCommandOf = (e: HookEnvelope): string =>
   String((e.payload["arguments"] as { command?: unknown }).command ?? "");
+
+/**
+ * `geode connect <agent>` as a user runs it, to the plane's gateway unless `url` says otherwise,
+ * writing to `write` when given (else the agent's default place), with the extra `flags`; it must
+ * succeed.
+ */
+export async function connectAgent(
+  plane: AgentPlane,
+  agent: string,
+  options: { url?: string | undefined; write?: string | undefined; flags?: string[] | undefined },
+  env: Record<string, string>,
+): Promise<void> {
+  const r = await plane.geode(
+    [
+      "connect",
+      agent,
+      "--url",
+      options.url ?? plane.gateway().url,
+      ...(options.write ? ["--write", options.write] : []),
+      ...(options.flags ?? []),
+    ],
+    env,
+  );
+  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
+}

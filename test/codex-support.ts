@@ -8,8 +8,7 @@ import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
-import { expect } from "vitest";
-import type { AgentPlane, AgentSessionOptions } from "./agent-plane-support.js";
+import { type AgentPlane, type AgentSessionOptions, connectAgent } from "./agent-plane-support.js";
 import {
   type AgentProcess,
   type AgentRunOptions,
@@ -172,21 +171,12 @@ export async function codexHomeFor(
   plane.cleanups.push(dirs.cleanup);
   const config = path.join(dirs.home, "config.toml");
   writeFileSync(config, providerConfig(apiUrl));
-  const r = await plane.geode(
-    [
-      "connect",
-      "codex",
-      "--url",
-      options.url ?? plane.gateway().url,
-      "--write",
-      config,
-      "--codex",
-      CODEX,
-      ...(options.flags ?? []),
-    ],
+  await connectAgent(
+    plane,
+    "codex",
+    { url: options.url, write: config, flags: ["--codex", CODEX, ...(options.flags ?? [])] },
     { HOME: dirs.home, CODEX_HOME: dirs.home },
   );
-  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
   return { ...dirs, config };
 }
 

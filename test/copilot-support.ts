@@ -5,13 +5,11 @@
  * script (a `bash` tool call, or text that ends the turn), streaming `chat.completion.chunk` SSE
  * frames as the API does.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
-import { expect } from "vitest";
-import type { AgentPlane, AgentSessionOptions } from "./agent-plane-support.js";
-import { type AgentProcess, runAgentProcess } from "./agent-process-support.js";
+import { type AgentPlane, type AgentSessionOptions, connectAgent } from "./agent-plane-support.js";
+import { type AgentProcess, runAgentProcess, scratchFolders } from "./agent-process-support.js";
 import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's loader: it runs the native binary of the platform package. */
@@ -91,17 +89,9 @@ export async function startChatStandIn(script: CopilotTurn[]): Promise<ChatStand
 
 /** A scratch HOME (Copilot's folder `.copilot` in it) and a working folder; removed by `cleanup`. */
 function copilotScratch(): { home: string; work: string; cleanup(): void } {
-  const home = mkdtempSync(path.join(tmpdir(), "geode-copilot-home-"));
-  const work = mkdtempSync(path.join(tmpdir(), "geode-copilot-work-"));
-  mkdirSync(path.join(home, ".copilot"), { recursive: true });
-  return {
-    home,
-    work,
-    cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
-    },
-  };
+  const dirs = scratchFolders("copilot");
+  mkdirSync(path.join(dirs.home, ".copilot"), { recursive: true });
+  return dirs;
 }
 
 /** The environment of an offline Copilot run against the stand-in at `apiUrl`. */
@@ -149,19 +139,12 @@ export async function copilotHomeFor(
 ): Promise<{ home: string; work: string }> {
   const dirs = copilotScratch();
   plane.cleanups.push(dirs.cleanup);
-  const target = options.write?.(dirs.work);
-  const r = await plane.geode(
-    [
-      "connect",
-      "copilot",
-      "--url",
-      options.url ?? plane.gateway().url,
-      ...(target ? ["--write", target] : []),
-      ...(options.flags ?? []),
-    ],
+  await connectAgent(
+    plane,
+    "copilot",
+    { url: options.url, write: options.write?.(dirs.work), flags: options.flags },
     { HOME: dirs.home },
   );
-  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
   return dirs;
 }
 

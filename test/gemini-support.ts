@@ -8,8 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
-import { expect } from "vitest";
-import type { AgentPlane, AgentSessionOptions } from "./agent-plane-support.js";
+import { type AgentPlane, type AgentSessionOptions, connectAgent } from "./agent-plane-support.js";
 import {
   type AgentProcess,
   type AgentRunOptions,
@@ -160,19 +159,12 @@ export async function geminiHomeFor(
   const dirs = geminiScratch();
   plane.cleanups.push(dirs.cleanup);
   if (options.trusted !== false) trustFolder(dirs.home, dirs.work);
-  const r = await plane.geode(
-    [
-      "connect",
-      "gemini-cli",
-      "--url",
-      options.url ?? plane.gateway().url,
-      "--write",
-      dirs.settings,
-      ...(options.flags ?? []),
-    ],
+  await connectAgent(
+    plane,
+    "gemini-cli",
+    { url: options.url, write: dirs.settings, flags: options.flags },
     { HOME: dirs.home },
   );
-  expect(r.code, `${r.out}\n${r.err}`).toBe(0);
   return dirs;
 }
 

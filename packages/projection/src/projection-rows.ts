@@ -211,9 +211,11 @@ export function decodeStreamMessage(
       duration_ms: f.latency_ms,
     };
     const reason = e.payload["reason"];
-    if (typeof reason === "string" && reason !== "")
+    // Only a reason is free text (the other fields are already cut and cleaned): only then sanitize.
+    if (typeof reason === "string" && reason !== "") {
       kept["reason"] = [...reason].slice(0, AUDIT_REASON_CHARS).join("");
-    activity["payload"] = storedPayload(kept, parsed.mayHoldNul);
+      activity["payload"] = storedPayload(kept, parsed.mayHoldNul);
+    } else activity["payload"] = kept;
     const extension = { stream_seq: streamSeq, ts: e.ts, ...f } as Record<string, unknown>;
     putCorrelation(extension, e.correlation);
     extension["trace_id"] = traceId;

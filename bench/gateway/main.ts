@@ -9,12 +9,12 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
-import { loadavg } from "node:os";
 import { connectGeode, createHookClient, ensureBucket } from "@geode/bus";
 import { CLAUDE_CODE_HOOK_PATH, correlation, HookName, sha256 } from "@geode/contracts";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
+  fmtLoad,
   fmtRate,
   fmtUs,
   type LatencySummary,
@@ -33,12 +33,7 @@ const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 4_000);
 const CONCURRENCY = 16;
 const TARGET_ADDED_MS = 2;
 
-// Numbers from a shared machine mean little without its load: printed with the results.
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
-const loadAtStart = load();
+const loadAtStart = fmtLoad();
 const ns = `bench_gateway_${randomBytes(3).toString("hex")}`;
 const env = {
   NATS_URL: process.env["NATS_URL"] ?? "nats://127.0.0.1:4222",
@@ -194,7 +189,7 @@ try {
       `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,
       `  (gateway PreToolUse with 1 handler − trivial endpoint; of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)})`,
       `${ROUNDS * PER_ROUND} calls per case, interleaved in rounds of ${PER_ROUND}, after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
-      `load average (1, 5, 15 min): ${loadAtStart} at the start, ${load()} at the end`,
+      `load average (1, 5, 15 min): ${loadAtStart} at the start, ${fmtLoad()} at the end`,
     ].join("\n") + "\n",
   );
 } finally {

@@ -11,13 +11,13 @@
  * measures metrics and span export on vs off instead (bench/hooks/observability.ts).
  */
 import { randomBytes } from "node:crypto";
-import { loadavg } from "node:os";
 import { ensureBucket } from "@geode/bus";
 import { correlation, names } from "@geode/contracts";
 import { connectGeode, createHookClient, HookName } from "@geode/runtime";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
+  fmtLoad,
   fmtRate,
   fmtUs,
   type LatencySummary,
@@ -166,9 +166,7 @@ try {
       line("p99 / median, 1 and 3 handlers (worse of the two)", tail.toFixed(2), "≤ 4", tail <= 4),
       `floor of any process in the middle (a forwarder that only passes the request on): ${(fwd1.seq.medianUs / (2 * floor)).toFixed(2)} × 2 raw round trips, ${(fwd3.seq.medianUs / (4 * floor)).toFixed(2)} × 4; p99 / median ${(fwd1.seq.p99Us / fwd1.seq.medianUs).toFixed(2)}, raw ${(raw.seq.p99Us / floor).toFixed(2)}`,
       `floor with every handler call audited (the forwarder, and one extension_invoked event per echo call published to the events stream as the dispatcher does): ${(audited1.seq.medianUs / (2 * floor)).toFixed(2)} × 2 raw round trips, ${(audited3.seq.medianUs / (4 * floor)).toFixed(2)} × 4; p99 / median ${(audited1.seq.p99Us / audited1.seq.medianUs).toFixed(2)}`,
-      `0 handlers median: ${fmtUs(zero.seq.medianUs)}; ${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(" ")}`,
+      `0 handlers median: ${fmtUs(zero.seq.medianUs)}; ${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} per throughput run; load average at the end: ${fmtLoad()}`,
     ].join("\n") + "\n",
   );
 } finally {

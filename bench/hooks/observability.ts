@@ -15,7 +15,6 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { loadavg } from "node:os";
 import { ensureBucket } from "@geode/bus";
 import { correlation, names } from "@geode/contracts";
 import { connectGeode, createHookClient, HookName, runInTrace } from "@geode/runtime";
@@ -24,6 +23,7 @@ import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@g
 import { jetstreamManager } from "@nats-io/jetstream";
 import { processCpuMs, threadCpuMs } from "../lib/cpu-time.js";
 import {
+  fmtLoad,
   fmtRate,
   fmtUs,
   measureInterleaved,
@@ -219,9 +219,7 @@ export async function observabilityBench(): Promise<void> {
         `per epoch, every trace recorded vs off: ${perEpochVsOff("on")} %; the control vs off: ${perEpochVsOff("control")} %\n` +
         `throughput at 64 callers on/off: ${(rate[at("on")]! / rate[at("off")]!).toFixed(3)}; OTLP collector took ${exported}\n` +
         `${EPOCHS} epochs, each with fresh dispatchers: ${perEpoch * PER_ROUND} sequential calls per dispatcher, interleaved in rotating rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each, ` +
-        `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call (the process, and its main thread alone): median over the epochs; load average at the end: ${loadavg()
-          .map((l) => l.toFixed(2))
-          .join(" ")}\n`,
+        `and one throughput run of ${THROUGHPUT_TOTAL} calls each in rotating order (median of ${EPOCHS}); CPU per call (the process, and its main thread alone): median over the epochs; load average at the end: ${fmtLoad()}\n`,
     );
   } finally {
     for (const t of scrapes) clearInterval(t);

@@ -1,4 +1,5 @@
 /** Small helpers shared by the benchmarks: timing, percentiles and a table for people. */
+import { loadavg } from "node:os";
 
 function nowUs(): number {
   return Number(process.hrtime.bigint()) / 1_000;
@@ -108,6 +109,13 @@ export async function measureThroughput(
 export function fmtUs(us: number): string {
   if (!Number.isFinite(us)) return "-";
   return us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`;
+}
+
+/** The machine's 1, 5 and 15 minute load averages: numbers from a shared machine mean little without them. */
+export function fmtLoad(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 }
 
 export function fmtRate(perSec: number): string {

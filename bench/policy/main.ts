@@ -8,7 +8,6 @@
  * own cost per call with one trivial policy, so a missed target says how much of it is Cedar's.
  */
 import { randomBytes } from "node:crypto";
-import { loadavg } from "node:os";
 import { correlation, HookName, hookEnvelope, names, policyRecord } from "@geode/contracts";
 import { checkPolicySet, PolicyEngine, packNames, packText, schemaText } from "@geode/policy";
 import { connectGeode, createHookClient } from "@geode/runtime";
@@ -16,6 +15,7 @@ import { PolicyStore } from "@geode/state";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
+  fmtLoad,
   fmtRate,
   fmtUs,
   measureThroughput,
@@ -135,9 +135,7 @@ try {
       `evaluations per second of one guard process on its handler subject (64 callers, ${THROUGHPUT_TOTAL} calls): ${fmtRate(guardRate)}`,
       `evaluations per second of the engine alone (five packs, one thread): ${fmtRate(engine)} (${fmtUs(1e6 / engine)} each); with one trivial policy: ${fmtUs(1e6 / trivialEngine)} each (Cedar's fixed cost per call)`,
       `floor: the guard with no policy set / echo handler: ${(empty.medianUs / echo.medianUs).toFixed(2)}; the guard's added median ${fmtUs(guard.medianUs - echo.medianUs)}, of which the guard without Cedar ${fmtUs(empty.medianUs - echo.medianUs)}`,
-      `${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; load average at the end: ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(" ")}`,
+      `${rounds * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; load average at the end: ${fmtLoad()}`,
     ].join("\n") + "\n",
   );
 } finally {

@@ -8,7 +8,7 @@
  *   3. replay: `geode replay --rebuild` of the same stream.
  */
 import { randomUUID } from "node:crypto";
-import { cpus, loadavg } from "node:os";
+import { cpus } from "node:os";
 import { RuntimeEventBus } from "@geode/bus";
 import { runCli } from "@geode/cli";
 import { names as buildNames, RECORDER_CONSUMER } from "@geode/contracts";
@@ -24,7 +24,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { machineBusy, processCpuMs, processesCpuMs } from "../lib/cpu-time.js";
-import { fmtRate, progress, table } from "../lib/stats.js";
+import { fmtLoad, fmtRate, progress, table } from "../lib/stats.js";
 
 const N = Number(process.env["BENCH_EVENTS"] ?? 100_000);
 const BATCH = Number(process.env["BENCH_BATCH"] ?? 1_000);
@@ -430,8 +430,6 @@ process.stdout.write(
     ...targets,
     ...(e2eBound ? [e2eBound] : []),
     ...cpuLine,
-    `events: ${N.toLocaleString("en-US")}; load average at the end: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(" ")}`,
+    `events: ${N.toLocaleString("en-US")}; load average at the end: ${fmtLoad()}`,
   ].join("\n")}\n`,
 );

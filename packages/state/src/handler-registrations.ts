@@ -22,6 +22,9 @@ export function sameHandlerConfig(a: HandlerRegistration, b: HandlerRegistration
   );
 }
 
+/** How often a registry reader re-reads the whole bucket besides following it. */
+const REGISTRY_RESYNC_MS = 5_000;
+
 /** True when the registration's lease ran out (its handler stopped beating). */
 export function leaseExpired(reg: HandlerRegistration, now = Date.now()): boolean {
   return reg.heartbeat_at + reg.lease_ms < now;
@@ -122,6 +125,12 @@ export class HandlerRegistrations {
     apply: (change: RecordChange<HandlerRegistration>) => void,
     onError?: (err: unknown) => void,
   ): Promise<RecordWatch> {
-    return this.records.watch(apply, { onError, keyOf: (r) => this.key(r.hook, r.name) });
+    // Leases are renewed every lease/3 (5 s by default): a reader re-reads as often, so a stalled
+    // watch never leaves a live handler looking expired (a closed one would block every call).
+    return this.records.watch(apply, {
+      onError,
+      keyOf: (r) => this.key(r.hook, r.name),
+      resyncMs: REGISTRY_RESYNC_MS,
+    });
   }
 }

@@ -32,6 +32,9 @@ export interface RecordWatch {
   stop(): Promise<void>;
 }
 
+/** How often a watch re-reads its whole bucket unless told otherwise (see `KvRecords.watch`). */
+const DEFAULT_RESYNC_MS = 30_000;
+
 function safeJson(entry: KvEntry): unknown {
   try {
     return entry.json();
@@ -164,7 +167,11 @@ export class KvRecords<T> {
   /**
    * Follows the bucket: `apply` gets every current record, then every change. Resolves once the
    * current records were applied, so a reader that starts this before serving never acts on a
-   * partial view. `onError` hears of a watch that ended by failure.
+   * partial view. `onError` hears of a watch that ended by failure. Every `resyncMs` the bucket is
+   * also read whole and any key whose revision the watch has not delivered is applied (a deleted
+   * one as null): a watch that stalled or ended (a NATS node lost under it) cannot leave the reader
+   * on a stale view for longer than that. A re-read that overlapped a change the watch delivered is
+   * dropped: the watch is alive, and its view is the newer one.
    */
   async watch(
     apply: (change: RecordChange<T>) => void,
@@ -172,9 +179,27 @@ export class KvRecords<T> {
       onError?: ((err: unknown) => void) | undefined;
       /** The key a record belongs under: a record stored under another key counts as malformed. */
       keyOf?: (value: T) => string;
+      resyncMs?: number;
     } = {},
   ): Promise<RecordWatch> {
-    const { onError, keyOf } = options;
+    const { onError, keyOf, resyncMs = DEFAULT_RESYNC_MS } = options;
+    /** The revision of each key as last applied, and how many changes were applied. */
+    const known = new Map<string, number>();
+    let changes = 0;
+    const applyEntry = (entry: KvEntry) => {
+      // A watch that resumes after a re-read may deliver revisions older than the one applied.
+      if ((known.get(entry.key) ?? 0) > entry.revision) return;
+      changes++;
+      if (entry.operation !== "PUT") {
+        known.delete(entry.key);
+        apply({ key: entry.key, value: null, malformed: false });
+        return;
+      }
+      known.set(entry.key, entry.revision);
+      let value = this.tryParse(safeJson(entry));
+      if (value !== undefined && keyOf && keyOf(value) !== entry.key) value = undefined;
+      apply({ key: entry.key, value: value ?? null, malformed: value === undefined });
+    };
     // The last message of the stream is the newest entry of some key, so once the watch has
     // delivered that revision the initial snapshot is complete.
     const status = await this.kv.status();
@@ -187,12 +212,7 @@ export class KvRecords<T> {
     const watcher = await this.kv.watch({ key: ">" });
     const loop = (async () => {
       for await (const entry of watcher) {
-        if (entry.operation !== "PUT") apply({ key: entry.key, value: null, malformed: false });
-        else {
-          let value = this.tryParse(safeJson(entry));
-          if (value !== undefined && keyOf && keyOf(value) !== entry.key) value = undefined;
-          apply({ key: entry.key, value: value ?? null, malformed: value === undefined });
-        }
+        applyEntry(entry);
         if (entry.revision >= lastSeq) markReady();
       }
       markReady();
@@ -201,10 +221,38 @@ export class KvRecords<T> {
       markReady();
     });
     await ready;
+    const resync = async () => {
+      const before = changes;
+      const current: KvEntry[] = [];
+      try {
+        for (const key of await this.keys()) {
+          const entry = await this.kv.get(key);
+          if (entry && isLive(entry)) current.push(entry);
+        }
+      } catch {
+        return; // NATS is away too: the next re-read tries again
+      }
+      if (changes !== before) return;
+      const live = new Set(current.map((e) => e.key));
+      for (const entry of current) if (known.get(entry.key) !== entry.revision) applyEntry(entry);
+      for (const key of [...known.keys()])
+        if (!live.has(key)) {
+          changes++;
+          known.delete(key);
+          apply({ key, value: null, malformed: false });
+        }
+    };
+    let resyncing: Promise<void> = Promise.resolve();
+    const timer = setInterval(() => {
+      resyncing = resyncing.then(resync);
+    }, resyncMs);
+    timer.unref?.();
     return {
       async stop() {
+        clearInterval(timer);
         watcher.stop();
         await loop;
+        await resyncing;
       },
     };
   }

@@ -7,10 +7,12 @@ import {
   SessionRecordSchema,
 } from "@geode/contracts";
 import { useTestEnv, waitFor } from "@geode/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import { AgentStore } from "./agent-store.js";
 import { AttemptStore } from "./attempt-store.js";
 import { HandlerRegistrations } from "./handler-registrations.js";
+import { KvRecords } from "./kv-records.js";
 import { KeepRecord, mutateKvRecord } from "./mutate-kv-record.js";
 import { ReceiptStore } from "./receipt-store.js";
 import { RunStore } from "./run-store.js";
@@ -77,6 +79,31 @@ describe("AgentStore (KV {ns}_agents, written by operators, read by the agent ga
       await agents.add("watched-2", sha("w2"));
       await agents.remove("watched-1");
       await waitFor(() => seen.get("watched-2") === sha("w2") && seen.get("watched-1") === null);
+    } finally {
+      await watch.stop();
+    }
+  });
+});
+
+describe("KvRecords watch", () => {
+  it("catches up by re-reading the bucket when its watch has lost its consumer", async () => {
+    const records = await KvRecords.open(conn(), "runs", (raw) => raw as { n: number });
+    await records.put("r1", { n: 1 });
+    await records.put("r2", { n: 2 });
+    const seen = new Map<string, number | null>();
+    const watch = await records.watch(({ key, value }) => seen.set(key, value?.n ?? null), {
+      resyncMs: 100,
+    });
+    try {
+      expect(seen.get("r1")).toBe(1);
+      // The watch's consumer goes away under it, as when the NATS node that held it is lost.
+      const jsm = await jetstreamManager(env().nc);
+      const stream = `KV_${env().names.buckets.runs}`;
+      for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+      await records.put("r1", { n: 10 });
+      await records.delete("r2");
+      await records.put("r3", { n: 3 });
+      await waitFor(() => seen.get("r1") === 10 && seen.get("r2") === null && seen.get("r3") === 3, 3_000);
     } finally {
       await watch.stop();
     }

@@ -1,4 +1,4 @@
-import { ErrorCode, GeodeError, MAX_JSON_DEPTH } from "@geode/contracts";
+import { ErrorCode, GeodeError, MAX_JSON_DEPTH, wellFormedJsonText } from "@geode/contracts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -10,8 +10,12 @@ const CLOSE_ARRAY = 0x5d;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
+/**
+ * UTF-8 JSON of a value, every string in it valid Unicode: a lone surrogate (which JSON.stringify
+ * writes as an escape) goes out as U+FFFD, so no body the plane sends can carry one.
+ */
 export function encodeJson(value: unknown): Uint8Array {
-  return encoder.encode(JSON.stringify(value));
+  return encoder.encode(wellFormedJsonText(JSON.stringify(value)));
 }
 
 /**
@@ -42,7 +46,9 @@ export function jsonDepth(data: Uint8Array, limit = Number.POSITIVE_INFINITY): n
 /**
  * Decodes a UTF-8 JSON body; anything else is `invalid_request`: not UTF-8, not JSON, or nested
  * deeper than `MAX_JSON_DEPTH` (checked before parsing, so nothing downstream ever recurses
- * through degenerate input). An empty body decodes as `{}`.
+ * through degenerate input). An empty body decodes as `{}`. Every string decoded is valid Unicode:
+ * a lone-surrogate escape (`\ud800`) becomes U+FFFD, so nothing taken from the wire can make
+ * PostgreSQL refuse a row later.
  */
 export function decodeJson(data: Uint8Array): unknown {
   if (data.byteLength === 0) return {};
@@ -56,7 +62,7 @@ export function decodeJson(data: Uint8Array): unknown {
     throw new GeodeError(ErrorCode.InvalidRequest, "body is not valid UTF-8", { cause });
   }
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(wellFormedJsonText(text)) as unknown;
   } catch (cause) {
     throw new GeodeError(ErrorCode.InvalidRequest, "body is not valid JSON", { cause });
   }

@@ -11,6 +11,12 @@ import { checkDatabaseUrl, checkNatsUrl } from "./urls.js";
 /** The port of `/metrics` when `GEODE_METRICS_PORT` is unset (OpenTelemetry's Prometheus default). */
 export const DEFAULT_METRICS_PORT = 9464;
 
+/**
+ * How long a service drains before it exits anyway (`GEODE_SHUTDOWN_TIMEOUT_MS`): a NATS or
+ * database that went away must not hold a stopping process for good; half of compose's 20 s grace.
+ */
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+
 /** The replica counts `GEODE_STREAM_REPLICAS` accepts (a JetStream stream is R1, R3 or R5). */
 export const STREAM_REPLICA_COUNTS = [1, 3, 5] as const;
 
@@ -123,6 +129,11 @@ export const COMMON_ENV = envSpec({
     default: "unset: `parentbased_always_on`",
     meaning:
       "which traces are recorded, decided where a trace starts (a runtime's client, the gateway, a service called without `traceparent`) and kept downstream: `always_on`, `always_off` or `traceidratio` with `OTEL_TRACES_SAMPLER_ARG` the share (e.g. `0.1`), each also as `parentbased_…`; an unrecorded trace still travels to every message and row",
+  }),
+  shutdownTimeoutMs: envVar("GEODE_SHUTDOWN_TIMEOUT_MS", read.int(DEFAULT_SHUTDOWN_TIMEOUT_MS, 1), {
+    default: `\`${DEFAULT_SHUTDOWN_TIMEOUT_MS}\``,
+    meaning:
+      "how long a service may drain after SIGTERM or SIGINT (or once its supervisor is gone) before it exits anyway, with code 1; a second signal exits at once. Keep it under the compose `stop_grace_period` (20 s)",
   }),
   logLevel: envVar(
     "LOG_LEVEL",

@@ -1,6 +1,7 @@
 import {
   type CorrelationInput,
   type DispatchOutcome,
+  type GuardedArguments,
   HookInvokeLeg,
   type HookName,
   type HookPayloadInput,
@@ -20,6 +21,11 @@ export interface InvokeOptions {
    * handler as `error` / `Cancelled`.
    */
   signal?: AbortSignal;
+  /**
+   * PermissionRequest: the guarded facts of the call's whole input (`guardedArguments`), which
+   * its payload's bounded `detail` cannot carry.
+   */
+  guarded?: GuardedArguments;
 }
 
 /** Invokes public hooks through the hook-dispatcher and returns typed outcomes. */
@@ -66,7 +72,12 @@ export function createHookClient(nc: NatsConnection, n: Names): HookClient {
             requestJson(
               nc,
               n.hookInvoke(hook),
-              HookInvokeLeg.request.encode({ correlation, payload, timeout_ms: remainingMs }),
+              HookInvokeLeg.request.encode({
+                correlation,
+                payload,
+                timeout_ms: remainingMs,
+                ...(options.guarded ? { guarded: options.guarded } : {}),
+              }),
               // A little slack beyond the budget so the dispatcher's own timeout reply can arrive.
               {
                 timeoutMs: remainingMs + 250,

@@ -64,6 +64,7 @@ export {
   STREAM_DEFAULTS,
   type StreamOptions,
 } from "./provision.js";
+export { repeatedHeader } from "./repeated-header.js";
 export {
   RequestFailedError,
   type RequestJsonOptions,

@@ -147,6 +147,7 @@ export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   agents: 1,
   webhooks: 1,
   policies: 5,
+  mcpServers: 1,
 };
 
 /**

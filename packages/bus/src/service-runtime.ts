@@ -11,15 +11,16 @@ import { supervisorGone } from "./supervisor-channel.js";
 
 export const GEODE_VERSION = "0.1.0";
 
-/** A service's own view of its health: `degraded` says why in `reason`. */
+/** A service's own view of its health: `degraded` says why in `reason`; `note`, what to look at. */
 export interface ServiceHealth {
   status: HealthReply["status"];
   reason?: string | undefined;
+  note?: string | undefined;
 }
 
 /**
  * Answers `{ns}.health.{service}` with `{service, status, version, started_at, metrics_url}`,
- * plus `reason` while the service is degraded.
+ * plus `reason` while the service is degraded and `note` when it has one.
  */
 export function serveHealth(
   nc: NatsConnection,
@@ -31,7 +32,8 @@ export function serveHealth(
   const startedAt = Date.now();
   return serveRequests(nc, n.health(service), { request: HealthLeg.request }, (): HealthReply => {
     const h = health();
-    const { status, reason } = typeof h === "string" ? { status: h, reason: undefined } : h;
+    const { status, reason, note } =
+      typeof h === "string" ? { status: h, reason: undefined, note: undefined } : h;
     return {
       service,
       status,
@@ -39,6 +41,7 @@ export function serveHealth(
       started_at: startedAt,
       metrics_url: options.metricsUrl ?? null,
       ...(status === "degraded" && reason ? { reason } : {}),
+      ...(note ? { note } : {}),
     };
   });
 }
@@ -123,7 +126,7 @@ export async function runService<S = undefined>(
     process.exit(2);
   }
   // Watched from the start: a supervisor that dies while this process starts is noticed too.
-  const supervisor = supervisorGone();
+  const supervisor = supervisorGone(config.shutdownTimeoutMs);
   const log = createLogger(service, config.logLevel);
   const telemetry = await options.telemetry?.start({ name: service, version: GEODE_VERSION, config, log });
   let nc: NatsConnection;
@@ -158,35 +161,50 @@ export async function runService<S = undefined>(
   const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok", {
     metricsUrl: telemetry?.metricsUrl ?? null,
   });
+  // Before "started": whoever reads that line may stop the service at once.
+  drainOnStop(service, log, { supervisor, deadlineMs: config.shutdownTimeoutMs }, [
+    () => health.drain(),
+    () => running.stop(),
+    () => nc.drain(),
+    () => telemetry?.stop(),
+  ]);
   // "started" means health answers: the subscription has reached the server.
   await nc.flush();
   log.info(
     { namespace: config.namespace, version: GEODE_VERSION, metrics_url: telemetry?.metricsUrl ?? null },
     `${service} started`,
   );
-  drainOnStop(service, log, supervisor, [
-    () => health.drain(),
-    () => running.stop(),
-    () => nc.drain(),
-    () => telemetry?.stop(),
-  ]);
 }
 
 /**
  * Drains on SIGTERM/SIGINT, and when the supervisor that started this process is gone (see
  * `supervisorGone`): each step in order (the first error is logged and ends the drain), then exit 0.
+ * A drain has a deadline (`GEODE_SHUTDOWN_TIMEOUT_MS`): a step that never ends (draining into a
+ * NATS that is gone, a database that does not answer) would otherwise hold the process for good,
+ * deaf to every further SIGTERM. Past it, or at a second SIGTERM/SIGINT, the process exits 1.
  */
 function drainOnStop(
   service: string,
   log: Logger,
-  supervisor: Promise<void> | undefined,
+  options: { supervisor: Promise<void> | undefined; deadlineMs: number },
   steps: ReadonlyArray<() => Promise<unknown> | undefined>,
 ): void {
   let stopping = false;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      if (signal === "supervisor-gone") return;
+      log.warn({ signal }, `${service}: ${signal} again while draining; exiting now`);
+      process.exit(1);
+    }
     stopping = true;
-    log.info({ signal }, `${service} draining`);
+    log.info({ signal, deadline_ms: options.deadlineMs }, `${service} draining`);
+    setTimeout(() => {
+      log.error(
+        { deadline_ms: options.deadlineMs },
+        `${service} did not finish draining within ${options.deadlineMs} ms; exiting`,
+      );
+      process.exit(1);
+    }, options.deadlineMs);
     try {
       for (const step of steps) await step();
     } catch (err) {
@@ -197,7 +215,7 @@ function drainOnStop(
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
-  void supervisor?.then(() => {
+  void options.supervisor?.then(() => {
     log.warn(`${service}: the process that started it is gone; draining`);
     void shutdown("supervisor-gone");
   });

@@ -1,10 +1,4 @@
 /**
- * How long a service whose supervisor is gone may take to drain before it exits anyway: nobody is
- * left to stop it, and the NATS or database it drains into may be going away too.
- */
-const ORPHAN_DRAIN_MS = 10_000;
-
-/**
  * Resolves once the IPC channel to this process's parent closes. A supervisor (`geode up`, `geode
  * demo`) starts its services with such a channel; when it dies (SIGKILL, an OOM kill, a closed
  * terminal) the channel closes, and nobody else would stop the service. A process started without
@@ -12,14 +6,16 @@ const ORPHAN_DRAIN_MS = 10_000;
  *
  * Call it at start-up, before the channel can have closed. The channel does not keep the process
  * alive; once it is gone, writes to the supervisor's (closed) stdout and stderr pipes are dropped
- * instead of failing with EPIPE, and the process exits `ORPHAN_DRAIN_MS` later whatever it is doing.
+ * instead of failing with EPIPE, and the process exits `drainMs` later whatever it is doing (also
+ * while it is still starting): nobody is left to stop it, and the NATS or database it drains
+ * into may be going away too.
  */
-export function supervisorGone(): Promise<void> | undefined {
+export function supervisorGone(drainMs: number): Promise<void> | undefined {
   if (!process.channel) return undefined;
   const gone = new Promise<void>((resolve) => {
     process.once("disconnect", () => {
       for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
-      setTimeout(() => process.exit(1), ORPHAN_DRAIN_MS).unref();
+      setTimeout(() => process.exit(1), drainMs).unref();
       resolve();
     });
   });

@@ -100,6 +100,17 @@ export const ConsoleApprovalSchema = z.strictObject({
   received_at: int,
   /** When the tool-executor stops waiting (`GEODE_APPROVAL_TIMEOUT_MS` after the request). */
   expires_at: int,
+  /** The gateway agent whose session asks (KV `{ns}_sessions`); null for a runtime's session. */
+  agent: z.string().nullable(),
+  agent_kind: z.string().nullable(),
+  /**
+   * The policies that sent the call to a person (`set.id`, from the call's audited policy reason
+   * in the projection); [] while the console cannot tell (no projection, not recorded yet, or a
+   * handler that is no policy asked).
+   */
+  policies: z.array(z.string()),
+  /** Their `@reason`, as the agent was told; null with no policies. */
+  policy_reason: z.string().nullable(),
 });
 export type ConsoleApproval = z.infer<typeof ConsoleApprovalSchema>;
 export const ConsoleApprovalsPageSchema = pageOf(ConsoleApprovalSchema);

@@ -15,7 +15,16 @@ const count = int.min(0);
 /** `GET /api/policies` query: the window of the decisions chart (`15m`, `1h`, `6h`, `24h`; default `1h`). */
 export const ConsolePoliciesQuerySchema = ConsoleStatsQuerySchema;
 
-/** One stored policy set, without its text. */
+/** A stored value the policy-guard refused, and why (Cedar's message with its line:column, or the record's fault). */
+const ConsoleRefusedPolicySchema = z.strictObject({
+  revision: int,
+  reason: z.string().max(512),
+});
+
+/**
+ * One policy set as the policy-guard enforces it (its last good version), without its text; a
+ * newer stored value the guard refused is `refused`.
+ */
 export const ConsolePolicySetSchema = z.strictObject({
   name: PolicySetNameSchema,
   mode: PolicyModeSchema,
@@ -25,6 +34,10 @@ export const ConsolePolicySetSchema = z.strictObject({
   updated_by: z.string(),
   /** Its policies' ids (`set.id`), as reasons and audits name them. */
   policies: z.array(z.string()),
+  /** The KV revision of the version in force. */
+  revision: int,
+  /** The newest stored value, when the guard refused it (this older version stays in force). */
+  refused: ConsoleRefusedPolicySchema.nullable(),
 });
 export type ConsolePolicySet = z.infer<typeof ConsolePolicySetSchema>;
 
@@ -71,9 +84,13 @@ export const ConsolePolicyBlockSchema = z.strictObject({
 });
 export type ConsolePolicyBlock = z.infer<typeof ConsolePolicyBlockSchema>;
 
-/** `GET /api/policies`: the sets by name, the decisions chart, the latest 20 blocks newest first. */
+/**
+ * `GET /api/policies`: the sets in force by name, the stored keys of which nothing is in force (every
+ * stored value refused), the decisions chart, the latest 20 blocks newest first.
+ */
 export const ConsolePoliciesSchema = z.strictObject({
   sets: z.array(ConsolePolicySetSchema),
+  refused: z.array(ConsoleRefusedPolicySchema.extend({ key: z.string().max(256) })),
   decisions: ConsolePolicyDecisionsSchema,
   blocks: z.array(ConsolePolicyBlockSchema),
 });

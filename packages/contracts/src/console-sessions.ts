@@ -100,6 +100,8 @@ export const ConsoleSessionSummarySchema = z.strictObject({
   denied: count,
   /** The last verification's policy action (`accept`, `revise`, `escalate`, …); null if none ran. */
   verification: z.string().nullable(),
+  /** Tool calls whose result reached the plane without their PreToolUse (`governance.gap`): nobody governed them. */
+  gaps: count,
 });
 export type ConsoleSessionSummary = z.infer<typeof ConsoleSessionSummarySchema>;
 
@@ -149,6 +151,8 @@ export const ConsoleStoryStepSchema = z.strictObject({
   /** How it ended (a tool call's completed/failed/…, a verification's pass or fail). */
   outcome: z.string().nullable(),
   duration_ms: z.number().nullable(),
+  /** A tool call whose result reached the plane without its PreToolUse (`governance.gap`): it ran ungoverned. */
+  governance_gap: z.boolean(),
 });
 export type ConsoleStoryStep = z.infer<typeof ConsoleStoryStepSchema>;
 

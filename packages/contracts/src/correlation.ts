@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { fastCheck } from "./fast-check.js";
 import { maskSecrets, sha256 } from "./sanitize.js";
+import { wellFormed } from "./well-formed.js";
 
 const id = z.string();
 const counter = z.number().int().min(0);
@@ -51,11 +52,15 @@ export const RequestCorrelationSchema = CorrelationInputSchema.default(Correlati
 /** A complete correlation, which the schema would take as it is (see `fastCheck`). */
 const isComplete = fastCheck(CorrelationV2Schema);
 
-/** Fills the defaults of a partial correlation (throws on unknown fields or wrong types). */
+/**
+ * Fills the defaults of a partial correlation (throws on unknown fields or wrong types). Every id
+ * comes out valid Unicode (a lone surrogate becomes U+FFFD), as everything the plane publishes.
+ */
 export function correlation(input: CorrelationInput = {}): Correlation {
   // On hot paths (events, hook chains) the correlation is complete: a copy, no schema pass.
-  if (isComplete(input)) return { ...input };
-  return CorrelationInputSchema.parse(input);
+  const out = isComplete(input) ? { ...input } : CorrelationInputSchema.parse(input);
+  for (const f of STRING_FIELDS) out[f] = wellFormed(out[f]);
+  return out;
 }
 
 export function toCorrelationV1(c: Correlation): CorrelationV1 {

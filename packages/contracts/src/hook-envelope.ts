@@ -101,7 +101,17 @@ export const HookInvokeRequestSchema = z.strictObject({
   correlation: RequestCorrelationSchema,
   payload: z.record(z.string(), z.unknown()),
   timeout_ms: z.number().int().positive().optional(),
+  guarded: z
+    .strictObject({
+      arguments: z.record(z.string(), z.unknown()),
+      oversize: z.array(z.string()),
+    })
+    .optional()
+    .describe(
+      "PermissionRequest only, whose payload names the call in a bounded `detail`: the guarded facts of the call's whole input as `guardedArguments` takes them (its command, path and URL fields, and those that were over the bounds), which the dispatcher hands its handlers in the Geode-Guarded-Arguments header; for PreToolUse and PostToolUse it takes them from the payload's own arguments",
+    ),
 });
+export type HookInvokeRequest = z.infer<typeof HookInvokeRequestSchema>;
 
 /** A decision in the outcome, attributed to its handler. */
 const AttributedDecisionSchema = HookDecisionSchema.extend({ handler: z.string() });

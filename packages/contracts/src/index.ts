@@ -1,3 +1,12 @@
+export {
+  AGENT_CHECK_EVENT,
+  type AgentCheckReport,
+  AgentCheckReportCodec,
+  AgentCheckReportSchema,
+  agentCheckPath,
+  GUARDED_TOOL_HOOKS,
+  type GuardedToolHook,
+} from "./agent-check.js";
 export { type AgentInputCodec, agentInputCodec } from "./agent-input.js";
 export {
   AgentGroupSchema,
@@ -33,6 +42,7 @@ export {
   CodexHookInputSchema,
   type CodexHookOutput,
 } from "./codex.js";
+export { type ConsoleAgent, type ConsoleAgents, ConsoleAgentsSchema } from "./console-agents.js";
 export {
   type ConsoleApproval,
   type ConsoleApprovalAnswer,
@@ -167,6 +177,17 @@ export {
   type GeminiCliHookOutput,
 } from "./gemini-cli.js";
 export {
+  decodeGuardedArguments,
+  encodeGuardedArguments,
+  GUARDED_ARGUMENTS_HEADER,
+  GUARDED_FACT_BYTES,
+  GUARDED_INPUT_TOO_LARGE,
+  GUARDED_PATHS_MAX,
+  type GuardedArguments,
+  guardedArguments,
+  rewrittenGuardedArguments,
+} from "./guarded-facts.js";
+export {
   type FailureMode,
   FailureModeSchema,
   type HandlerMatch,
@@ -183,6 +204,7 @@ export {
   type HookDecision,
   type HookEnvelope,
   HookEnvelopeSchema,
+  type HookInvokeRequest,
   HookInvokeRequestSchema,
   hookEnvelope,
   isBlocked,
@@ -203,6 +225,29 @@ export {
   type HookPayloadInput,
   MAX_EVIDENCE_REFS,
 } from "./hook-payloads.js";
+export { maskSecretsDeep } from "./mask-json.js";
+export {
+  MCP_FORWARDED_METHODS,
+  MCP_SERVER_NAME_PATTERN,
+  type McpForwardedMethod,
+  McpForwardedMethodSchema,
+  type McpForwardRequest,
+  McpForwardRequestSchema,
+  McpReadRecordSchema,
+  McpServerConnectedSchema,
+  McpServerFailedSchema,
+  McpServerNameSchema,
+  type McpServerRecord,
+  McpServerRecordSchema,
+  type McpServerState,
+  McpServerStateSchema,
+  type McpToolAnnotations,
+  McpToolAnnotationsSchema,
+  type McpToolOrigin,
+  McpToolOriginSchema,
+  mcpToolEffect,
+  mcpToolName,
+} from "./mcp.js";
 export {
   AGENT_NAME_PATTERN,
   DEFAULT_NAMESPACE,
@@ -223,6 +268,7 @@ export {
   TOOL_NAME_PATTERN,
   VERIFIER_CONSUMERS,
 } from "./names.js";
+export { ownEntry } from "./own-entry.js";
 export {
   MAX_POLICY_TEXT_CHARS,
   type PolicyMode,
@@ -300,6 +346,9 @@ export {
 } from "./tool-glob.js";
 export {
   AGENT_TOOLS,
+  agentMcpTool,
+  isMcpToolName,
+  MCP_GUARDED_FIELDS,
   safetyLevelOfKind,
   TOOL_KINDS,
   TOOL_TARGET_CHARS,
@@ -365,6 +414,7 @@ export {
   WEBHOOK_ALLOWABLE,
   type WebhookAllowable,
 } from "./webhook-address.js";
+export { wellFormed, wellFormedJsonText } from "./well-formed.js";
 export {
   type Codec,
   isMalformedReply,

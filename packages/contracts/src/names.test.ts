@@ -13,6 +13,7 @@ describe("names(ns)", () => {
     expect(n.toolExecute).toBe("acme_1.tool.execute");
     expect(n.toolTerminal("fs.read")).toBe("acme_1.tool.terminal.fs.read");
     expect(n.approvalRequest).toBe("acme_1.approval.request");
+    expect(n.mcpForward("fs")).toBe("acme_1.mcp.forward.fs");
     expect(n.verifyFinalize).toBe("acme_1.verify.finalize");
     expect(n.verifyResolve).toBe("acme_1.verify.resolve");
     expect(n.health("hook-dispatcher")).toBe("acme_1.health.hook-dispatcher");
@@ -32,6 +33,7 @@ describe("names(ns)", () => {
       agents: "acme_1_agents",
       webhooks: "acme_1_webhooks",
       policies: "acme_1_policies",
+      mcpServers: "acme_1_mcp_servers",
     });
     expect(n.pgSchema).toBe("acme_1");
     expect(n.handlerKey("PreToolUse", "guard")).toBe("PreToolUse.guard");

@@ -91,6 +91,8 @@ export interface Names {
   readonly toolExecute: string;
   toolTerminal(tool: string): string;
   readonly approvalRequest: string;
+  /** The mcp-bridge's forwarding of resources and prompts of upstream `server` (DESIGN section 19). */
+  mcpForward(server: string): string;
   readonly verifyFinalize: string;
   readonly verifyResolve: string;
   health(service: string): string;
@@ -110,6 +112,8 @@ export interface Names {
     readonly agents: string;
     readonly webhooks: string;
     readonly policies: string;
+    /** Upstream MCP servers of the mcp-bridge (DESIGN section 19). */
+    readonly mcpServers: string;
   };
   /** Object Store bucket of large tool results (docs/protocol.md#large-results). */
   readonly resultStore: string;
@@ -156,6 +160,7 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
     toolExecute: `${ns}.tool.execute`,
     toolTerminal: (tool) => `${ns}.tool.terminal.${tool}`,
     approvalRequest: `${ns}.approval.request`,
+    mcpForward: (server) => `${ns}.mcp.forward.${server}`,
     verifyFinalize: `${ns}.verify.finalize`,
     verifyResolve: `${ns}.verify.resolve`,
     health: (service) => `${ns}.health.${service}`,
@@ -175,6 +180,7 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       agents: `${ns}_agents`,
       webhooks: `${ns}_webhooks`,
       policies: `${ns}_policies`,
+      mcpServers: `${ns}_mcp_servers`,
     },
     resultStore: `${ns}_results`,
     resultStream: `OBJ_${ns}_results`,

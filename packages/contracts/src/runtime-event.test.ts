@@ -102,6 +102,8 @@ describe("timeline records", () => {
       "tool.completed",
       "subagent.started",
       "subagent.stopped",
+      "governance.gap",
+      "mcp.read",
     ]);
   });
 

@@ -144,6 +144,8 @@ export const TIMELINE_KINDS = [
   "tool.completed",
   "subagent.started",
   "subagent.stopped",
+  "governance.gap",
+  "mcp.read",
 ] as const;
 export type TimelineKind = (typeof TIMELINE_KINDS)[number];
 const TimelineKindSchema = z.enum(TIMELINE_KINDS);

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { wellFormed } from "./well-formed.js";
 
 /** The limits of docs/hooks.md#limits; "characters" are Unicode code points. */
 export const SANITIZE_LIMITS = {
@@ -110,7 +111,7 @@ function truncateString(s: string, max: number): string {
 }
 
 function cleanString(s: string, maxChars: number = SANITIZE_LIMITS.maxStringChars): string {
-  return truncateString(maskSecrets(s), maxChars);
+  return truncateString(maskSecrets(wellFormed(s)), maxChars);
 }
 
 function isSecretKey(key: string): boolean {
@@ -162,18 +163,21 @@ function sanitizeObject(obj: Record<string, unknown>, depth: number): Record<str
   if (Array.isArray(previous)) {
     for (const f of previous) {
       if (redactedFields.size >= SANITIZE_LIMITS.maxCollectionItems) break;
-      if (typeof f === "string") redactedFields.add(sliceCodePoints(f, SANITIZE_LIMITS.maxKeyChars));
+      if (typeof f === "string")
+        redactedFields.add(sliceCodePoints(wellFormed(f), SANITIZE_LIMITS.maxKeyChars));
     }
   }
   let kept = 0;
   let dropped = 0;
-  for (const rawKey of Object.keys(obj)) {
-    if (rawKey === "_redacted_fields") continue;
+  for (const givenKey of Object.keys(obj)) {
+    if (givenKey === "_redacted_fields") continue;
+    // Keys are text too: a lone surrogate in one becomes U+FFFD like in any value.
+    const rawKey = wellFormed(givenKey);
     if (isSecretKey(rawKey)) {
       redactedFields.add(rawKey);
       continue;
     }
-    const v = sanitizeValue(obj[rawKey], depth + 1);
+    const v = sanitizeValue(obj[givenKey], depth + 1);
     if (v === undefined) continue;
     if (rawKey === "_truncated_items") {
       out[rawKey] = v;

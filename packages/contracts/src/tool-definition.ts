@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { FreeObjectSchema } from "./hook-payloads.js";
+import { McpToolOriginSchema } from "./mcp.js";
 import { TOOL_NAME_PATTERN } from "./names.js";
 
 const ToolEffectSchema = z.enum(["read", "mutation", "communication", "admin"]);
@@ -14,5 +15,7 @@ export const ToolDefinitionSchema = z.strictObject({
   effect: ToolEffectSchema,
   requires_approval: z.boolean(),
   timeout_ms: z.number().int().min(0).optional(),
+  /** An MCP tool's upstream (registered by the mcp-bridge, DESIGN section 19). */
+  mcp: McpToolOriginSchema.optional(),
 });
 export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;

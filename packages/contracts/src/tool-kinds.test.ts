@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ownEntry } from "./own-entry.js";
 import {
   AGENT_TOOLS,
   safetyLevelOfKind,
@@ -98,5 +99,31 @@ describe("toolTarget", () => {
     expect(long.endsWith("…")).toBe(true);
     expect(long).not.toContain("sk-liv");
     expect(toolTarget("claude-code", "Bash", { command: "x".repeat(5000) })).toHaveLength(TOOL_TARGET_CHARS);
+  });
+});
+
+describe("tool names from the wire that are Object.prototype names", () => {
+  const names = Object.getOwnPropertyNames(Object.prototype);
+  const owners = [...Object.keys(AGENT_TOOLS), undefined] as Array<keyof typeof AGENT_TOOLS | undefined>;
+
+  it("are tools of kind `other`, never an inherited member", () => {
+    for (const owner of owners)
+      for (const name of names) {
+        expect(toolKindOf(owner, name), `${owner} ${name}`).toEqual({ kind: "other" });
+        expect(toolFacts(owner, name, { command: "rm -rf /" }), `${owner} ${name}`).toEqual({
+          kind: "other",
+        });
+        expect(toolTarget(owner, name, { command: "rm -rf /" })).toBeUndefined();
+      }
+  });
+});
+
+describe("ownEntry", () => {
+  it("reads a table's own rows only", () => {
+    const table: Record<string, number> = { a: 1 };
+    expect(ownEntry(table, "a")).toBe(1);
+    for (const name of Object.getOwnPropertyNames(Object.prototype))
+      expect(ownEntry(table, name)).toBeUndefined();
+    expect(ownEntry(JSON.parse('{"__proto__": 2}') as Record<string, number>, "__proto__")).toBe(2);
   });
 });

@@ -1,4 +1,5 @@
 import type { AgentKind } from "./agent-record.js";
+import { ownEntry } from "./own-entry.js";
 import { maskSecrets } from "./sanitize.js";
 
 /** What a tool does, in one word every agent's tools map to: one policy for every agent. */
@@ -105,6 +106,8 @@ export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, Too
     write_agent: OTHER,
     task: OTHER,
   },
+  // MCP clients name only the gateway's registered tools (`{server}_{tool}`), no built-ins.
+  mcp: {},
   runtime: {
     "shell.exec": shell("command"),
     "fs.read": read("path"),
@@ -115,9 +118,37 @@ export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, Too
 /** MCP tools as agents name them: `mcp__<server>__<tool>` (Claude Code, Codex), `mcp_<server>_<tool>` (Gemini CLI). */
 const MCP_TOOL = /^mcp__?[A-Za-z0-9_-]+/;
 
-/** The entry of `toolName` of `owner` (a runtime when unknown): its table row, `mcp` by its name's form, else `other`. */
+/** Whether a tool name has the agents' MCP form (`mcp__server__tool`, `mcp_server_tool`). */
+export const isMcpToolName = (toolName: string): boolean => MCP_TOOL.test(toolName);
+
+/**
+ * The server and tool of an agent's MCP tool name (`mcp__fs__write_file` is server `fs`, tool
+ * `write_file`; Gemini CLI's `mcp_fs_write_file` splits at its first `_` after the server), or
+ * undefined for another name. Only the name counts: a payload cannot make a tool an MCP tool.
+ */
+export function agentMcpTool(toolName: string): { server: string; tool: string } | undefined {
+  const m =
+    /^mcp__([A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*)__(.+)$/.exec(toolName) ??
+    /^mcp_([A-Za-z0-9-]+)_(.+)$/.exec(toolName);
+  return m ? { server: m[1] as string, tool: m[2] as string } : undefined;
+}
+
+/**
+ * The argument names an MCP tool's command, paths and URL are read from (DESIGN section 17): MCP
+ * servers have no tool-kind table, so the guard reads the names their tools commonly use.
+ */
+export const MCP_GUARDED_FIELDS = {
+  command: ["command", "cmd"],
+  paths: ["path", "paths", "file_path", "source", "destination"],
+  url: ["url", "uri"],
+} as const;
+
+/**
+ * The entry of `toolName` of `owner` (a runtime when unknown): its table row, `mcp` by its name's
+ * form, else `other`. The name comes from the wire: only the table's own rows count.
+ */
 export function toolKindOf(owner: ToolOwner | undefined, toolName: string): ToolKindEntry {
-  const entry = AGENT_TOOLS[owner ?? "runtime"][toolName];
+  const entry = ownEntry(AGENT_TOOLS[owner ?? "runtime"], toolName);
   if (entry) return entry;
   return MCP_TOOL.test(toolName) ? { kind: "mcp" } : OTHER;
 }
@@ -142,17 +173,11 @@ export function toolFacts(
   args: Record<string, unknown>,
 ): ToolFacts {
   const entry = toolKindOf(owner, toolName);
+  if (entry.kind === "mcp" && isMcpToolName(toolName)) return mcpFacts(args);
   const facts: ToolFacts = { kind: entry.kind };
   if (entry.command !== undefined && typeof args[entry.command] === "string")
     facts.command = args[entry.command] as string;
-  const paths = (entry.paths ?? []).flatMap((f) => {
-    const v = args[f];
-    return typeof v === "string"
-      ? [v]
-      : Array.isArray(v)
-        ? v.filter((x): x is string => typeof x === "string")
-        : [];
-  });
+  const paths = stringsOf(args, entry.paths ?? []);
   if (paths.length > 0) facts.paths = paths;
   if (entry.url !== undefined && typeof args[entry.url] === "string") facts.url = args[entry.url] as string;
   else if (entry.kind === "web_fetch") {
@@ -160,6 +185,32 @@ export function toolFacts(
     const m = text === undefined ? null : URL_IN_TEXT.exec(text);
     if (m) facts.url = m[0];
   }
+  return facts;
+}
+
+/** The strings of `fields` in `args`: a string field as itself, the strings of an array field. */
+function stringsOf(args: Record<string, unknown>, fields: readonly string[]): string[] {
+  return fields.flatMap((f) => {
+    const v = args[f];
+    return typeof v === "string"
+      ? [v]
+      : Array.isArray(v)
+        ? v.filter((x): x is string => typeof x === "string")
+        : [];
+  });
+}
+
+/** An MCP call's facts from its arguments named as in {@link MCP_GUARDED_FIELDS}. */
+function mcpFacts(args: Record<string, unknown>): ToolFacts {
+  const facts: ToolFacts = { kind: "mcp" };
+  const first = (fields: readonly string[]): string | undefined =>
+    fields.map((f) => args[f]).find((v): v is string => typeof v === "string");
+  const command = first(MCP_GUARDED_FIELDS.command);
+  if (command !== undefined) facts.command = command;
+  const paths = stringsOf(args, MCP_GUARDED_FIELDS.paths);
+  if (paths.length > 0) facts.paths = paths;
+  const url = first(MCP_GUARDED_FIELDS.url);
+  if (url !== undefined) facts.url = url;
   return facts;
 }
 

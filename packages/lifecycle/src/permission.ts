@@ -4,6 +4,8 @@ import {
   type Correlation,
   type DispatchOutcome,
   decisionReason,
+  type GuardedArguments,
+  guardedArguments,
   type HookPayloadInput,
   isBlocked,
   RuntimeEvent,
@@ -44,8 +46,15 @@ export interface PermissionDeps {
     request: ApprovalRequest,
     options: { timeoutMs: number; signal?: AbortSignal | undefined },
   ): Promise<ApprovalAnswer>;
-  /** Invokes PermissionRequest (the tool-executor's checks the policy again around it). */
-  invoke(payload: HookPayloadInput<"PermissionRequest">, signal?: AbortSignal): Promise<DispatchOutcome>;
+  /**
+   * Invokes PermissionRequest with the call's guarded facts beside it (the tool-executor's checks
+   * the policy again around it).
+   */
+  invoke(
+    payload: HookPayloadInput<"PermissionRequest">,
+    guarded: GuardedArguments,
+    signal?: AbortSignal,
+  ): Promise<DispatchOutcome>;
 }
 
 /**
@@ -59,7 +68,11 @@ export async function decidePermission(
 ): Promise<PermissionVerdict> {
   const { tool_name, safety_level, correlation, signal } = question;
   const detail = describeCall(tool_name, question.args);
-  const outcome = await deps.invoke({ tool_name, safety_level, detail }, signal);
+  const outcome = await deps.invoke(
+    { tool_name, safety_level, detail },
+    guardedArguments(tool_name, question.args),
+    signal,
+  );
   if (isBlocked(outcome, "deny"))
     return { behavior: "deny", reason: decisionReason(outcome, ["deny"], "denied"), decided_by: "handler" };
   const asked = outcome.decisions.some((d) => d.action === "ask");

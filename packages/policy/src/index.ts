@@ -8,8 +8,16 @@ export {
   policyAnswer,
   policyTestResult,
 } from "./policy-answer.js";
+export { checkPolicyBounds, MAX_POLICY_DEPTH } from "./policy-bounds.js";
 export { type PolicyDecision, PolicyEngine, type PolicyEvaluation } from "./policy-engine.js";
 export { packNames, packSummary, packText, policiesDir, schemaText } from "./policy-files.js";
+export {
+  checkStoredPolicy,
+  type PolicySetInForce,
+  policySetsInForce,
+  type RefusedPolicyVersion,
+  type StoredPolicyVersion,
+} from "./policy-in-force.js";
 export {
   type CallerIdentity,
   cedarRequests,

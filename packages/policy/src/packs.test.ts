@@ -6,8 +6,13 @@ import { PolicyEngine } from "./policy-engine.js";
 import { packNames, packText, policiesDir, schemaText } from "./policy-files.js";
 import { checkPolicySet } from "./policy-set.js";
 
-/** One row of a pack's examples table: a shell command, a file path or a URL. */
+/**
+ * One row of a pack's examples table: a shell command, a file path or a URL, or an MCP tool call
+ * (`tool`, an agent's MCP tool name, and its `arguments`).
+ */
 interface Example {
+  tool?: string;
+  arguments?: Record<string, unknown>;
   command?: string;
   path?: string;
   url?: string;
@@ -18,7 +23,7 @@ interface ExampleTable {
   pass?: Example[];
 }
 
-const AGENTS: AgentKind[] = ["claude-code", "codex", "gemini-cli"];
+const AGENTS: AgentKind[] = ["claude-code", "codex", "gemini-cli", "copilot"];
 
 function toolOf(agent: AgentKind, want: (e: ToolKindEntry) => boolean): [string, ToolKindEntry] | undefined {
   return Object.entries(AGENT_TOOLS[agent]).find(([, e]) => want(e));
@@ -29,6 +34,7 @@ function callOf(
   agent: AgentKind,
   ex: Example,
 ): { tool_name: string; arguments: Record<string, unknown> } | undefined {
+  if (ex.tool !== undefined) return { tool_name: ex.tool, arguments: ex.arguments ?? {} };
   if (ex.command !== undefined) {
     const t = toolOf(agent, (e) => e.kind === "shell" && e.command !== undefined);
     return t && { tool_name: t[0], arguments: { [t[1].command as string]: ex.command } };
@@ -51,10 +57,11 @@ describe("the shipped packs", () => {
   const schema = schemaText();
   const names = packNames();
 
-  it("are the five of DESIGN section 17, each with an examples table", () => {
+  it("are the five of DESIGN section 17 and mcp-safety, each with an examples table", () => {
     expect(names).toEqual([
       "destructive-shell",
       "git-safety",
+      "mcp-safety",
       "network-egress",
       "package-install-approval",
       "secrets-read",

@@ -86,17 +86,21 @@ export class PolicyEngine {
     }
   }
 
-  /** Evaluates one hook call against every loaded set. */
+  /**
+   * Evaluates one hook call against every loaded set: its sanitized payload, and the guarded
+   * argument fields of its whole input (`{}` when the call has none; see `cedarRequests`).
+   */
   evaluate(
     hook: PolicyHook,
     payload: Record<string, unknown>,
     sessionId: string,
     caller: CallerIdentity,
+    guarded: Record<string, unknown> = {},
   ): PolicyEvaluation {
     if (this.byId.size === 0) return { enforce: NONE, audit: NONE, errors: [] };
     const matched = new Set<CompiledPolicy>();
     const errors = new Set<string>();
-    for (const request of cedarRequests(hook, payload, sessionId, caller))
+    for (const request of cedarRequests(hook, payload, sessionId, caller, guarded))
       this.matches(request, matched, errors);
     const ordered = [...this.byId.values()].filter((p) => matched.has(p));
     return {

@@ -2,7 +2,10 @@ import path from "node:path";
 import {
   AGENT_TOOLS,
   type AgentKind,
+  agentMcpTool,
+  GUARDED_PATHS_MAX,
   HookName,
+  ownEntry,
   type ToolOwner,
   toolFacts,
   toolKindOf,
@@ -37,8 +40,11 @@ const ACTION: Record<PolicyHook, string> = {
   UserPromptSubmit: "submit_prompt",
 };
 
-/** Most paths of one call evaluated one by one (`context.path`); more are in `context.paths` only. */
-export const MAX_PATHS_EVALUATED = 8;
+/**
+ * Most paths of one call evaluated one by one (`context.path`): every path a guard can see whole
+ * (a call naming more is refused by a closed guard's hook before it gets here).
+ */
+export const MAX_PATHS_EVALUATED = GUARDED_PATHS_MAX;
 
 /** One Cedar request without the policies: what `statefulIsAuthorized` takes. */
 export interface CedarRequest {
@@ -59,8 +65,8 @@ const OWNERS = Object.keys(AGENT_TOOLS) as ToolOwner[];
  */
 function ownerOf(agentKind: AgentKind | undefined, tool: string): ToolOwner | undefined {
   if (agentKind !== undefined) return agentKind;
-  if (AGENT_TOOLS.runtime[tool]) return "runtime";
-  return OWNERS.find((o) => AGENT_TOOLS[o][tool] !== undefined);
+  if (ownEntry(AGENT_TOOLS.runtime, tool)) return "runtime";
+  return OWNERS.find((o) => ownEntry(AGENT_TOOLS[o], tool) !== undefined);
 }
 
 /** Whitespace runs become one space, so `rm  -rf` reads as `rm -rf`. */
@@ -73,26 +79,55 @@ function normalizePath(p: string): string {
   return p === "" ? p : path.posix.normalize(p);
 }
 
-/** The context fields of a tool call, from its sanitized arguments by the tool-kind table. */
-function toolContext(owner: ToolOwner | undefined, toolName: string, args: Record<string, unknown>) {
-  const facts = toolFacts(owner, toolName, args);
+/**
+ * The MCP context of an agent's MCP tool (DESIGN section 17): its server and tool from its name,
+ * and, its annotations being unknown to the guard, the MCP specification's defaults for a tool
+ * that gives none: not read-only, destructive, open-world.
+ */
+function mcpContext(origin: { server: string; tool: string }): Record<string, unknown> {
+  return {
+    mcp_server: origin.server,
+    mcp_tool: origin.tool,
+    read_only: false,
+    destructive: true,
+    open_world: true,
+  };
+}
+
+/**
+ * The context fields of a tool call: `arguments` from its sanitized arguments, its command, paths
+ * and URL by the tool-kind table from the guarded fields of its whole input where it has them
+ * (a bounded copy may have been cut, or dropped for the payload's size), else the sanitized ones.
+ */
+function toolContext(
+  owner: ToolOwner | undefined,
+  toolName: string,
+  args: Record<string, unknown>,
+  guarded: Record<string, unknown>,
+) {
+  const facts = toolFacts(owner, toolName, { ...args, ...guarded });
   const context: Record<string, unknown> = { arguments: JSON.stringify(args) };
   if (facts.command !== undefined) context["command"] = normalizeCommand(facts.command);
   if (facts.paths) context["paths"] = [...new Set(facts.paths.map(normalizePath))];
   if (facts.url !== undefined) context["url"] = facts.url;
+  const origin = facts.kind === "mcp" ? agentMcpTool(toolName) : undefined;
+  if (origin) Object.assign(context, mcpContext(origin));
   return { kind: facts.kind, context };
 }
 
 /**
  * The Cedar requests of one hook call: principal `Geode::Agent` in its groups, the hook's action,
- * resource `Geode::Tool` with its kind, the context from the sanitized payload. A call naming
- * several paths gives one request per path (`context.path`), so `like` applies to each of them.
+ * resource `Geode::Tool` with its kind, the context from the sanitized payload and the call's
+ * guarded argument fields (`guarded`, the dispatcher's Geode-Guarded-Arguments: its command, paths
+ * and URL as they run). A call naming several paths gives one request per path (`context.path`),
+ * so `like` applies to each of them.
  */
 export function cedarRequests(
   hook: PolicyHook,
   payload: Record<string, unknown>,
   sessionId: string,
   caller: CallerIdentity,
+  guarded: Record<string, unknown> = {},
 ): CedarRequest[] {
   let tool = "prompt";
   let kind = "prompt";
@@ -103,10 +138,15 @@ export function cedarRequests(
     tool = str(payload["tool_name"]) ?? "";
     const owner = ownerOf(caller.agentKind, tool);
     const args = payload["arguments"];
-    if (args !== null && typeof args === "object" && !Array.isArray(args)) {
-      const built = toolContext(owner, tool, args as Record<string, unknown>);
+    const sanitized =
+      args !== null && typeof args === "object" && !Array.isArray(args)
+        ? (args as Record<string, unknown>)
+        : undefined;
+    if (sanitized !== undefined || Object.keys(guarded).length > 0) {
+      // PermissionRequest names its call only in `detail`: its facts come from the guarded fields.
+      const built = toolContext(owner, tool, sanitized ?? {}, guarded);
       kind = built.kind;
-      context = built.context;
+      context = sanitized === undefined ? { ...built.context, arguments: "{}" } : built.context;
     } else kind = toolKindOf(owner, tool).kind;
     const level = str(payload["safety_level"]);
     if (level !== undefined) context["safety_level"] = level;

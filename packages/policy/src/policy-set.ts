@@ -1,5 +1,6 @@
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { ErrorCode, GeodeError, type PolicyMode, sha256 } from "@geode/contracts";
+import { checkPolicyBounds } from "./policy-bounds.js";
 
 /** One policy of a set as the guard decides with it. */
 export interface CompiledPolicy {
@@ -49,10 +50,12 @@ function refusal(name: string, text: string, errors: cedar.DetailedError[]): Geo
 }
 
 /**
- * Checks a policy set's text against the schema: Cedar's parse and validation errors are refused
+ * Checks a policy set's text against the schema: a text past the bounds Cedar can take is refused
+ * before Cedar sees it (`checkPolicyBounds`), then Cedar's parse and validation errors are refused
  * (`schema_invalid`) with Cedar's message and the line:column of the first one.
  */
 export function validatePolicyText(name: string, text: string, schema: string): void {
+  checkPolicyBounds(name, text);
   const answer = cedar.validate({ schema, policies: { staticPolicies: text } });
   if (answer.type === "failure") throw refusal(name, text, answer.errors);
   if (answer.validationErrors.length > 0)
@@ -70,6 +73,7 @@ function annotation(json: cedar.PolicyJson, key: string): string | null | undefi
 
 /** Splits a set into its policies with their ids, reasons and `@ask` (the text was validated). */
 export function compilePolicySet(name: string, text: string, mode: PolicyMode): CompiledSet {
+  checkPolicyBounds(name, text);
   const parts = cedar.policySetTextToParts(text);
   if (parts.type === "failure") throw refusal(name, text, parts.errors);
   const seen = new Set<string>();

@@ -2,6 +2,7 @@ import type { GeodeConnection } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
+  maskSecretsDeep,
   type Names,
   type TurnRecord,
   TurnRecordSchema,
@@ -57,7 +58,12 @@ export class AttemptStore {
   ) {}
 
   static async open(conn: GeodeConnection): Promise<AttemptStore> {
-    const records = await KvRecords.open(conn, "verify", (raw) => TurnRecordSchema.parse(raw));
+    const records = await KvRecords.open(conn, "verify", {
+      parse: (raw) => TurnRecordSchema.parse(raw),
+      // The parked candidate is the agent's answer, kept whole for its owner but with secrets masked.
+      clean: (t) =>
+        t.pending ? { ...t, pending: { ...t.pending, text: maskSecretsDeep(t.pending.text) } } : t,
+    });
     return new AttemptStore(records, conn.names);
   }
 

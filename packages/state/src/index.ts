@@ -6,8 +6,10 @@ export {
   type RecordChange,
   type RecordWatch,
   type Revisioned,
+  type StoredVersion,
   type StoreOptions,
 } from "./kv-records.js";
+export { McpServerStore } from "./mcp-server-store.js";
 export {
   isLive,
   KeepRecord,
@@ -31,6 +33,7 @@ export {
   DEFAULT_HANDLER_PRIORITY,
   DEFAULT_HANDLER_TIMEOUT_MS,
   type HookAnswer,
+  type HookCall,
   type HookHandler,
   type ServedHook,
   type ServeHookOptions,

@@ -14,6 +14,16 @@ export interface StoreOptions {
   create?: boolean;
 }
 
+/** How a store's records are read and written. */
+export interface RecordCodec<T> {
+  parse: (raw: unknown) => T;
+  /**
+   * What every write stores instead of the value given: text from the wire with its secrets
+   * masked (docs/protocol.md, "KV buckets"), once here rather than at each writer.
+   */
+  clean?: (value: T) => T;
+}
+
 /** A value with the revision it was read at. */
 export interface Revisioned<T> {
   value: T;
@@ -26,6 +36,16 @@ export interface RecordChange<T> {
   value: T | null;
   /** True when the key holds something that is not a valid record (ignored, value null). */
   malformed: boolean;
+}
+
+/** One stored revision of a key, as the bucket's history keeps it. */
+export interface StoredVersion {
+  key: string;
+  revision: number;
+  /** True for a delete or purge. */
+  deleted: boolean;
+  /** The value as JSON; undefined when it is not JSON or was deleted. */
+  value: unknown;
 }
 
 export interface RecordWatch {
@@ -49,10 +69,15 @@ function safeJson(entry: KvEntry): unknown {
  * it; each adds only the writes its owner makes.
  */
 export class KvRecords<T> {
+  private readonly clean: (value: T) => T;
+
   constructor(
     readonly kv: KV,
     private readonly parseRecord: (raw: unknown) => T,
-  ) {}
+    clean?: (value: T) => T,
+  ) {
+    this.clean = clean ?? ((v) => v);
+  }
 
   /**
    * Opens one of the namespace's buckets, creating it if absent (its owner provisions it); with
@@ -62,14 +87,15 @@ export class KvRecords<T> {
   static async open<T>(
     conn: GeodeConnection,
     bucket: BucketName,
-    parse: (raw: unknown) => T,
+    codec: ((raw: unknown) => T) | RecordCodec<T>,
     options: StoreOptions = {},
   ): Promise<KvRecords<T>> {
+    const { parse, clean } = typeof codec === "function" ? { parse: codec, clean: undefined } : codec;
     const kv =
       options.create === false
         ? await new Kvm(conn.nc).open(conn.names.buckets[bucket])
         : await ensureBucket(conn.nc, conn.names, bucket);
-    return new KvRecords(kv, parse);
+    return new KvRecords(kv, parse, clean);
   }
 
   /** The parsed value, or undefined when the raw value is not a valid record. */
@@ -97,13 +123,19 @@ export class KvRecords<T> {
     update: (current: T | null) => T | Promise<T>,
     options?: MutateOptions,
   ): Promise<MutateResult<T>> {
-    return mutateKvRecord(this.kv, key, (raw) => this.parseRecord(raw), update, options);
+    return mutateKvRecord(
+      this.kv,
+      key,
+      (raw) => this.parseRecord(raw),
+      async (current) => this.clean(await update(current)),
+      options,
+    );
   }
 
   /** Creates the key only if it is absent or deleted; returns null when it already holds a value. */
   async create(key: string, value: T): Promise<number | null> {
     try {
-      return await this.kv.create(key, encodeJson(value));
+      return await this.kv.create(key, encodeJson(this.clean(value)));
     } catch (err) {
       if (isRevisionConflict(err)) return null;
       throw err;
@@ -113,7 +145,7 @@ export class KvRecords<T> {
   /** Writes if nobody changed the key since `revision`; returns the new revision, null on a conflict. */
   async update(key: string, value: T, revision: number): Promise<number | null> {
     try {
-      return await this.kv.update(key, encodeJson(value), revision);
+      return await this.kv.update(key, encodeJson(this.clean(value)), revision);
     } catch (err) {
       if (isRevisionConflict(err)) return null;
       throw err;
@@ -122,7 +154,7 @@ export class KvRecords<T> {
 
   /** Writes unconditionally (records with one writer per key). */
   put(key: string, value: T): Promise<number> {
-    return this.kv.put(key, encodeJson(value));
+    return this.kv.put(key, encodeJson(this.clean(value)));
   }
 
   /** Deletes the key (keeping its history); with `revision`, only if nobody changed it since. */
@@ -160,6 +192,21 @@ export class KvRecords<T> {
       const value = this.tryParse(safeJson(entry));
       if (value === undefined) onMalformed?.(key);
       else out.push({ key, value, revision: entry.revision });
+    }
+    return out;
+  }
+
+  /** Every revision the bucket still holds of every key (up to its `history` per key), oldest first. */
+  async history(): Promise<StoredVersion[]> {
+    const out: StoredVersion[] = [];
+    for await (const entry of await this.kv.history({ key: ">" })) {
+      const deleted = entry.operation !== "PUT";
+      out.push({
+        key: entry.key,
+        revision: entry.revision,
+        deleted,
+        value: deleted ? undefined : safeJson(entry),
+      });
     }
     return out;
   }

@@ -1,11 +1,19 @@
 import type { GeodeConnection } from "@geode/bus";
 import { type PolicyRecord, PolicyRecordSchema } from "@geode/contracts";
-import { KvRecords, type RecordChange, type RecordWatch, type StoreOptions } from "./kv-records.js";
+import {
+  KvRecords,
+  type RecordChange,
+  type RecordWatch,
+  type StoredVersion,
+  type StoreOptions,
+} from "./kv-records.js";
 
 /**
  * Policy sets of the policy-guard, KV `{ns}_policies`, key = the set's name, value `{name, text,
  * sha256, mode, created_at, updated_by}`. Owners: operators write (`geode policy add`, `geode
- * policy rm`), after checking the text against the schema; the policy-guard only reads.
+ * policy rm`), after checking the text against the schema; the policy-guard only reads. The
+ * bucket keeps 5 revisions per key: a value written by other means that does not check leaves the
+ * last good one among them in force (`versions`), across restarts of the guard too.
  */
 export class PolicyStore {
   private constructor(private readonly records: KvRecords<PolicyRecord>) {}
@@ -39,6 +47,11 @@ export class PolicyStore {
     return (await this.records.list(">", onMalformed))
       .map((r) => r.value)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** Every stored version of every set that the bucket's history still holds, oldest first. */
+  versions(): Promise<StoredVersion[]> {
+    return this.records.history();
   }
 
   /** Follows the sets (see `KvRecords.watch`); one stored under another name counts as malformed. */

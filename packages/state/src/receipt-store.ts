@@ -1,5 +1,6 @@
 import type { GeodeConnection } from "@geode/bus";
 import {
+  maskSecretsDeep,
   type Receipt,
   type ReceiptRef,
   ReceiptSchema,
@@ -18,6 +19,25 @@ export interface StoredReceipt {
   revision: number;
 }
 
+/**
+ * A receipt with the wire's text in it masked: the tool's result (read back whole by a replay, so
+ * only secrets are masked, nothing cut), the handlers' context, the correlation and an operator's
+ * reason. The key stays as it is (it names the storage key).
+ */
+function cleanReceipt(r: Receipt): Receipt {
+  return {
+    ...r,
+    correlation: maskSecretsDeep(r.correlation),
+    result: maskSecretsDeep(r.result),
+    ...(r.additional_context === undefined
+      ? {}
+      : { additional_context: maskSecretsDeep(r.additional_context) }),
+    ...(r.resolution
+      ? { resolution: { ...r.resolution, reason: maskSecretsDeep(r.resolution.reason) } }
+      : {}),
+  };
+}
+
 export function receiptRef(receipt: Receipt, revision: number): ReceiptRef {
   return { key: receipt.key, state: receipt.state, revision };
 }
@@ -34,7 +54,12 @@ export class ReceiptStore {
 
   static async open(conn: GeodeConnection, options: StoreOptions = {}): Promise<ReceiptStore> {
     return new ReceiptStore(
-      await KvRecords.open(conn, "toolReceipts", (raw) => ReceiptSchema.parse(raw), options),
+      await KvRecords.open(
+        conn,
+        "toolReceipts",
+        { parse: (raw) => ReceiptSchema.parse(raw), clean: cleanReceipt },
+        options,
+      ),
     );
   }
 

@@ -7,9 +7,11 @@ import {
   silentLogger,
 } from "@geode/bus";
 import {
+  decodeGuardedArguments,
   ErrorCode,
   type FailureMode,
   GeodeError,
+  GUARDED_ARGUMENTS_HEADER,
   HANDLER_NAME_PATTERN,
   type HandlerMatch,
   type HandlerRegistration,
@@ -29,8 +31,20 @@ import {
 import { headers } from "@nats-io/transport-node";
 import { HandlerRegistrations } from "./handler-registrations.js";
 
+/**
+ * What a handler is told of a call beside its envelope: the call's guarded argument fields (its
+ * command, paths and URL as they will run, before any sanitizing bound; `{}` for calls without
+ * them). A guard decides on these: the payload's copies may be cut (docs/protocol.md, headers).
+ */
+export interface HookCall {
+  guardedArguments: Record<string, unknown>;
+}
+
 /** What a handler returns: a decision, or null for no decision. */
-export type HookHandler = (envelope: HookEnvelope) => HookDecision | null | Promise<HookDecision | null>;
+export type HookHandler = (
+  envelope: HookEnvelope,
+  call: HookCall,
+) => HookDecision | null | Promise<HookDecision | null>;
 
 /**
  * A handler's whole answer: its decision, and with no decision an optional note that the
@@ -131,8 +145,8 @@ export function serveHook(
   options: ServeHookOptions,
   handler: HookHandler,
 ): Promise<ServedHook> {
-  return serveHookAnswers(connection, hook, options, async (envelope) => ({
-    decision: await handler(envelope),
+  return serveHookAnswers(connection, hook, options, async (envelope, call) => ({
+    decision: await handler(envelope, call),
   }));
 }
 
@@ -148,7 +162,7 @@ export async function serveHookAnswers(
   connection: GeodeConnection,
   hook: HookName,
   options: ServeHookOptions,
-  handler: (envelope: HookEnvelope) => Promise<HookAnswer>,
+  handler: (envelope: HookEnvelope, call: HookCall) => Promise<HookAnswer>,
 ): Promise<ServedHook> {
   const { nc, names } = connection;
   const log = options.log ?? silentLogger();
@@ -162,10 +176,11 @@ export async function serveHookAnswers(
     nc,
     subject,
     { queue: registration.name, request: { decode: (body) => checkEnvelope(body, registration) } },
-    async (envelope) => {
+    async (envelope, msg) => {
       let answer: HookAnswer;
       try {
-        answer = await handler(envelope);
+        const guardedArguments = decodeGuardedArguments(msg.headers?.get(GUARDED_ARGUMENTS_HEADER));
+        answer = await handler(envelope, { guardedArguments });
       } catch (err) {
         log.warn({ err, hook, handler: registration.name }, "hook handler threw");
         throw err;

@@ -7,9 +7,23 @@ import {
   type SessionRecord,
   SessionRecordSchema,
   type SessionStatus,
+  sanitizeText,
 } from "@geode/contracts";
 import { KvRecords } from "./kv-records.js";
 import { KeepRecord, type MutateResult } from "./mutate-kv-record.js";
+
+/** At most this many characters of a session's reason, model and provider are kept. */
+const SESSION_TEXT_CHARS = 1_024;
+
+/** A session's free text (a SessionEnd reason, a model name: the agent's words) with secrets masked. */
+function cleanSession(record: SessionRecord): SessionRecord {
+  return {
+    ...record,
+    reason: sanitizeText(record.reason, SESSION_TEXT_CHARS),
+    model: sanitizeText(record.model, SESSION_TEXT_CHARS),
+    provider: sanitizeText(record.provider, SESSION_TEXT_CHARS),
+  };
+}
 
 /** Terminal session states. */
 export const TERMINAL_STATUSES: ReadonlySet<SessionStatus> = new Set(["completed", "error"]);
@@ -39,7 +53,10 @@ export class SessionStore {
   ) {}
 
   static async open(conn: GeodeConnection): Promise<SessionStore> {
-    const records = await KvRecords.open(conn, "sessions", (raw) => SessionRecordSchema.parse(raw));
+    const records = await KvRecords.open(conn, "sessions", {
+      parse: (raw) => SessionRecordSchema.parse(raw),
+      clean: cleanSession,
+    });
     return new SessionStore(records, conn.names);
   }
 

@@ -17,6 +17,7 @@ import { KeepRecord, mutateKvRecord } from "./mutate-kv-record.js";
 import { ReceiptStore } from "./receipt-store.js";
 import { RunStore } from "./run-store.js";
 import { PAUSE_REASON, SessionStore } from "./session-store.js";
+import { ToolStore } from "./tool-store.js";
 
 const env = useTestEnv();
 const conn = () => ({ nc: env().nc, names: env().names });
@@ -216,5 +217,57 @@ describe("AttemptStore.clearSession", () => {
     expect(await attempts.clearSession("gone")).toBe(2);
     expect(await attempts.get("gone", "t1")).toBeNull();
     expect(await attempts.get("gone-too", "t1")).not.toBeNull();
+  });
+});
+
+describe("text from the wire in KV", () => {
+  const SECRET = "sk-PLANTEDstore0123456789abcdef";
+
+  it("is stored with its secrets masked: a receipt's result, a tool's description, a session's reason", async () => {
+    const receipts = await ReceiptStore.open(conn());
+    const admitted = await receipts.admit(
+      "op-masked",
+      { tool_name: "t", arguments_sha256: "x", correlation: { session_id: "s" } },
+      Date.now() + 10_000,
+    );
+    await receipts.commit(
+      {
+        ...admitted.receipt,
+        state: "completed",
+        completed_at: Date.now(),
+        result: { out: `the key is ${SECRET}`, password: "hunter2", n: 1, list: [SECRET] },
+        has_error: false,
+        status: "ok",
+        additional_context: [`use ${SECRET}`],
+      },
+      admitted.revision,
+    );
+    const stored = (await receipts.get("op-masked"))?.receipt;
+    expect(stored?.result).toEqual({
+      out: "the key is [REDACTED]",
+      password: "[REDACTED]",
+      n: 1,
+      list: ["[REDACTED]"],
+    });
+    expect(stored?.additional_context).toEqual(["use [REDACTED]"]);
+
+    const tools = await ToolStore.open(conn());
+    await tools.publish({
+      name: "masked.tool",
+      description: `call with ${SECRET}`,
+      input_schema: { type: "object", properties: { password: { type: "string" } } },
+      effect: "read",
+      requires_approval: false,
+    });
+    const tool = await tools.get("masked.tool");
+    expect(tool?.description).toBe("call with [REDACTED]");
+    expect(tool?.input_schema).toEqual({ type: "object", properties: { password: { type: "string" } } });
+
+    const sessions = await SessionStore.open(conn());
+    await sessions.start({ session_id: "s-masked", model: `m ${SECRET}`, provider: "p" });
+    await sessions.end("s-masked", "completed", `bye --token ${SECRET}`);
+    const session = await sessions.get("s-masked");
+    expect(session?.model).toBe("m [REDACTED]");
+    expect(session?.reason).toBe("bye --token [REDACTED]");
   });
 });

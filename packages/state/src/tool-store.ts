@@ -1,5 +1,5 @@
 import type { GeodeConnection } from "@geode/bus";
-import { type ToolDefinition, ToolDefinitionSchema } from "@geode/contracts";
+import { maskSecretsDeep, type ToolDefinition, ToolDefinitionSchema } from "@geode/contracts";
 import { KvRecords, type RecordChange, type RecordWatch, type StoreOptions } from "./kv-records.js";
 
 /** NATS KV key syntax; a tool name outside it cannot be a key of the bucket. */
@@ -14,7 +14,16 @@ export class ToolStore {
 
   static async open(conn: GeodeConnection, options: StoreOptions = {}): Promise<ToolStore> {
     return new ToolStore(
-      await KvRecords.open(conn, "tools", (raw) => ToolDefinitionSchema.parse(raw), options),
+      await KvRecords.open(
+        conn,
+        "tools",
+        {
+          parse: (raw) => ToolDefinitionSchema.parse(raw),
+          // The description is free text; the input schema is kept as given (it is what calls are checked against).
+          clean: (d) => ({ ...d, description: maskSecretsDeep(d.description) }),
+        },
+        options,
+      ),
     );
   }
 

@@ -1,4 +1,5 @@
-import { type Kysely, sql } from "kysely";
+import { AGENT_CHECK_EVENT } from "@geode/contracts";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { ProjectionDatabase } from "./projection-schema.js";
 
 /** What the projection knows of one gateway agent's work. */
@@ -14,6 +15,19 @@ export interface AgentActivity {
   hook_calls: number;
   /** Of those, the ones that blocked or denied. */
   blocks: number;
+  /** Its last `geode connect <kind> --check` that reached the gateway, or null. */
+  last_check: AgentCheck | null;
+  /** The guarded hooks (PreToolUse, PermissionRequest) the gateway has seen it send, sorted. */
+  guarded_hooks: string[];
+}
+
+/** One `geode connect --check` as the gateway recorded it. */
+export interface AgentCheck {
+  at: number;
+  agent_kind: string;
+  ok: boolean;
+  /** The check's line (bounded, secrets masked by the gateway). */
+  detail: string;
 }
 
 /**
@@ -62,37 +76,99 @@ export async function agentActivity(
     group by s.agent, s.kind
   `.execute(db);
   const byAgent = new Map<string, AgentActivity>();
-  for (const r of rows.rows) {
-    const a = byAgent.get(r.agent) ?? {
-      agent: r.agent,
+  const entry = (agent: string): AgentActivity => {
+    const a = byAgent.get(agent) ?? {
+      agent,
       kinds: [],
       sessions: 0,
       last_seen: 0,
       hook_calls: 0,
       blocks: 0,
+      last_check: null,
+      guarded_hooks: [],
     };
+    byAgent.set(agent, a);
+    return a;
+  };
+  for (const r of rows.rows) {
+    const a = entry(r.agent);
     if (r.kind && !a.kinds.includes(r.kind)) a.kinds.push(r.kind);
     a.sessions += Number(r.sessions);
     a.last_seen = Math.max(a.last_seen, Number(r.last_seen ?? 0));
     a.hook_calls += Number(r.hook_calls);
     a.blocks += Number(r.blocks);
-    byAgent.set(r.agent, a);
   }
+  for (const c of await gatewayNotes(db, activity)) {
+    const a = entry(c.agent);
+    if (c.hook === AGENT_CHECK_EVENT && c.check !== null)
+      a.last_check = { at: Number(c.at), agent_kind: c.kind, ok: c.check === "ok", detail: c.detail ?? "" };
+    else if (c.guarded && !a.guarded_hooks.includes(c.hook)) a.guarded_hooks.push(c.hook);
+  }
+  for (const a of byAgent.values()) a.guarded_hooks.sort();
   for (const a of byAgent.values()) a.kinds.sort();
   return [...byAgent.values()].sort((x, y) => x.agent.localeCompare(y.agent));
 }
 
-/** The agent kind each of `sessions` recorded in its `session_started` (sessions of a runtime name none). */
-export async function sessionAgentKinds(
+/** The gateway agent a session belongs to, as its `session_started` names it. */
+export interface SessionAgent {
+  /** The agent's name (its token's); null for a runtime's session. */
+  agent: string | null;
+  /** `claude-code`, `codex`, …; null for a runtime's session. */
+  agent_kind: string | null;
+}
+
+/** The agent and agent kind each of `sessions` recorded in its `session_started` (a runtime's names none). */
+export async function sessionAgents(
   db: Kysely<ProjectionDatabase>,
   sessions: readonly string[],
-): Promise<Map<string, string>> {
+): Promise<Map<string, SessionAgent>> {
   if (sessions.length === 0) return new Map();
   const rows = await db
     .selectFrom("activity_events")
-    .select(["session_id", sql<string | null>`payload->>'agent_kind'`.as("kind")])
+    .select([
+      "session_id",
+      sql<string | null>`payload->>'agent'`.as("agent"),
+      sql<string | null>`payload->>'agent_kind'`.as("kind"),
+    ])
     .where("event", "=", "session_started")
     .where("session_id", "in", [...sessions])
     .execute();
-  return new Map(rows.flatMap((r) => (r.kind ? [[r.session_id, r.kind] as const] : [])));
+  return new Map(
+    rows.flatMap((r) =>
+      r.agent || r.kind
+        ? [[r.session_id, { agent: r.agent || null, agent_kind: r.kind || null }] as const]
+        : [],
+    ),
+  );
+}
+
+interface GatewayNote {
+  agent: string;
+  kind: string;
+  hook: string;
+  at: string | number;
+  check: string | null;
+  detail: string | null;
+  guarded: boolean;
+}
+
+/**
+ * What the gateway noted of each agent besides its sessions (`adapter_dispatch_attempt` naming the
+ * agent): its latest `--check`, and each guarded hook it was seen sending.
+ */
+async function gatewayNotes(
+  db: Kysely<ProjectionDatabase>,
+  activity: RawBuilder<unknown>,
+): Promise<GatewayNote[]> {
+  const { rows } = await sql<GatewayNote>`
+    select distinct on (payload->>'agent', payload->>'hook_event_name')
+           payload->>'agent' as agent, payload->>'adapter' as kind, payload->>'hook_event_name' as hook,
+           ts as at, payload->>'check' as check, payload->>'detail' as detail,
+           coalesce((payload->>'guarded')::boolean, false) as guarded
+    from ${activity}
+    where event = 'adapter_dispatch_attempt' and payload ? 'agent'
+      and (payload->>'hook_event_name' = ${AGENT_CHECK_EVENT} or payload->>'guarded' = 'true')
+    order by payload->>'agent', payload->>'hook_event_name', ts desc
+  `.execute(db);
+  return rows;
 }

@@ -3,6 +3,7 @@ import { type Kysely, type RawBuilder, sql } from "kysely";
 import { type ColumnList, copyTargetOf, writeBatchByCopy } from "./copy-writer.js";
 import type { BatchResult, ProjectionBatch } from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
+import { insertQuarantined } from "./quarantined-messages.js";
 
 export type { BatchResult, ProjectionBatch } from "./projection-rows.js";
 
@@ -80,7 +81,8 @@ const COLUMNS = { activity: ACTIVITY_COLUMNS, extension: EXTENSION_COLUMNS, sess
  * Writes one batch in ONE transaction together with the consumer's offset. Every row is
  * idempotent on its own key (stream sequence, and event/record id): a redelivered or replayed
  * row is a no-op, so replicas whose batches interleave never duplicate or lose a row. The
- * offset is a high-water mark (GREATEST), never moved backwards by a late batch. On PostgreSQL
+ * offset is a high-water mark (GREATEST), never moved backwards by a late batch. Messages found
+ * refused for their content go into `quarantined_messages` in the same transaction. On PostgreSQL
  * proper the rows go by COPY (copy-writer.ts); on PGlite, also when it is reached by URL, as one
  * json_to_recordset statement per table.
  */
@@ -94,6 +96,7 @@ export async function writeBatch(
     const activity = await insertRows(trx, "activity_events", batch.activity, ACTIVITY_COLUMNS);
     const extension = await insertRows(trx, "extension_invocations", batch.extension, EXTENSION_COLUMNS);
     const session = await insertRows(trx, "session_events", batch.session, SESSION_COLUMNS);
+    await insertQuarantined(trx, batch.quarantined);
     const now = Date.now();
     await trx
       .insertInto("projection_offsets")

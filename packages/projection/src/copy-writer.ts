@@ -4,6 +4,7 @@ import { from as copyFrom } from "pg-copy-streams";
 import type { BatchResult, ProjectionBatch } from "./projection-rows.js";
 import { storedPayloadJson } from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
+import { insertQuarantinedPg } from "./quarantined-messages.js";
 
 /** A table's columns and their Postgres types, in COPY order. */
 export type ColumnList = ReadonlyArray<readonly [string, string]>;
@@ -184,6 +185,7 @@ export async function writeBatchByCopy(
         columns.extension,
       );
       const session = await copyRows(client, s, "session_events", batch.session, columns.session);
+      await insertQuarantinedPg(client, s, batch.quarantined);
       await client.query(
         `insert into ${quote(s)}.projection_offsets (consumer, stream, last_seq, updated_at) values ($1, $2, $3, $4)
          on conflict (consumer, stream) do update set

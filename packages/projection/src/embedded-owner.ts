@@ -60,7 +60,8 @@ function readOwner(file: string): Read {
 }
 
 /** True while a process with this pid exists (EPERM: it exists, as another user). */
-function alive(pid: number): boolean {
+/** Whether process `pid` is alive (signal 0; EPERM means it is, owned by someone else). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -129,7 +130,7 @@ export async function claimDataFolder(dir: string, command: string): Promise<Cla
     const found = readOwner(file);
     if (found.state === "missing") continue;
     if (found.state === "ok") {
-      if (alive(found.record.pid)) return { owner: found.record };
+      if (processAlive(found.record.pid)) return { owner: found.record };
       removeStale(file, found.record.token);
       continue;
     }
@@ -176,5 +177,5 @@ function ownerClaim(file: string, record: EmbeddedOwner): OwnerClaim {
 /** Reads the owner file of `dir` (undefined when nobody owns it or its owner is gone). */
 export function readLiveOwner(dir: string): EmbeddedOwner | undefined {
   const found = readOwner(path.join(dir, OWNER_FILE));
-  return found.state === "ok" && alive(found.record.pid) ? found.record : undefined;
+  return found.state === "ok" && processAlive(found.record.pid) ? found.record : undefined;
 }

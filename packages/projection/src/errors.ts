@@ -86,3 +86,20 @@ export function isConnectionError(err: unknown): boolean {
     err.message,
   );
 }
+
+/** The SQLSTATE of a driver error, when it has one (five characters). */
+export function sqlStateOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * True when PostgreSQL refused a statement for the data in it, which no retry changes: a data
+ * exception (class 22: a lone surrogate in jsonb, a number out of range), an integrity violation
+ * (class 23), a value over a limit (class 54: an index row too large). Connection failures,
+ * missing tables, locks and resources (08, 57, 42, 40, 53, …) are not: they are retried.
+ */
+export function isContentError(err: unknown): boolean {
+  const code = sqlStateOf(err);
+  return code !== undefined && /^(22|23|54)/.test(code);
+}

@@ -1,14 +1,16 @@
-export { type AgentActivity, agentActivity, sessionAgentKinds } from "./agent-activity.js";
+export { type AgentActivity, type AgentCheck, agentActivity, type SessionAgent } from "./agent-activity.js";
+export { type AuditApproval, type AuditEntry, auditTrail } from "./audit-trail.js";
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
 export { copyLines, copyRows, stageAndInsert } from "./copy-writer.js";
 export {
   type ServedEmbeddedDatabase,
   serveEmbeddedDatabase,
 } from "./embedded-database.js";
-export { type EmbeddedOwner, OWNER_FILE, readLiveOwner } from "./embedded-owner.js";
+export { type EmbeddedOwner, OWNER_FILE, processAlive, readLiveOwner } from "./embedded-owner.js";
 export {
   describeDbError,
   isConnectionError,
+  isContentError,
   ProjectionUnavailableError,
   redactDatabaseUrl,
 } from "./errors.js";
@@ -62,8 +64,13 @@ export {
   type ProjectionDatabase,
   type ProjectionOffsetsTable,
   type ProjectionTable,
+  type QuarantinedMessagesTable,
   type SessionEventsTable,
 } from "./projection-schema.js";
+export {
+  type QuarantinedRow,
+  quarantineSummary,
+} from "./quarantined-messages.js";
 export {
   countRows,
   type Normalized,

@@ -187,10 +187,41 @@ const traceIds: Migration = {
   },
 };
 
+/**
+ * The dead-letter table of the projection: one row per stream message PostgreSQL refused for its
+ * content (quarantined-messages.ts), keyed like the rows it stands for, so the recorder and
+ * replay record a message once. No payload text: its hash, and the stream keeps the message.
+ */
+const quarantinedMessages: Migration = {
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable("quarantined_messages")
+      .addColumn("stream", "text", (c) => c.notNull())
+      .addColumn("stream_seq", "bigint", (c) => c.notNull())
+      .addColumn("subject", "text", (c) => c.notNull())
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("session_id", "text", (c) => c.notNull())
+      .addColumn("consumer", "text", (c) => c.notNull())
+      .addColumn("sqlstate", "text", (c) => c.notNull())
+      .addColumn("error", "text", (c) => c.notNull())
+      .addColumn("message_sha256", "text", (c) => c.notNull())
+      .addColumn("message_bytes", "integer", (c) => c.notNull())
+      .addColumn("quarantined_at", "bigint", (c) => c.notNull())
+      .addPrimaryKeyConstraint("quarantined_messages_pk", ["stream", "stream_seq"])
+      .execute();
+  },
+  // biome-ignore lint/suspicious/noExplicitAny: see above.
+  async down(db: Kysely<any>) {
+    await db.schema.dropTable("quarantined_messages").ifExists().execute();
+  },
+};
+
 /** The projection's migrations, in order (kept in code so every entry point runs the same set). */
 export const PROJECTION_MIGRATIONS: Record<string, Migration> = {
   "001_initial": initial,
   "002_trace_ids": traceIds,
+  "003_quarantined_messages": quarantinedMessages,
 };
 
 function isRaceError(err: unknown): boolean {

@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import { type BatchResult, writeBatch } from "./batch-writer.js";
+import { isContentError } from "./errors.js";
 import {
   backoffDelay,
   DEFAULT_RETRY,
@@ -14,6 +15,7 @@ import {
   type StreamKind,
 } from "./projection-rows.js";
 import type { ProjectionDatabase } from "./projection-schema.js";
+import { type QuarantinedRow, quarantineRow } from "./quarantined-messages.js";
 
 /** A stream message as the projection needs it (a JetStream `JsMsg` is one). */
 export interface StreamMessage {
@@ -21,6 +23,8 @@ export interface StreamMessage {
   readonly data: Uint8Array;
   /** Its NATS headers (the recorder reads `traceparent`). */
   readonly headers?: MessageHeaders | undefined;
+  /** Its subject (kept when the message is quarantined). */
+  readonly subject?: string;
 }
 
 /** Counters of one stream's loop (health, tests, benchmarks, replay's summary). */
@@ -33,6 +37,8 @@ export interface ProjectionStats {
   skipped: number;
   /** Messages that are not valid on their stream: logged, stored nowhere. */
   rejected: number;
+  /** Messages PostgreSQL refused for their content: in `quarantined_messages` instead. */
+  quarantined: number;
   batches: number;
   /** Write attempts that failed (each is retried, or ends the loop when retries are off). */
   failedBatches: number;
@@ -43,8 +49,11 @@ export interface ProjectionStats {
 /** A batch that committed, handed over in stream order. */
 export interface CommittedBatch<M extends StreamMessage> {
   messages: M[];
+  /** The rows committed (a quarantined message's rows left out). */
   rows: ProjectedBatch;
   result: BatchResult;
+  /** Messages of the batch PostgreSQL refused for their content, recorded in the same commit. */
+  quarantined: QuarantinedRow[];
   /** Time from the batch's first write attempt to its commit (retries included), seconds. */
   seconds: number;
 }
@@ -76,6 +85,27 @@ export interface ProjectionLoopOptions<M extends StreamMessage> {
 
 let nextBatchId = 0;
 
+/** A quarantine row's reason when PostgreSQL refused the first one too. */
+const BARE_REASON = "refused by PostgreSQL (its reason could not be stored)";
+
+/** What a write committed; undefined when the loop gave up on it. */
+type Written = { result: BatchResult; quarantined: QuarantinedRow[] } | undefined;
+
+/** A batch's rows without those of its quarantined messages (they were not stored). */
+function withoutQuarantined(rows: ProjectedBatch, quarantined: readonly QuarantinedRow[]): ProjectedBatch {
+  if (quarantined.length === 0) return rows;
+  const refused = new Set(quarantined.map((q) => q.stream_seq));
+  const kept = <T extends { stream_seq: number }>(list: T[]) =>
+    list.filter((r) => !refused.has(r.stream_seq));
+  return {
+    ...rows,
+    activity: kept(rows.activity),
+    extension: kept(rows.extension),
+    session: kept(rows.session),
+    rows: rows.rows.filter((r) => !refused.has(r.row.stream_seq)),
+  };
+}
+
 /**
  * Applies a stream to the projection: the one loop that the activity-recorder (durable consumer,
  * acks) and replay (ordered consumer) share. Messages queue while batches are written; the next
@@ -83,7 +113,9 @@ let nextBatchId = 0;
  * full batches under load. Up to `writers` batches are written at once, each in one transaction
  * with the offset; rows are idempotent and the offset is a high-water mark, so commit order does
  * not matter, and `committed` still sees the batches in stream order. A failed write is retried
- * in place, so nothing behind it is reordered, lost or written twice.
+ * in place, so nothing behind it is reordered, lost or written twice; a write PostgreSQL refuses
+ * for its content is not retried but bisected down to the messages it refuses, which are
+ * quarantined (`isolate`), so no message can hold up the stream behind it.
  */
 export class ProjectionLoop<M extends StreamMessage> {
   readonly stats: ProjectionStats = {
@@ -91,6 +123,7 @@ export class ProjectionLoop<M extends StreamMessage> {
     inserted: 0,
     skipped: 0,
     rejected: 0,
+    quarantined: 0,
     batches: 0,
     failedBatches: 0,
     lastSeq: 0,
@@ -197,20 +230,22 @@ export class ProjectionLoop<M extends StreamMessage> {
       settled = resolve;
     });
     try {
-      const rows = projectMessages(this.options.kind, stream, batch);
+      const projected = projectMessages(this.options.kind, stream, batch);
       const writeStarted = performance.now();
-      const result = await this.write(rows);
+      const written = await this.write(batch, projected);
       const seconds = (performance.now() - writeStarted) / 1000;
       // Keep the order chain intact for the batches behind this one.
       await previous;
-      if (result === undefined) {
+      if (written === undefined) {
         this.options.abandoned?.(batch);
         return;
       }
+      const { result, quarantined } = written;
+      const rows = withoutQuarantined(projected, quarantined);
       for (const r of rows.rejects)
         log.warn({ stream, stream_seq: r.seq, reason: r.reason }, "message rejected: stored nowhere");
       try {
-        await this.options.committed?.({ messages: batch, rows, result, seconds });
+        await this.options.committed?.({ messages: batch, rows, result, quarantined, seconds });
       } catch (err) {
         log.error(
           { err, stream, first_seq: batch[0]?.seq, size: batch.length },
@@ -223,6 +258,7 @@ export class ProjectionLoop<M extends StreamMessage> {
       this.stats.applied += batch.length;
       this.stats.skipped += rows.skipped;
       this.stats.rejected += rows.rejects.length;
+      this.stats.quarantined += quarantined.length;
       this.stats.batches++;
       this.stats.lastSeq = Math.max(this.stats.lastSeq, rows.lastSeq);
     } finally {
@@ -230,8 +266,11 @@ export class ProjectionLoop<M extends StreamMessage> {
     }
   }
 
-  /** The batch's transaction, retried with backoff; undefined when the loop gave up on it. */
-  private async write(rows: ProjectedBatch): Promise<BatchResult | undefined> {
+  /**
+   * The batch's transaction, retried with backoff; undefined when the loop gave up on it. A
+   * content error is not retried: the messages behind it are isolated instead.
+   */
+  private async write(messages: M[], rows: ProjectedBatch, quarantine?: QuarantinedRow): Promise<Written> {
     const { consumer, stream, outage, log } = this.options;
     const retry = this.options.retry === undefined ? DEFAULT_RETRY : this.options.retry;
     const id = ++nextBatchId;
@@ -242,14 +281,22 @@ export class ProjectionLoop<M extends StreamMessage> {
           consumer,
           stream,
           lastSeq: rows.lastSeq,
-          activity: rows.activity,
-          extension: rows.extension,
-          session: rows.session,
+          ...(quarantine
+            ? { quarantined: [quarantine] }
+            : { activity: rows.activity, extension: rows.extension, session: rows.session }),
         });
         outage?.succeeded(startedAt);
-        return result;
+        return { result, quarantined: quarantine ? [quarantine] : [] };
       } catch (err) {
         this.stats.failedBatches++;
+        // The database answered: it is up, and no retry changes its answer.
+        if (isContentError(err)) {
+          outage?.succeeded(startedAt);
+          if (quarantine === undefined) return this.isolate(messages, rows, err);
+          // Even the quarantine row was refused (something in its subject or reason): without them.
+          if (quarantine.error !== BARE_REASON)
+            return this.write(messages, rows, { ...quarantine, subject: "", error: BARE_REASON });
+        }
         if (retry === false) {
           this.failure ??= { err };
           this.stopping = true;
@@ -263,6 +310,37 @@ export class ProjectionLoop<M extends StreamMessage> {
         if (this.stopping) return undefined;
       }
     }
+  }
+
+  /**
+   * Finds the messages of a refused write by halves, in stream order, each half in its own
+   * transaction with its offset (a high-water mark, so committing the halves one after the other
+   * is what committing the whole would have been); a single refused message is quarantined, with
+   * its offset, in place of its rows. Rare, so re-decoding the halves costs nothing that matters.
+   */
+  private async isolate(messages: M[], rows: ProjectedBatch, err: unknown): Promise<Written> {
+    const { kind, stream, consumer, log } = this.options;
+    if (messages.length === 1) {
+      const message = messages[0]!;
+      const row = quarantineRow({ stream, consumer, message, rows, err });
+      log.error(
+        { stream, stream_seq: message.seq, sqlstate: row.sqlstate, name: row.name },
+        `message quarantined: PostgreSQL refused it (${row.error})`,
+      );
+      return this.write(messages, rows, row);
+    }
+    const mid = Math.ceil(messages.length / 2);
+    const total: BatchResult = { activity: 0, extension: 0, session: 0 };
+    const quarantined: QuarantinedRow[] = [];
+    for (const half of [messages.slice(0, mid), messages.slice(mid)]) {
+      const written = await this.write(half, projectMessages(kind, stream, half));
+      if (written === undefined) return undefined;
+      total.activity += written.result.activity;
+      total.extension += written.result.extension;
+      total.session += written.result.session;
+      quarantined.push(...written.quarantined);
+    }
+    return { result: total, quarantined };
   }
 
   private sleep(ms: number): Promise<void> {

@@ -11,7 +11,9 @@ import {
   sha256,
   TimelineRecordSchema,
   TRACEPARENT_HEADER,
+  wellFormedJsonText,
 } from "@geode/contracts";
+import type { QuarantinedRow } from "./quarantined-messages.js";
 
 /** Correlation ids as row columns, named like their fields. */
 type CorrelationRow = Correlation;
@@ -159,7 +161,8 @@ function parseBody(
   data: Uint8Array,
 ): { ok: true; body: unknown; mayHoldNul: boolean } | { ok: false; reason: string } {
   try {
-    const text = decoder.decode(data);
+    // A lone surrogate (an escape of another publisher's) becomes U+FFFD: Postgres refuses it.
+    const text = wellFormedJsonText(decoder.decode(data));
     // JSON strings cannot hold a raw U+0000, only the escape: without it, no string needs cleaning.
     return { ok: true, body: JSON.parse(text) as unknown, mayHoldNul: text.includes("\\u0000") };
   } catch {
@@ -322,6 +325,8 @@ export interface ProjectionBatch {
   activity?: ActivityEventRow[];
   extension?: ExtensionInvocationRow[];
   session?: SessionEventRow[];
+  /** Messages of the batch PostgreSQL refused for their content, in place of their rows. */
+  quarantined?: QuarantinedRow[];
 }
 
 /** Rows actually inserted by a batch (the rest were already there). */

@@ -57,12 +57,32 @@ export interface ProjectionOffsetsTable {
   updated_at: BigintColumn;
 }
 
+/** A stream message PostgreSQL refused for its content (migration 003; docs/operations.md). */
+export interface QuarantinedMessagesTable {
+  stream: string;
+  stream_seq: BigintColumn;
+  subject: string;
+  /** The event or timeline kind, as far as the message names one ("" otherwise). */
+  name: string;
+  session_id: string;
+  /** Who quarantined it: the recorder's durable consumer, or `replay`. */
+  consumer: string;
+  sqlstate: string;
+  /** PostgreSQL's message, one line, masked and cut to 512 characters. */
+  error: string;
+  /** SHA-256 of the message's bytes as the stream holds them. */
+  message_sha256: string;
+  message_bytes: ColumnType<number, number, number>;
+  quarantined_at: BigintColumn;
+}
+
 /** The projection's tables, all in schema `{ns}`. */
 export interface ProjectionDatabase {
   activity_events: ActivityEventsTable;
   extension_invocations: ExtensionInvocationsTable;
   session_events: SessionEventsTable;
   projection_offsets: ProjectionOffsetsTable;
+  quarantined_messages: QuarantinedMessagesTable;
 }
 
 export const PROJECTION_TABLES = [

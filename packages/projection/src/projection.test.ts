@@ -160,8 +160,19 @@ for (const kind of ["postgres", "pglite", "pglite by URL"] as const) {
           last_seen: now + 5,
           hook_calls: 3,
           blocks: 2,
+          guarded_hooks: [],
+          last_check: null,
         },
-        { agent: "beta", kinds: ["gemini-cli"], sessions: 1, last_seen: now, hook_calls: 0, blocks: 0 },
+        {
+          agent: "beta",
+          kinds: ["gemini-cli"],
+          sessions: 1,
+          last_seen: now,
+          hook_calls: 0,
+          blocks: 0,
+          guarded_hooks: [],
+          last_check: null,
+        },
       ]);
     });
 

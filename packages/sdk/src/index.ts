@@ -27,6 +27,7 @@ export {
   DEFAULT_HANDLER_LEASE_MS,
   DEFAULT_HANDLER_PRIORITY,
   DEFAULT_HANDLER_TIMEOUT_MS,
+  type HookCall,
   type HookHandler,
   type ServedHook,
   type ServeHookOptions,

@@ -94,3 +94,13 @@ describe("service metrics", () => {
     }
   });
 });
+
+describe("geode_recorder_quarantined_total", () => {
+  it("is exported at 0 once a stream is named, then counts its quarantined messages", async () => {
+    const m = new ServiceMetrics({ defaults: false });
+    m.recorderQuarantined("GEODE_EVENTS", 0);
+    expect(await m.registry.metrics()).toContain('geode_recorder_quarantined_total{stream="GEODE_EVENTS"} 0');
+    m.recorderQuarantined("GEODE_EVENTS", 2);
+    expect(await m.registry.metrics()).toContain('geode_recorder_quarantined_total{stream="GEODE_EVENTS"} 2');
+  });
+});

@@ -25,6 +25,10 @@ export interface Metrics {
   verifyDecision(decision: string): void;
   /** One policy-guard evaluation: its hook, the enforced decision (`none` without one) and the mode that decided. */
   policyDecision(hook: string, decision: string, mode: string): void;
+  /** A tool result reached the agent gateway for a call whose PreToolUse it never saw. */
+  governanceGap(agentKind: string): void;
+  /** The agent kinds a gateway serves: their gap counters are exported at 0 until a gap. */
+  governanceGapKinds(agentKinds: readonly string[]): void;
   /** A human approval request started (+1) or ended (-1). */
   approvalPending(delta: 1 | -1): void;
   /** One event or timeline record stored by JetStream. */
@@ -35,6 +39,8 @@ export interface Metrics {
   recorderRows(table: string, rows: number): void;
   /** One projection batch, from its first write attempt to its commit. */
   recorderBatch(stream: string, seconds: number): void;
+  /** Messages of `stream` PostgreSQL refused for their content, kept in `quarantined_messages` (0: the series starts). */
+  recorderQuarantined(stream: string, messages: number): void;
   /** The process's NATS connection went up (true) or down (false). */
   natsConnected(up: boolean): void;
 }
@@ -49,11 +55,14 @@ const NOOP: Metrics = {
   receiptOutcome() {},
   verifyDecision() {},
   policyDecision() {},
+  governanceGap() {},
+  governanceGapKinds() {},
   approvalPending() {},
   eventPublished() {},
   eventPublishFailed() {},
   recorderRows() {},
   recorderBatch() {},
+  recorderQuarantined() {},
   natsConnected() {},
 };
 
@@ -67,6 +76,8 @@ const MAX_PENDING_OBSERVATIONS = 256;
 /** One label set's updates, held as plain numbers until its metric is collected. */
 class Pending {
   count = 0;
+  /** Whether the label set reached its counter: a set is exported (at 0 if need be) once it exists. */
+  private exported = false;
   readonly values: number[] = [];
 
   constructor(
@@ -85,7 +96,10 @@ class Pending {
 
   /** Moves what is held into `counter` (a counter's collect) or the histogram. */
   drain(counter?: PromClient.Counter<string>): void {
-    if (counter && this.count !== 0) counter.inc(this.labels, this.count);
+    if (counter && (this.count !== 0 || !this.exported)) {
+      counter.inc(this.labels, this.count);
+      this.exported = true;
+    }
     this.count = 0;
     if (this.histogram) for (const v of this.values) this.histogram.observe(this.labels, v);
     this.values.length = 0;
@@ -181,11 +195,13 @@ export class ServiceMetrics implements Metrics {
   private readonly receiptCount;
   private readonly verifyCount;
   private readonly policyCount;
+  private readonly gapCount;
   private readonly approvals;
   private readonly published;
   private readonly publishFailed;
   private readonly rowsWritten;
   private readonly batchSeconds;
+  private readonly quarantined;
   private readonly nats;
 
   constructor(options: { defaults?: boolean } = {}) {
@@ -239,6 +255,12 @@ export class ServiceMetrics implements Metrics {
       labelNames: ["hook", "decision", "mode"] as const,
       registers,
     });
+    this.gapCount = pendingCounter({
+      name: "geode_governance_gaps_total",
+      help: "Tool results that reached the agent gateway for a call whose PreToolUse it never saw (a call nobody governed), by agent kind.",
+      labelNames: ["agent_kind"] as const,
+      registers,
+    });
     this.approvals = new Gauge({
       name: "geode_approvals_pending",
       help: "Human approval requests waiting for an answer in this process.",
@@ -265,6 +287,12 @@ export class ServiceMetrics implements Metrics {
       help: "Time to write one projection batch (its transaction, retries included), by stream.",
       labelNames: ["stream"] as const,
       buckets: BATCH_BUCKETS,
+      registers,
+    });
+    this.quarantined = pendingCounter({
+      name: "geode_recorder_quarantined_total",
+      help: "Stream messages PostgreSQL refused for their content, kept in quarantined_messages instead of projected, by stream.",
+      labelNames: ["stream"] as const,
       registers,
     });
     const lag = this.lagGauge();
@@ -319,6 +347,15 @@ export class ServiceMetrics implements Metrics {
     this.policyCount(hook, decision, mode).inc();
   }
 
+  governanceGap(agentKind: string): void {
+    this.gapCount(agentKind).inc();
+  }
+
+  governanceGapKinds(agentKinds: readonly string[]): void {
+    // A series that appears at 1 shows no increase() to an alert rule: it starts at 0.
+    for (const kind of agentKinds) this.gapCount(kind);
+  }
+
   verifyDecision(decision: string): void {
     this.verifyCount(decision).inc();
   }
@@ -341,6 +378,11 @@ export class ServiceMetrics implements Metrics {
 
   recorderBatch(stream: string, seconds: number): void {
     this.batchSeconds(stream).observe(seconds);
+  }
+
+  recorderQuarantined(stream: string, messages: number): void {
+    // 0 exports the series before the first one: an alert on its increase needs a sample before.
+    this.quarantined(stream).inc(messages);
   }
 
   natsConnected(up: boolean): void {

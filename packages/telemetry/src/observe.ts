@@ -13,6 +13,14 @@ export const observe = {
   policyDecision(hook: string, decision: string, mode: string): void {
     metrics().policyDecision(hook, decision, mode);
   },
+  /** A tool result the agent gateway could not match to a PreToolUse (`geode_governance_gaps_total`). */
+  governanceGap(agentKind: string): void {
+    metrics().governanceGap(agentKind);
+  },
+  /** The agent kinds a gateway serves, whose gap counters start at 0. */
+  governanceGapKinds(agentKinds: readonly string[]): void {
+    metrics().governanceGapKinds(agentKinds);
+  },
   /** A human approval request started (+1) or ended (-1). */
   approvalPending(delta: 1 | -1): void {
     metrics().approvalPending(delta);
@@ -24,6 +32,10 @@ export const observe = {
   /** One projection batch, from its first write attempt to its commit. */
   recorderBatch(stream: string, seconds: number): void {
     metrics().recorderBatch(stream, seconds);
+  },
+  /** Messages of `stream` PostgreSQL refused for their content (quarantined, not projected). */
+  recorderQuarantined(stream: string, messages: number): void {
+    metrics().recorderQuarantined(stream, messages);
   },
   /** Where `geode_recorder_lag_messages` is read from at each scrape (undefined: nowhere). */
   recorderLag(source: LagSource | undefined): void {

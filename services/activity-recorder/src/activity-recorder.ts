@@ -27,6 +27,7 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
+import { QuarantineNote } from "./quarantine-note.js";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_BATCH_SIZE, DEFAULT_WRITERS } from "./recorder-config.js";
 import { DEFAULT_RUN_FILE_MAX_BYTES, RunMirror } from "./run-mirror.js";
 import { type ProjectorStats, StreamProjector, type StreamProjectorOptions } from "./stream-projector.js";
@@ -59,8 +60,11 @@ export interface ActivityRecorderOptions {
 export interface ActivityRecorder {
   readonly db: ProjectionDb;
   stats(): { events: ProjectorStats; timeline: ProjectorStats };
-  /** `degraded` with the reason while the projection cannot be written. */
-  health(): ProjectionHealth;
+  /**
+   * `degraded` with the reason while the projection cannot be written; a `note` naming the
+   * quarantined messages, if any, while it can.
+   */
+  health(): ProjectionHealth & { note?: string };
   stop(): Promise<void>;
 }
 
@@ -112,6 +116,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       );
       await mirror.start();
     }
+    const quarantine = new QuarantineNote(db.db, n.ns, log);
     const projector = (kind: "events" | "timeline", stream: string) =>
       new StreamProjector({
         kind,
@@ -123,17 +128,20 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         writers,
         ackWaitMs,
         outage,
+        onQuarantined: () => void quarantine.refresh(),
         log: log.child({ stream }),
         source: durableSource({ jsm, js }, stream, { ackWaitMs, batchSize }),
       });
     projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
     observe.recorderLag(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
+    for (const stream of [n.eventsStream, n.timelineStream]) observe.recorderQuarantined(stream, 0);
     // Consumption starts once the tables exist. A database that is down at start delays that
     // (health says why) instead of stopping the service.
     const migrated = ownsDb ? await migrateOnce(db, outage) : true;
     const started = (async () => {
       if (!migrated) await retryUntilDone(() => db.migrate(), { retry, outage, stopped: () => stopped });
       if (stopped) return;
+      quarantine.start();
       for (const p of projectors) p.start();
       log.info(
         { batch_size: batchSize, writers, ack_wait_ms: ackWaitMs, db: db.kind },
@@ -143,12 +151,16 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
     return {
       db,
       stats: () => ({ events: { ...projectors[0]!.stats }, timeline: { ...projectors[1]!.stats } }),
-      health: () => outage.health,
+      health: () => {
+        const note = quarantine.note;
+        return note === undefined ? outage.health : { ...outage.health, note };
+      },
       async stop() {
         stopped = true;
         observe.recorderLag(undefined);
         await started;
         await Promise.all(projectors.map((p) => p.stop()));
+        await quarantine.stop();
         await mirror?.stop();
         if (ownsDb) await db.close();
       },

@@ -32,6 +32,8 @@ export interface StreamProjectorOptions {
   /** The consumer's ack wait: held messages are marked in progress three times per period. */
   ackWaitMs: number;
   outage?: ProjectionOutage;
+  /** Called after a batch committed with messages PostgreSQL refused (now quarantined). */
+  onQuarantined?: () => void;
   log: Logger;
 }
 
@@ -60,7 +62,7 @@ export class StreamProjector {
       writers: options.writers ?? 1,
       log: options.log,
       ...(options.outage ? { outage: options.outage } : {}),
-      async committed({ messages, rows, result, seconds }) {
+      async committed({ messages, rows, result, quarantined, seconds }) {
         // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
         // The run timeline mirrors activity rows (the seed's "same typed activity row"), one per event.
         if (mirror) {
@@ -72,6 +74,10 @@ export class StreamProjector {
         observe.recorderRows("activity_events", result.activity);
         observe.recorderRows("extension_invocations", result.extension);
         observe.recorderRows("session_events", result.session);
+        if (quarantined.length > 0) {
+          observe.recorderQuarantined(stream, quarantined.length);
+          options.onQuarantined?.();
+        }
       },
       // Given up (stop, or the mirror failed): another replica, or this one later, gets them now.
       abandoned(messages) {

@@ -3,8 +3,12 @@ import {
   type DispatchOutcome,
   ErrorCode,
   GeodeError,
+  type GuardedArguments,
+  guardedArguments,
   type HandlerRegistration,
   HookInvokeLeg,
+  type HookInvokeRequest,
+  HookName,
   INVOCATION_ID_HEADER,
   INVOCATION_ID_PATTERN,
   isHookName,
@@ -140,6 +144,7 @@ async function dispatch(
         hook,
         correlation: request.correlation,
         payload: checked.payload,
+        guarded: guardedOf(hook, request),
         deadline: request.timeout_ms === undefined ? undefined : receivedAt + request.timeout_ms,
         audits: pending,
         ...(controller ? { signal: controller.signal } : {}),
@@ -148,4 +153,22 @@ async function dispatch(
   } finally {
     if (controller) ctx.cancellable.delete(invocationId);
   }
+}
+
+/**
+ * A tool call's guarded argument fields, from the caller's whole input before sanitizing bounds
+ * it: PreToolUse and PostToolUse carry it in their arguments; PermissionRequest's caller passes
+ * the fields beside its payload, which names the call only in a bounded `detail`.
+ */
+function guardedOf(hook: HookName, request: HookInvokeRequest): GuardedArguments | undefined {
+  const tool = request.payload["tool_name"];
+  if (typeof tool !== "string") return undefined;
+  if (hook === HookName.PreToolUse || hook === HookName.PostToolUse)
+    return guardedArguments(tool, request.payload["arguments"]);
+  if (hook !== HookName.PermissionRequest || request.guarded === undefined) return undefined;
+  const given = guardedArguments(tool, request.guarded.arguments);
+  return {
+    arguments: given.arguments,
+    oversize: [...new Set([...request.guarded.oversize, ...given.oversize])],
+  };
 }

@@ -4,6 +4,7 @@ import { isPolicyHook, POLICY_HOOKS, policyAnswer, schemaText } from "@geode/pol
 import {
   AgentStore,
   type HookAnswer,
+  type HookCall,
   PolicyStore,
   type ServedHook,
   SessionStore,
@@ -43,7 +44,7 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
   await loader.start();
   const callers = new CallerDirectory(await SessionStore.open(conn), await AgentStore.open(conn));
 
-  const answer = async (envelope: HookEnvelope): Promise<HookAnswer> => {
+  const answer = async (envelope: HookEnvelope, call: HookCall): Promise<HookAnswer> => {
     const hook = envelope.name;
     if (!isPolicyHook(hook)) return { decision: null };
     const caller = await callers.of(envelope.correlation.session_id);
@@ -52,6 +53,7 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
       envelope.payload,
       envelope.correlation.session_id,
       caller,
+      call.guardedArguments,
     );
     if (evaluation.errors.length > 0)
       log.warn({ hook, policies: evaluation.errors }, "policies failed to evaluate and were skipped");

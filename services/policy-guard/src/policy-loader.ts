@@ -1,6 +1,6 @@
 import type { Logger } from "@geode/bus";
 import type { PolicyRecord } from "@geode/contracts";
-import { type CompiledSet, checkPolicySet, PolicyEngine } from "@geode/policy";
+import { type CompiledSet, checkPolicySet, PolicyEngine, policySetsInForce } from "@geode/policy";
 import type { PolicyStore, RecordChange, RecordWatch } from "@geode/state";
 
 /**
@@ -8,6 +8,8 @@ import type { PolicyStore, RecordChange, RecordWatch } from "@geode/state";
  * compiled once; a value that is not a valid record or whose text does not validate is skipped
  * and logged, and the set's last good version stays in force (a new set that never was good is
  * simply absent). Every change reloads the engine at once, so it applies within the watch's delay.
+ * On start the last good version comes from the bucket's history (`policySetsInForce`), so a set
+ * whose current value is bad is enforced from its last good version after a restart too.
  */
 export class PolicyLoader {
   readonly engine = new PolicyEngine();
@@ -21,8 +23,24 @@ export class PolicyLoader {
     private readonly log: Logger,
   ) {}
 
-  /** Loads every current set, then follows changes. */
+  /** Loads the sets in force (from the stored history), then follows changes. */
   async start(): Promise<void> {
+    for (const s of policySetsInForce(await this.store.versions(), this.schema)) {
+      if (s.enforced) this.good.set(s.key, s.enforced.set);
+      if (s.refused)
+        this.log.warn(
+          {
+            key: s.key,
+            revision: s.refused.revision,
+            error: s.refused.reason,
+            enforced: s.enforced?.revision ?? null,
+          },
+          s.enforced
+            ? "a policy set's stored value was refused; enforcing its last good version"
+            : "a policy set's stored value was refused and it has no good version; it is not in force",
+        );
+    }
+    if (this.good.size > 0) this.reload();
     this.watch = await this.store.watch(
       (change) => this.apply(change),
       (err) => this.log.error({ err }, "policy watch ended"),

@@ -60,8 +60,8 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   ]);
   const tools = await ToolRegistry.open(toolStore, options.tools ?? builtinTools(config.toolRoot), log);
   const hookClient = createHookClient(nc, n);
-  const invokeHook: InvokeHook = (hook, payload, correlation, { timeoutMs }) =>
-    hookClient.invoke(hook, payload, correlation, { timeoutMs });
+  const invokeHook: InvokeHook = (hook, payload, correlation, { timeoutMs, guarded }) =>
+    hookClient.invoke(hook, payload, correlation, { timeoutMs, ...(guarded ? { guarded } : {}) });
   const deps: BoundaryDeps = {
     nc,
     names: n,

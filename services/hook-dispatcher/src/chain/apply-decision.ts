@@ -1,4 +1,10 @@
-import { applyRewrite, isStoppingAction, sanitizeText, validateDecision } from "@geode/contracts";
+import {
+  applyRewrite,
+  isStoppingAction,
+  rewrittenGuardedArguments,
+  sanitizeText,
+  validateDecision,
+} from "@geode/contracts";
 import type { RegisteredHandler } from "../handler-registry.js";
 import type { ChainRun } from "./chain-run.js";
 import { handlerFailed } from "./handler-failed.js";
@@ -33,6 +39,7 @@ export function applyDecision(
     const rewritten = applyRewrite(run.hook, run.payload, decision.updates);
     if (!rewritten.ok)
       return handlerFailed(run, h, "InvalidRewrite", `invalid rewrite: ${rewritten.error}`, startedAt);
+    if (run.guarded) run.guarded = rewrittenGuardedArguments(run.guarded, run.payload, rewritten.payload);
     run.payload = rewritten.payload;
   }
   run.decide({ handler: name, ...decision });

@@ -1,7 +1,9 @@
 import { RequestFailedError, requestJson } from "@geode/bus";
 import {
   ErrorCode,
+  encodeGuardedArguments,
   GeodeError,
+  GUARDED_ARGUMENTS_HEADER,
   HookHandlerLeg,
   type HookName,
   hookEnvelope,
@@ -9,6 +11,7 @@ import {
   isMalformedReply,
   sanitizeText,
 } from "@geode/contracts";
+import { headers } from "@nats-io/transport-node";
 import type { RegisteredHandler } from "../handler-registry.js";
 import type { ChainRun } from "./chain-run.js";
 
@@ -52,10 +55,12 @@ export async function callHandler(
   const envelope = hookEnvelope(input.hook, input.correlation, run.payload, reg.schema_version);
   input.audits.publish();
   try {
+    const guarded = run.guarded && encodeGuardedArguments(run.guarded.arguments);
     const reply = await requestJson(run.ctx.nc, h.subject, envelope, {
       timeoutMs: Math.min(own, remaining),
       signal: input.signal,
       reply: HookHandlerLeg.reply,
+      ...(guarded === undefined ? {} : { headers: guardedHeader(guarded) }),
     });
     return { ok: true, decision: reply.decision, auditReason: reply.audit_reason };
   } catch (err) {
@@ -74,6 +79,13 @@ export async function callHandler(
       return { ok: false, type: "NoResponders", message: "no responders" };
     return callError(err);
   }
+}
+
+/** The header that hands a handler the call's guarded argument fields. */
+function guardedHeader(value: string) {
+  const h = headers();
+  h.set(GUARDED_ARGUMENTS_HEADER, value);
+  return h;
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   type Correlation,
   type DispatchOutcome,
   type ExtensionInvokedPayload,
+  type GuardedArguments,
   type HookName,
   SchemaVersion,
 } from "@geode/contracts";
@@ -30,6 +31,8 @@ export interface ChainInput {
   correlation: Correlation;
   /** The sanitized, validated payload. */
   payload: Record<string, unknown>;
+  /** A tool call's guarded argument fields, from its whole input (`guardedArguments`). */
+  guarded?: GuardedArguments | undefined;
   /** Epoch ms after which the caller no longer waits; undefined = no caller deadline. */
   deadline: number | undefined;
   /** Set when the caller gave up; the chain stops before the next handler. */
@@ -43,6 +46,8 @@ export interface ChainInput {
  */
 export class ChainRun {
   payload: Record<string, unknown>;
+  /** The guarded argument fields, as rewritten so far (a rewrite of one runs as rewritten). */
+  guarded: GuardedArguments | undefined;
   readonly decisions: AttributedDecision[] = [];
   readonly sources: string[] = [];
   readonly errors: string[] = [];
@@ -53,6 +58,7 @@ export class ChainRun {
     readonly input: ChainInput,
   ) {
     this.payload = input.payload;
+    this.guarded = input.guarded;
   }
 
   get hook(): HookName {

@@ -16,7 +16,7 @@ export async function approval(call: ToolCall): Promise<ToolExecuteReply | undef
       events: deps.events,
       approve: (request, options) => requestApproval({ nc: deps.nc, names: deps.names }, request, options),
       approvalTimeoutMs: deps.config.approvalTimeoutMs,
-      invoke: (payload) => call.invokeBeforeEffect("PermissionRequest", payload),
+      invoke: (payload, guarded) => call.invokeBeforeEffect("PermissionRequest", payload, guarded),
     },
     { tool_name: definition.name, safety_level: definition.effect, args: call.args, correlation },
   );

@@ -34,9 +34,10 @@ export function restoreRedacted(
 ): Record<string, unknown> {
   const redacted = rewritten["_redacted_fields"];
   if (!Array.isArray(redacted)) return rewritten;
-  const out: Record<string, unknown> = { ...rewritten };
-  if (!("_redacted_fields" in original)) delete out["_redacted_fields"];
+  // A Map, not an object literal: a key named `__proto__` stays a key, never the prototype.
+  const out = new Map(Object.entries(rewritten));
+  if (!Object.hasOwn(original, "_redacted_fields")) out.delete("_redacted_fields");
   for (const key of redacted)
-    if (typeof key === "string" && !(key in out) && key in original) out[key] = original[key];
-  return out;
+    if (typeof key === "string" && !out.has(key) && Object.hasOwn(original, key)) out.set(key, original[key]);
+  return Object.fromEntries(out);
 }

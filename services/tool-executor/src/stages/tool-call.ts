@@ -4,6 +4,7 @@ import {
   type DispatchOutcome,
   ErrorCode,
   GeodeError,
+  type GuardedArguments,
   type HookName,
   type HookPayloadInput,
   type Names,
@@ -31,7 +32,7 @@ export type InvokeHook = <H extends HookName>(
   hook: H,
   payload: HookPayloadInput<H>,
   correlation: Correlation,
-  options: { timeoutMs: number },
+  options: { timeoutMs: number; guarded?: GuardedArguments | undefined },
 ) => Promise<DispatchOutcome>;
 
 /** What the boundary's stages use, shared by every call of one executor. */
@@ -130,9 +131,13 @@ export class ToolCall {
   async invokeBeforeEffect<H extends HookName>(
     hook: H,
     payload: HookPayloadInput<H>,
+    guarded?: GuardedArguments,
   ): Promise<DispatchOutcome> {
     try {
-      return await this.deps.invokeHook(hook, payload, this.correlation, { timeoutMs: this.hookTimeoutMs });
+      return await this.deps.invokeHook(hook, payload, this.correlation, {
+        timeoutMs: this.hookTimeoutMs,
+        guarded,
+      });
     } catch (err) {
       if (err instanceof GeodeError && (err.code === ErrorCode.Unavailable || err.code === ErrorCode.Timeout))
         throw new GeodeError(

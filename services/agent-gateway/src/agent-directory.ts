@@ -15,6 +15,7 @@ const AGENT_RESYNC_MS = 30_000;
 export class AgentDirectory {
   private nameByDigest = new Map<string, string>();
   private digestByName = new Map<string, string>();
+  private groupsByName = new Map<string, readonly string[]>();
   /** Counts the watch's changes, so a re-read that overlapped one is not applied over it. */
   private changes = 0;
   private follow: { stop(): void } | undefined;
@@ -39,6 +40,11 @@ export class AgentDirectory {
     return this.nameByDigest.get(sha256(m[1])) ?? null;
   }
 
+  /** The groups of an agent (`geode agents add NAME --group G`); undefined when it has none. */
+  groupsOf(name: string): readonly string[] | undefined {
+    return this.groupsByName.get(name);
+  }
+
   /** Number of agents known (health and tests). */
   size(): number {
     return this.digestByName.size;
@@ -56,7 +62,9 @@ export class AgentDirectory {
       this.digestByName.delete(name);
       if (this.nameByDigest.get(old) === name) this.nameByDigest.delete(old);
     }
+    this.groupsByName.delete(name);
     if (record) {
+      if (record.groups) this.groupsByName.set(name, record.groups);
       this.digestByName.set(name, record.token_sha256);
       this.nameByDigest.set(record.token_sha256, name);
     }
@@ -69,5 +77,6 @@ export class AgentDirectory {
     if (agents === null || this.changes !== before) return;
     this.digestByName = new Map(agents.map((a) => [a.name, a.token_sha256]));
     this.nameByDigest = new Map(agents.map((a) => [a.token_sha256, a.name]));
+    this.groupsByName = new Map(agents.flatMap((a) => (a.groups ? [[a.name, a.groups] as const] : [])));
   }
 }

@@ -1,9 +1,12 @@
 import { type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
-import type { Names } from "@geode/contracts";
+import { agentCheckPath, type Names } from "@geode/contracts";
+import { observe } from "@geode/telemetry";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AnyAdapter } from "./agent-adapter.js";
+import { handleAgentCheck } from "./agent-check.js";
 import { AgentDirectory } from "./agent-directory.js";
 import { handleAgentHook } from "./agent-hook.js";
+import { GuardedHooks } from "./agent-plane/guarded-hooks.js";
 import { SessionTracker } from "./agent-plane/session-tracker.js";
 import { ToolCalls } from "./agent-plane/tool-calls.js";
 import { claudeCodeAdapter } from "./claude-code/claude-code-adapter.js";
@@ -12,6 +15,7 @@ import { copilotAdapter } from "./copilot/copilot-adapter.js";
 import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { geminiCliAdapter } from "./gemini-cli/gemini-cli-adapter.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
+import { McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { createPlane } from "./plane.js";
 
 /** The agent kinds the gateway speaks for, one adapter each. */
@@ -73,6 +77,17 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
   const directory = await AgentDirectory.start(plane);
   const sessions = new SessionTracker(plane, log);
   const toolCalls = new ToolCalls();
+  const guarded = new GuardedHooks();
+  const mcp = await McpEndpoint.start({
+    plane,
+    sessions,
+    log,
+    groupsOf: (agent) => directory.groupsOf(agent),
+    sessionIdleMs: config.mcpSessionIdleMs,
+    toolTimeoutMs: config.toolTimeoutMs,
+    hookTimeoutMs: config.hookTimeoutMs,
+  });
+  observe.governanceGapKinds(ADAPTERS.map((a) => a.kind));
   const http = await startHttpServer({
     host: config.host,
     port: config.port,
@@ -81,13 +96,29 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     log,
     routes: {
       identify: (authorization) => directory.identify(authorization),
-      hooks: new Map<string, HookRoute>(
-        ADAPTERS.map((adapter) => [
+      hooks: new Map<string, HookRoute>([
+        ...ADAPTERS.map((adapter): [string, HookRoute] => [
           adapter.path,
-          (request) => handleAgentHook(adapter, { plane, sessions, toolCalls, log }, request),
+          (request) => handleAgentHook(adapter, { plane, sessions, toolCalls, guarded, log }, request),
         ]),
-      ),
+        // `geode connect <kind> --check` reports its result beside the kind's hook endpoint.
+        ...ADAPTERS.map((adapter): [string, HookRoute] => [
+          agentCheckPath(adapter.path),
+          async (request) => handleAgentCheck(adapter, plane, request),
+        ]),
+      ]),
       healthy: () => plane.connected(),
+      mcp: {
+        serve: (request, agent, body) => mcp.fetch(request, agent, body),
+        allowedHosts: [
+          "localhost",
+          "127.0.0.1",
+          "[::1]",
+          ...(config.host === "0.0.0.0" || config.host === "::" ? [] : [config.host]),
+          ...config.mcpAllowedHosts,
+        ],
+        maxBodyBytes: config.mcpMaxBodyBytes,
+      },
     },
   });
   log.info({ url: http.url }, `agent-gateway listening on ${http.url}`);
@@ -97,6 +128,7 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     async stop() {
       await http.close();
       directory.stop();
+      mcp.stop();
       if (!options.events) await events.close();
     },
   };

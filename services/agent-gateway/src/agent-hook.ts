@@ -1,5 +1,6 @@
 import type { Logger } from "@geode/bus";
 import { type AgentAdapter, correlationOf, type HookResponse, invalidRequest } from "./agent-adapter.js";
+import type { GuardedHooks } from "./agent-plane/guarded-hooks.js";
 import type { SessionTracker } from "./agent-plane/session-tracker.js";
 import type { ToolCalls } from "./agent-plane/tool-calls.js";
 import type { Plane } from "./plane.js";
@@ -9,6 +10,7 @@ export interface AgentHookDeps {
   plane: Plane;
   sessions: SessionTracker;
   toolCalls: ToolCalls;
+  guarded: GuardedHooks;
   log: Logger;
 }
 

@@ -21,7 +21,18 @@ export interface GatewayConfig {
    * sends its next request to the plane, ahead of it.
    */
   eventDelayMs: number;
+  /** An agent's MCP session ends after this long without a call (`GEODE_MCP_SESSION_IDLE_MS`). */
+  mcpSessionIdleMs: number;
+  /** Largest `POST /v1/mcp` body; larger is 413 with a JSON-RPC error. */
+  mcpMaxBodyBytes: number;
+  /** Hostnames `/v1/mcp` accepts in Host and Origin, beside localhost and the listen host. */
+  mcpAllowedHosts: readonly string[];
+  /** Terminal limit of a tool without its own `timeout_ms` (the wait of an MCP call). */
+  toolTimeoutMs: number;
 }
+
+const DEFAULT_MCP_SESSION_IDLE_MS = 1_800_000;
+const DEFAULT_MCP_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export const DEFAULT_GATEWAY_ADDR = "127.0.0.1:4280";
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -67,6 +78,11 @@ export const GATEWAY_ENV = envSpec(
       default: "1 MiB",
       meaning: "largest hook request body; a larger one is 413 (agent-gateway)",
     }),
+    mcpSessionIdleMs: envVar("GEODE_MCP_SESSION_IDLE_MS", read.int(DEFAULT_MCP_SESSION_IDLE_MS, 1000), {
+      default: "`1800000`",
+      meaning:
+        "an agent's MCP calls (per agent and client name) form one session until this long passes without a call (agent-gateway)",
+    }),
     headersTimeoutMs: TIMEOUT_VARS.headersMs,
     requestTimeoutMs: TIMEOUT_VARS.requestMs,
     idleTimeoutMs: TIMEOUT_VARS.idleMs,
@@ -94,5 +110,9 @@ export function gatewayConfig(partial: Partial<GatewayConfig> = {}): GatewayConf
     verifyTimeoutMs: partial.verifyTimeoutMs ?? 90_000,
     approvalTimeoutMs: partial.approvalTimeoutMs ?? 60_000,
     eventDelayMs: partial.eventDelayMs ?? DEFAULT_EVENT_DELAY_MS,
+    mcpSessionIdleMs: partial.mcpSessionIdleMs ?? DEFAULT_MCP_SESSION_IDLE_MS,
+    mcpMaxBodyBytes: partial.mcpMaxBodyBytes ?? DEFAULT_MCP_MAX_BODY_BYTES,
+    mcpAllowedHosts: partial.mcpAllowedHosts ?? [],
+    toolTimeoutMs: partial.toolTimeoutMs ?? 300_000,
   };
 }

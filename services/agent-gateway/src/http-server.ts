@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { decodeJson, type HttpTimeouts, httpServerOptions, type Logger } from "@geode/bus";
+import { decodeJson, type HttpTimeouts, httpServerOptions, type Logger, repeatedHeader } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
@@ -9,6 +9,7 @@ import {
   TRACESTATE_HEADER,
 } from "@geode/contracts";
 import { newTraceContext, runInTrace, withSpan } from "@geode/telemetry";
+import { RefusedTokenLog } from "./refused-token-log.js";
 
 /** Handles one parsed hook body of the agent named by the request's token. */
 export type HookRoute = (request: {
@@ -26,6 +27,123 @@ export interface HttpRoutes {
   hooks: ReadonlyMap<string, HookRoute>;
   /** Whether the gateway can reach the plane now (for `/healthz`). */
   healthy(): boolean;
+  /** `POST /v1/mcp`: one MCP request of an agent, its JSON body read and bounded. */
+  mcp?: {
+    serve(request: Request, agent: string, body: unknown): Promise<Response>;
+    /** Hostnames the Host header (and a browser's Origin) may name. */
+    allowedHosts: readonly string[];
+    maxBodyBytes: number;
+  };
+}
+
+/** The MCP endpoint's path. */
+const MCP_PATH = "/v1/mcp";
+
+/** OAuth discovery and registration probes of MCP clients: answered 404 at once (no OAuth here). */
+const isOAuthProbe = (path: string) =>
+  path.startsWith("/.well-known/oauth-") ||
+  path.startsWith("/.well-known/openid-configuration") ||
+  path === "/register";
+
+const rpcError = (code: number, message: string) => ({ jsonrpc: "2.0", id: null, error: { code, message } });
+
+function hostnameOf(value: string | undefined): string | null {
+  if (value === undefined || value === "") return null;
+  try {
+    return new URL(value.includes("://") ? value : `http://${value}`).hostname;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One MCP request: Host and Origin checked (403), the bearer token (401 with
+ * `WWW-Authenticate: Bearer`), the body bounded (413 with a JSON-RPC error), then the SDK's
+ * handler; its web Response is written back (JSON or an SSE stream).
+ */
+async function answerMcp(
+  options: { routes: HttpRoutes; refused: RefusedTokenLog },
+  mcp: NonNullable<HttpRoutes["mcp"]>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const host = hostnameOf(header(req, "host"));
+  if (host === null || !mcp.allowedHosts.includes(host)) {
+    req.resume();
+    send(res, 403, rpcError(-32000, "Host not allowed"), true);
+    return;
+  }
+  const origin = header(req, "origin");
+  if (origin !== undefined && !mcp.allowedHosts.includes(hostnameOf(origin) ?? "")) {
+    req.resume();
+    send(res, 403, rpcError(-32000, "Origin not allowed"), true);
+    return;
+  }
+  if (req.method !== "POST") {
+    req.resume();
+    res.writeHead(405, { allow: "POST", "content-type": "application/json" });
+    res.end(JSON.stringify(rpcError(-32000, "Method not allowed: this endpoint is stateless, use POST")));
+    return;
+  }
+  const agent = options.routes.identify(req.headers.authorization);
+  if (agent === null) {
+    req.resume();
+    options.refused.note(req.socket.remoteAddress, MCP_PATH, req.headers.authorization);
+    res.writeHead(401, {
+      "www-authenticate": "Bearer",
+      "content-type": "application/json",
+      connection: "close",
+    });
+    res.end(JSON.stringify(rpcError(-32001, "missing or unknown bearer token")));
+    return;
+  }
+  const raw = await readBody(req, mcp.maxBodyBytes);
+  if (raw === null) {
+    send(
+      res,
+      413,
+      rpcError(-32600, `request body over ${mcp.maxBodyBytes} bytes: arguments this large are refused`),
+      true,
+    );
+    return;
+  }
+  let body: unknown;
+  try {
+    body = decodeJson(raw);
+  } catch {
+    send(res, 400, rpcError(-32700, "body is not UTF-8 JSON"));
+    return;
+  }
+  const ac = new AbortController();
+  res.once("close", () => {
+    if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
+  });
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers))
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  const request = new Request(`http://${header(req, "host")}${MCP_PATH}`, {
+    method: "POST",
+    headers,
+    body: raw,
+    signal: ac.signal,
+  });
+  const response = await mcp.serve(request, agent, body);
+  const out: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    out[name] = value;
+  });
+  res.writeHead(response.status, out);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done || res.destroyed) break;
+    res.write(value);
+  }
+  res.end();
 }
 
 export interface GatewayHttpServer {
@@ -79,19 +197,29 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
 
 /**
  * One agent hook call: the bearer token (401), the body (413 over `maxBodyBytes`, 400 unless a
- * JSON object within the depth limit), then the agent's route in the agent's own trace.
+ * JSON object within the depth limit), then the agent's route in the agent's own trace. A refused
+ * token is logged (rate-limited, never the token).
  */
 async function answerHook(
-  options: { routes: HttpRoutes; maxBodyBytes: number },
+  options: { routes: HttpRoutes; maxBodyBytes: number; refused: RefusedTokenLog },
   req: IncomingMessage,
   res: ServerResponse,
   route: HookRoute,
+  path: string,
   query: URLSearchParams,
 ): Promise<void> {
   const { routes, maxBodyBytes } = options;
+  // A header said twice is refused, not read as one of its values (nothing is invoked).
+  const repeated = repeatedHeader(req, ["authorization", TRACEPARENT_HEADER, TRACESTATE_HEADER]);
+  if (repeated !== undefined) {
+    req.resume();
+    send(res, 400, error(ErrorCode.InvalidRequest, `the ${repeated} header is given more than once`), true);
+    return;
+  }
   const agent = routes.identify(req.headers.authorization);
   if (agent === null) {
     req.resume();
+    options.refused.note(req.socket.remoteAddress, path, req.headers.authorization);
     send(res, 401, error(ErrorCode.PolicyDenied, "missing or unknown bearer token"), true);
     return;
   }
@@ -144,6 +272,7 @@ export async function startHttpServer(options: {
 }): Promise<GatewayHttpServer> {
   const { routes, log } = options;
   const inflight = new Set<Promise<void>>();
+  const hookOptions = { ...options, refused: new RefusedTokenLog(log) };
 
   const server = createServer(httpServerOptions(options.timeouts), (req, res) => {
     const url = req.url ?? "/";
@@ -156,12 +285,27 @@ export async function startHttpServer(options: {
         work = Promise.resolve(
           routes.healthy() ? send(res, 200, { status: "ok" }) : send(res, 503, { status: "unavailable" }),
         );
+    } else if (path !== undefined && isOAuthProbe(path)) {
+      req.resume();
+      work = Promise.resolve(
+        send(res, 404, error(ErrorCode.InvalidRequest, "no OAuth here: use the agent's token")),
+      );
+    } else if (path === MCP_PATH && routes.mcp) {
+      work = answerMcp(hookOptions, routes.mcp, req, res);
     } else if (path !== undefined && routes.hooks.has(path)) {
       const route = routes.hooks.get(path) as HookRoute;
       if (req.method !== "POST") {
         req.resume();
         work = Promise.resolve(send(res, 405, error(ErrorCode.InvalidRequest, "use POST")));
-      } else work = answerHook(options, req, res, route, new URLSearchParams(url.slice(path.length + 1)));
+      } else
+        work = answerHook(
+          hookOptions,
+          req,
+          res,
+          route,
+          path,
+          new URLSearchParams(url.slice(path.length + 1)),
+        );
     } else {
       req.resume();
       work = Promise.resolve(send(res, 404, error(ErrorCode.InvalidRequest, `no route ${path}`)));
@@ -198,7 +342,7 @@ export async function startHttpServer(options: {
   };
 }
 
-/** One request header as a string (the first, when sent twice). */
+/** One request header as a string (never repeated: `answerHook` refuses that first). */
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;

@@ -18,6 +18,7 @@ await runService(
           maxBodyBytes: settings.maxBodyBytes,
           timeouts: gatewayTimeouts(settings),
           approvalTimeoutMs: config.approvalTimeoutMs,
+          mcpSessionIdleMs: settings.mcpSessionIdleMs,
         },
       });
     } catch (err) {

@@ -15,6 +15,7 @@ import {
   type ApprovalRequest,
   type Correlation,
   type DispatchOutcome,
+  type GuardedArguments,
   type HookName,
   type HookPayloadInput,
   type Names,
@@ -32,14 +33,21 @@ interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
+interface InvokeHookOptions extends CallOptions {
+  /** PermissionRequest: the guarded facts of the call's whole input (`guardedArguments`). */
+  guarded?: GuardedArguments | undefined;
+}
+
 export interface Plane {
   readonly names: Names;
+  /** The connection, for the MCP endpoint's own legs (tool calls, forwards, KV watches). */
+  readonly nc: NatsConnection;
   /** Invokes a public hook through the hook-dispatcher (cancelled with `signal`). */
   invokeHook<H extends HookName>(
     hook: H,
     payload: HookPayloadInput<H>,
     correlation: Correlation,
-    options?: CallOptions,
+    options?: InvokeHookOptions,
   ): Promise<DispatchOutcome>;
   /** `{ns}.verify.finalize`. */
   finalize(request: VerifyFinalizeRequest, options?: CallOptions): Promise<VerifyReply>;
@@ -118,14 +126,13 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
 
   return {
     names: n,
+    nc,
 
     invokeHook(hook, payload, correlation, callOptions = {}) {
-      return hooks.invoke(
-        hook,
-        payload,
-        correlation,
-        callOptions.signal ? { signal: callOptions.signal } : {},
-      );
+      return hooks.invoke(hook, payload, correlation, {
+        ...(callOptions.signal ? { signal: callOptions.signal } : {}),
+        ...(callOptions.guarded ? { guarded: callOptions.guarded } : {}),
+      });
     },
 
     finalize(request, callOptions = {}) {

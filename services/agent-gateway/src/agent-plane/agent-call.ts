@@ -2,6 +2,7 @@ import type { Logger } from "@geode/bus";
 import type { Correlation } from "@geode/contracts";
 import type { Plane } from "../plane.js";
 import type { AgentIdentity } from "./agent-identity.js";
+import type { GuardedHooks } from "./guarded-hooks.js";
 import type { SessionTracker } from "./session-tracker.js";
 import type { ToolCalls } from "./tool-calls.js";
 
@@ -17,6 +18,8 @@ export interface AgentCall {
   sessions: SessionTracker;
   /** The agent's tool calls between their hook requests (ids, starts recorded). */
   toolCalls: ToolCalls;
+  /** Which guarded hooks each agent was seen sending (recorded for `geode agents ls`). */
+  guarded: GuardedHooks;
   /** Aborted when the agent gives up on the request (its hook timeout). */
   signal: AbortSignal;
   log: Logger;

@@ -14,7 +14,7 @@ import { promptRefusal, submitPrompt } from "./prompt.js";
 import { recordOnly } from "./record-only.js";
 import { llmFailed, verifyStop } from "./stop.js";
 import { subagentStarted, subagentStopped } from "./subagents.js";
-import { askPermission, asObject, permissionDenied, postToolUse, preToolUse } from "./tool-use.js";
+import { agentPermissionPrompt, asObject, permissionDenied, postToolUse, preToolUse } from "./tool-use.js";
 
 /*
  * The events of agents whose hooks speak Claude Code's words (Claude Code itself, Codex CLI, and
@@ -114,7 +114,7 @@ const preToolUseEvent =
  * `decision.behavior`; nobody deciding → `{}`, so the agent asks its own user.
  */
 const permissionRequest: ClaudeStyleEvent = async (call, input) => {
-  const verdict = await askPermission(call, toolUse(input));
+  const verdict = await agentPermissionPrompt(call, toolUse(input));
   if (verdict.behavior === "none") return NOTHING;
   return verdict.behavior === "allow" ? permissionAnswer("allow") : permissionAnswer("deny", verdict.reason);
 };

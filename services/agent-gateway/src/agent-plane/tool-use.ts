@@ -9,6 +9,7 @@ import {
   toolRefusedPayload,
 } from "@geode/contracts";
 import { decidePermission, type PermissionVerdict } from "@geode/lifecycle";
+import { observe } from "@geode/telemetry";
 import type { AgentCall } from "./agent-call.js";
 import { derivedId } from "./tool-calls.js";
 import { safetyLevelOf } from "./tool-kinds.js";
@@ -42,9 +43,14 @@ export type PreToolVerdict =
  * another tool in the call's place); request_permission → PermissionRequest and the approvers,
  * whose verdict is the permission (`ask` when nobody decided).
  */
-export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreToolVerdict> {
-  const { plane, corr, signal } = call;
+export async function preToolUse(agentCall: AgentCall, use: ToolUse): Promise<PreToolVerdict> {
   const { tool_name: toolName, args: original } = use;
+  agentCall.guarded.seen(agentCall.plane, agentCall.agent, "PreToolUse");
+  const call = withToolCallId(
+    agentCall,
+    agentCall.toolCalls.announce(agentCall.corr.session_id, toolName, agentCall.corr.tool_call_id, original),
+  );
+  const { plane, corr, signal } = call;
   const outcome = await plane.invokeHook(
     HookName.PreToolUse,
     { tool_name: toolName, arguments: original },
@@ -70,13 +76,7 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
     if (updated === undefined) rewriteReason = undefined;
   }
   const args = updated ?? original;
-  call.toolCalls.remember(
-    corr.session_id,
-    toolName,
-    corr.tool_call_id,
-    [original, args],
-    updated !== undefined,
-  );
+  call.toolCalls.remember(corr.session_id, corr.tool_call_id, args, updated !== undefined);
   let permission: { behavior: "allow" | "ask"; reason: string } | undefined;
   if (outcome.decisions.some((d) => d.action === "request_permission")) {
     const verdict = await askPermission(call, { tool_name: toolName, args });
@@ -98,6 +98,7 @@ export async function preToolUse(call: AgentCall, use: ToolUse): Promise<PreTool
 
 /** A call PreToolUse refused: recorded (`refusalRecord`, status `blocked`) and denied to the agent. */
 function refused(call: AgentCall, use: ToolUse, reason: string): PreToolVerdict {
+  call.toolCalls.refused(call.corr.session_id, call.corr.tool_call_id);
   refusalRecord(call, use, "blocked", reason);
   return { action: "deny", reason };
 }
@@ -120,7 +121,7 @@ function refusalRecord(call: AgentCall, use: ToolUse, status: "blocked" | "denie
  * nobody decided, so the agent asks its own user. An allow lets the call go: its start is recorded.
  * A prompt that does not name its call gets the id of the one PreToolUse announced with this input.
  */
-export async function askPermission(call: AgentCall, use: ToolUse): Promise<PermissionVerdict> {
+async function askPermission(call: AgentCall, use: ToolUse): Promise<PermissionVerdict> {
   const { plane, signal } = call;
   const named = call.corr.tool_call_id;
   const toolCallId =
@@ -131,7 +132,8 @@ export async function askPermission(call: AgentCall, use: ToolUse): Promise<Perm
       events: plane.lifecycle.events,
       approvalTimeoutMs: plane.approvalTimeoutMs,
       approve: (request, options) => plane.approve(request, options),
-      invoke: (payload) => plane.invokeHook(HookName.PermissionRequest, payload, corr, { signal }),
+      invoke: (payload, guarded) =>
+        plane.invokeHook(HookName.PermissionRequest, payload, corr, { signal, guarded }),
     },
     {
       tool_name: use.tool_name,
@@ -142,8 +144,17 @@ export async function askPermission(call: AgentCall, use: ToolUse): Promise<Perm
     },
   );
   if (verdict.behavior === "allow") recordStarted({ ...call, corr }, use);
-  if (verdict.behavior === "deny") refusalRecord({ ...call, corr }, use, "denied", verdict.reason);
+  if (verdict.behavior === "deny") {
+    call.toolCalls.refused(corr.session_id, toolCallId);
+    refusalRecord({ ...call, corr }, use, "denied", verdict.reason);
+  }
   return verdict;
+}
+
+/** The agent's own permission prompt for a call (its PermissionRequest hook): `askPermission`. */
+export function agentPermissionPrompt(call: AgentCall, use: ToolUse): Promise<PermissionVerdict> {
+  call.guarded.seen(call.plane, call.agent, "PermissionRequest");
+  return askPermission(call, use);
 }
 
 /**
@@ -194,9 +205,10 @@ export interface PostToolVerdict {
  * `tool_exec_failed`) go out first, then PostToolUse (`executed: true`); add_context reasons come
  * back in handler order.
  */
-export async function postToolUse(call: AgentCall, done: ToolResult): Promise<PostToolVerdict> {
-  const { plane, corr, signal } = call;
+export async function postToolUse(agentCall: AgentCall, done: ToolResult): Promise<PostToolVerdict> {
   const { tool_name: toolName, failed } = done;
+  const call = matchedCall(agentCall, done);
+  const { plane, corr, signal } = call;
   const ended = {
     tool_name: toolName,
     effect: safetyLevelOf(call.agent.kind, toolName),
@@ -232,6 +244,38 @@ export async function postToolUse(call: AgentCall, done: ToolResult): Promise<Po
     corr,
   );
   return { contexts, ...(blocked ? { block: decisionReason(outcome, ["block"], "blocked") } : {}) };
+}
+
+/** The call with `toolCallId` as its correlation's tool call. */
+function withToolCallId(call: AgentCall, toolCallId: string): AgentCall {
+  return toolCallId === call.corr.tool_call_id
+    ? call
+    : { ...call, corr: { ...call.corr, tool_call_id: toolCallId } };
+}
+
+/**
+ * The call whose result the agent reports, with the id PreToolUse gave it. A result whose
+ * PreToolUse never reached the plane is a call nobody governed: it is recorded as
+ * `governance.gap` (under a fresh id when the agent names none, so its records still form one
+ * call), counted, and logged without the call's content.
+ */
+function matchedCall(call: AgentCall, done: ToolResult): AgentCall {
+  const { corr, agent } = call;
+  const found = call.toolCalls.finish(corr.session_id, done.tool_name, corr.tool_call_id, done.args);
+  if (found.announced) return withToolCallId(call, found.toolCallId);
+  const gap = withToolCallId(call, found.toolCallId === "" ? randomUUID() : found.toolCallId);
+  gap.plane.timeline(
+    "governance.gap",
+    { agent: agent.name, agent_kind: agent.kind, tool_name: done.tool_name, missing: "PreToolUse" },
+    gap.corr,
+    derivedId(gap.corr.session_id, gap.corr.tool_call_id, "governance.gap"),
+  );
+  observe.governanceGap(agent.kind);
+  call.log.warn(
+    { agent: agent.name, agent_kind: agent.kind, session_id: corr.session_id },
+    "a tool result reached the plane without its PreToolUse: the call was not governed",
+  );
+  return gap;
 }
 
 /** The agent's own permission check refused a call: recorded as `approval_transition`. */

@@ -32,20 +32,22 @@ export function updatedToolInput(
   seen: Record<string, unknown>,
   rewritten: Record<string, unknown>,
 ): Record<string, unknown> | null {
-  const out: Record<string, unknown> = {};
+  // A Map, not an object literal: a key named `__proto__` stays a key, never the prototype.
+  const out = new Map<string, unknown>();
   for (const [k, v] of Object.entries(original)) {
-    if (k in rewritten) continue;
-    if (k in seen) continue; // removed by the rewrite
-    out[k] = v; // never seen by a handler (redacted, or cut with its object)
+    if (Object.hasOwn(rewritten, k)) continue;
+    if (Object.hasOwn(seen, k)) continue; // removed by the rewrite
+    out.set(k, v); // never seen by a handler (redacted, or cut with its object)
   }
   for (const [k, v] of Object.entries(rewritten)) {
-    if (MARKERS.has(k) && !(k in original)) continue;
-    const unchanged = k in seen && isDeepStrictEqual(settled(v), settled(seen[k]));
+    if (MARKERS.has(k) && !Object.hasOwn(original, k)) continue;
+    const unchanged = Object.hasOwn(seen, k) && isDeepStrictEqual(settled(v), settled(seen[k]));
     if (unchanged) {
-      if (k in original) out[k] = original[k];
+      if (Object.hasOwn(original, k)) out.set(k, original[k]);
       continue; // an unchanged sanitizer artifact
     }
-    out[k] = v;
+    out.set(k, v);
   }
-  return isDeepStrictEqual(out, original) ? null : out;
+  const input = Object.fromEntries(out);
+  return isDeepStrictEqual(input, original) ? null : input;
 }

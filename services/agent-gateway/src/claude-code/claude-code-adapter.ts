@@ -19,11 +19,9 @@ const GUARDED: ReadonlySet<string> = new Set(CLAUDE_CODE_EVENTS.filter((e) => e.
  * The mapping of docs/claude-code.md: Claude Code takes a rewritten input alone (`updatedInput`,
  * no allow), can ask its user, and skips a deferred compaction.
  */
-const HANDLERS: Readonly<Record<string, ClaudeStyleEvent>> = claudeStyleHandlers({
-  rewrite: "always",
-  unanswered: "ask",
-  defer: "block",
-});
+const HANDLERS: ReadonlyMap<string, ClaudeStyleEvent> = new Map(
+  Object.entries(claudeStyleHandlers({ rewrite: "always", unanswered: "ask", defer: "block" })),
+);
 
 /** What a guarded Claude Code event answers when the plane cannot decide; the others answer `{}`. */
 export function unavailableOutput(event: string, message: string): ClaudeCodeHookOutput {
@@ -48,6 +46,6 @@ export const claudeCodeAdapter: AgentAdapter<ClaudeCodeHookInput, ClaudeCodeHook
     model: typeof input["model"] === "string" ? input["model"] : undefined,
   }),
   startsSession: (input) => input.hook_event_name === "SessionStart",
-  handle: (call, input) => (HANDLERS[input.hook_event_name] ?? recordOnlyEvent)(call, input),
+  handle: (call, input) => (HANDLERS.get(input.hook_event_name) ?? recordOnlyEvent)(call, input),
   unavailable: unavailableOutput,
 };

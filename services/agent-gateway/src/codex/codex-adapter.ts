@@ -25,10 +25,10 @@ const MAPPED: ReadonlySet<string> = new Set(CODEX_EVENTS.map((e) => e.event));
  * its PreCompact cannot skip a compaction, so a defer is recorded and compaction goes on.
  */
 const SHARED = claudeStyleHandlers({ rewrite: "bypass", unanswered: "deny", defer: "ignore" });
-const HANDLERS: Readonly<Record<string, ClaudeStyleEvent>> = {
-  ...Object.fromEntries(Object.entries(SHARED).filter(([event]) => MAPPED.has(event))),
-  Interrupt: interruptEvent,
-};
+const HANDLERS: ReadonlyMap<string, ClaudeStyleEvent> = new Map([
+  ...Object.entries(SHARED).filter(([event]) => MAPPED.has(event)),
+  ["Interrupt", interruptEvent],
+]);
 
 /**
  * Codex CLI (docs/codex.md): its command hooks POST their stdin to `/v1/codex/hook`;
@@ -49,6 +49,6 @@ export const codexAdapter: AgentAdapter<CodexHookInput, CodexHookOutput> = {
   }),
   startsSession: (input) => input.hook_event_name === "SessionStart",
   handle: async (call, input) =>
-    (await (HANDLERS[input.hook_event_name] ?? recordOnlyEvent)(call, input)) as CodexHookOutput,
+    (await (HANDLERS.get(input.hook_event_name) ?? recordOnlyEvent)(call, input)) as CodexHookOutput,
   unavailable: (event, message) => refuseGuarded(GUARDED, event, message) as CodexHookOutput,
 };

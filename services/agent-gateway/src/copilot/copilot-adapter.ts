@@ -6,6 +6,7 @@ import {
   CopilotHookInputCodec,
   type CopilotHookOutput,
   copilotRefusal,
+  sha256,
 } from "@geode/contracts";
 import type { AgentAdapter } from "../agent-adapter.js";
 import { COPILOT_HANDLERS, recordOnlyEvent } from "./copilot-events.js";
@@ -35,15 +36,32 @@ function unavailableCopilotOutput(event: string, message: string): CopilotHookOu
 }
 
 /**
+ * The turn of a prompt: Copilot names none, so its `userPromptSubmitted` gets one from the digest
+ * of its timestamp and prompt, which the prompt's records (its length, its UserPromptSubmit audits)
+ * share: one prompt is one step of the story. Other events belong to no turn.
+ */
+function turnOf(input: CopilotHookInput): string | undefined {
+  if (input.hookName !== "userPromptSubmitted") return undefined;
+  const prompt = typeof input["prompt"] === "string" ? input["prompt"] : "";
+  return `prompt-${sha256(`${String(input["timestamp"] ?? "")}\u0000${prompt}`).slice(0, 32)}`;
+}
+
+/**
  * GitHub Copilot CLI (docs/copilot.md): its native command hooks POST their stdin to
- * `/v1/copilot/hook?event=<event>`; `session_id` and `run_id` = its `sessionId`. Its input names
- * neither turn, tool call nor model, so those stay empty.
+ * `/v1/copilot/hook?event=<event>`; `session_id` and `run_id` = its `sessionId`; `turn_id` of a
+ * prompt = a digest of it (`turnOf`). Its input names no tool call (PreToolUse gives each one an
+ * id) and no model.
  */
 export const copilotAdapter: AgentAdapter<CopilotHookInput, CopilotHookOutput> = {
   kind: "copilot",
   path: COPILOT_HOOK_PATH,
   provider: "github",
   parse: (body, query) => {
+    // Read as its first value, a repeated event could be one thing to the plane and another to a proxy.
+    if (query.getAll(COPILOT_EVENT_PARAM).length > 1)
+      return {
+        error: `the ${COPILOT_EVENT_PARAM} parameter is given more than once: name one Copilot CLI event`,
+      };
     const input = named(body, query);
     if (input !== null && typeof input === "object" && !("hookName" in input))
       return {
@@ -52,8 +70,8 @@ export const copilotAdapter: AgentAdapter<CopilotHookInput, CopilotHookOutput> =
     return CopilotHookInputCodec.decode(input);
   },
   eventOf: (input) => input.hookName,
-  ids: (input) => ({ session_id: input.sessionId }),
+  ids: (input) => ({ session_id: input.sessionId, turn_id: turnOf(input) }),
   startsSession: (input) => input.hookName === "sessionStart",
-  handle: (call, input) => (COPILOT_HANDLERS[input.hookName] ?? recordOnlyEvent)(call, input),
+  handle: (call, input) => (COPILOT_HANDLERS.get(input.hookName) ?? recordOnlyEvent)(call, input),
   unavailable: unavailableCopilotOutput,
 };

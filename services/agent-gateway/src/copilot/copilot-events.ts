@@ -1,11 +1,16 @@
-import { type CopilotHookInput, type CopilotHookOutput, copilotRefusal } from "@geode/contracts";
+import {
+  type CopilotHookInput,
+  type CopilotHookOutput,
+  copilotRefusal,
+  wellFormedJsonText,
+} from "@geode/contracts";
 import type { AgentCall } from "../agent-plane/agent-call.js";
 import { preCompact } from "../agent-plane/compaction.js";
 import { submitPrompt } from "../agent-plane/prompt.js";
 import { recordOnly } from "../agent-plane/record-only.js";
 import { llmFailed, verifyStop } from "../agent-plane/stop.js";
 import { subagentStarted, subagentStopped } from "../agent-plane/subagents.js";
-import { askPermission, asObject, postToolUse, preToolUse } from "../agent-plane/tool-use.js";
+import { agentPermissionPrompt, asObject, postToolUse, preToolUse } from "../agent-plane/tool-use.js";
 
 /** One Copilot event, run through the plane and answered in Copilot's native output. */
 export type CopilotEvent = (call: AgentCall, input: CopilotHookInput) => Promise<CopilotHookOutput>;
@@ -17,11 +22,11 @@ function field(input: CopilotHookInput, name: string): string | undefined {
   return typeof v === "string" ? v : undefined;
 }
 
-/** Copilot's tool arguments: an object (a JSON text of one is read as it). */
+/** Copilot's tool arguments: an object (a JSON text of one is read as it, valid Unicode as any body). */
 function toolArgs(value: unknown): Record<string, unknown> {
   if (typeof value === "string") {
     try {
-      return asObject(JSON.parse(value));
+      return asObject(JSON.parse(wellFormedJsonText(value)));
     } catch {
       return asObject(value);
     }
@@ -77,7 +82,7 @@ const preToolUseEvent: CopilotEvent = async (call, input) => {
 
 /** permissionRequest → PermissionRequest (then the approvers): `{"behavior", "message"}`; nobody deciding → `{}`. */
 const permissionRequest: CopilotEvent = async (call, input) => {
-  const verdict = await askPermission(call, toolUse(input, "toolInput"));
+  const verdict = await agentPermissionPrompt(call, toolUse(input, "toolInput"));
   if (verdict.behavior === "none") return NOTHING;
   return verdict.behavior === "allow" ? { behavior: "allow" } : { behavior: "deny", message: verdict.reason };
 };
@@ -159,19 +164,19 @@ export const recordOnlyEvent: CopilotEvent = async (call, input) => {
 };
 
 /** The mapping of docs/copilot.md, by Copilot's event name. */
-export const COPILOT_HANDLERS: Readonly<Record<string, CopilotEvent>> = {
-  sessionStart,
-  userPromptSubmitted,
-  preToolUse: preToolUseEvent,
-  permissionRequest,
-  postToolUse: postToolUseEvent,
-  postToolUseFailure: postToolUseEvent,
-  agentStop,
-  subagentStart,
-  subagentStop,
-  preCompact: preCompactEvent,
-  sessionEnd,
-  errorOccurred,
-  userPromptTransformed: recordOnlyEvent,
-  notification: recordOnlyEvent,
-};
+export const COPILOT_HANDLERS: ReadonlyMap<string, CopilotEvent> = new Map([
+  ["sessionStart", sessionStart],
+  ["userPromptSubmitted", userPromptSubmitted],
+  ["preToolUse", preToolUseEvent],
+  ["permissionRequest", permissionRequest],
+  ["postToolUse", postToolUseEvent],
+  ["postToolUseFailure", postToolUseEvent],
+  ["agentStop", agentStop],
+  ["subagentStart", subagentStart],
+  ["subagentStop", subagentStop],
+  ["preCompact", preCompactEvent],
+  ["sessionEnd", sessionEnd],
+  ["errorOccurred", errorOccurred],
+  ["userPromptTransformed", recordOnlyEvent],
+  ["notification", recordOnlyEvent],
+]);

@@ -53,7 +53,7 @@ const beforeTool: GeminiEvent = async (call, input) => {
     );
   const { updated } = verdict;
   if (!updated) return NOTHING;
-  const dropped = Object.keys(args).filter((k) => !(k in updated));
+  const dropped = Object.keys(args).filter((k) => !Object.hasOwn(updated, k));
   if (dropped.length > 0)
     return deny(
       `${verdict.rewriteReason ?? "rewritten"} (the rewrite removes ${dropped.join(", ")}, which Gemini CLI cannot drop from a call; run the rewritten call instead)`,
@@ -102,15 +102,15 @@ const preCompress: GeminiEvent = async (call, input) => {
 };
 
 const SHARED = claudeStyleHandlers({ rewrite: "always", unanswered: "deny", defer: "ignore" });
-const HANDLERS: Readonly<Record<string, GeminiEvent>> = {
-  SessionStart: SHARED.SessionStart as GeminiEvent,
-  BeforeAgent: beforeAgent,
-  BeforeTool: beforeTool,
-  AfterTool: afterTool,
-  AfterAgent: afterAgent,
-  PreCompress: preCompress,
-  SessionEnd: SHARED.SessionEnd as GeminiEvent,
-};
+const HANDLERS: ReadonlyMap<string, GeminiEvent> = new Map([
+  ["SessionStart", SHARED.SessionStart as GeminiEvent],
+  ["BeforeAgent", beforeAgent],
+  ["BeforeTool", beforeTool],
+  ["AfterTool", afterTool],
+  ["AfterAgent", afterAgent],
+  ["PreCompress", preCompress],
+  ["SessionEnd", SHARED.SessionEnd as GeminiEvent],
+]);
 
 /**
  * The turn of a prompt: Gemini names none, but its BeforeAgent and every AfterAgent of a turn
@@ -127,7 +127,7 @@ function turnOf(input: GeminiCliHookInput): string | undefined {
 /**
  * Gemini CLI (docs/gemini-cli.md): its command hooks POST their stdin to `/v1/gemini-cli/hook`;
  * `session_id` and `run_id` = its `session_id`; `turn_id` = a digest of the turn's prompt; it
- * names no tool call, so `tool_call_id` is empty.
+ * names no tool call, so PreToolUse gives each call an id its result is matched to (tool-calls.ts).
  */
 export const geminiCliAdapter: AgentAdapter<GeminiCliHookInput, GeminiCliHookOutput> = {
   kind: "gemini-cli",
@@ -138,7 +138,7 @@ export const geminiCliAdapter: AgentAdapter<GeminiCliHookInput, GeminiCliHookOut
   ids: (input) => ({ session_id: input.session_id, turn_id: turnOf(input) }),
   startsSession: (input) => input.hook_event_name === "SessionStart",
   handle: async (call, input) =>
-    (HANDLERS[input.hook_event_name] ?? (recordOnlyEvent as GeminiEvent))(call, input),
+    (HANDLERS.get(input.hook_event_name) ?? (recordOnlyEvent as GeminiEvent))(call, input),
   unavailable: (event, message) =>
     GUARDED.has(event)
       ? deny(`geode: the extension plane could not decide (${message}); a guarded call is refused`)

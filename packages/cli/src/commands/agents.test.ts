@@ -33,9 +33,11 @@ describe("geode agents", () => {
     await geode("agents", "add", "ci-runner");
     const ls = await geode("agents", "ls");
     expect(ls.code).toBe(0);
-    expect(ls.out).toMatch(/^name\s+created\s+groups\s+kinds\s+last seen\s+sessions\s+hook calls\s+blocks$/m);
-    // No group, no session yet: no kind, never seen, nothing counted.
-    expect(ls.out).toMatch(/^ci-runner\s+\d{4}-\d\d-\d\dT\S+\s+-\s+-\s+-\s+0\s+0\s+0$/m);
+    expect(ls.out).toMatch(
+      /^name\s+created\s+groups\s+kinds\s+last seen\s+sessions\s+hook calls\s+blocks\s+last check\s+guarded hooks seen$/m,
+    );
+    // No group, no session yet: no kind, never seen, nothing counted, never checked, no guard seen.
+    expect(ls.out).toMatch(/^ci-runner\s+\d{4}-\d\d-\d\dT\S+\s+-\s+-\s+-\s+0\s+0\s+0\s+never\s+none$/m);
     expect(ls.out).not.toMatch(/[0-9a-f]{64}/);
     const json = JSON.parse((await geode("agents", "ls", "--json")).out) as Array<{ name: string }>;
     expect(json.map((a) => a.name)).toContain("ci-runner");

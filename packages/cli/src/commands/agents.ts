@@ -9,7 +9,7 @@ import {
   GeodeError,
   sha256,
 } from "@geode/contracts";
-import { type AgentActivity, agentActivity } from "@geode/projection";
+import { type AgentActivity, type AgentCheck, agentActivity } from "@geode/projection";
 import { AgentStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { openExistingProjection } from "../projection-from-env.js";
@@ -84,7 +84,7 @@ export const agentsAddCommand: CommandModule = {
 
 /** What the projection knows of each agent's work; undefined (said on stderr) when there is no projection here. */
 async function activityOf(io: CommandIO): Promise<Map<string, AgentActivity> | undefined> {
-  const projection = await openExistingProjection(loadConfig(io.env), "geode agents ls", io.err).catch(
+  const projection = await openExistingProjection(loadConfig(io.env), "geode agents ls", io).catch(
     (err: unknown) => {
       io.err(`geode agents ls: no activity shown: ${err instanceof Error ? err.message : err}\n`);
       return undefined;
@@ -100,10 +100,16 @@ async function activityOf(io: CommandIO): Promise<Map<string, AgentActivity> | u
 
 const when = (ms: number) => (ms > 0 ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "-");
 
+/** The last `geode connect --check`: `ok` or `problem`, its kind and when; the problem's line in `--json`. */
+const checkCell = (c: AgentCheck | null) =>
+  c === null ? "never" : `${c.ok ? "ok" : "problem"} (${c.agent_kind}, ${when(c.at)})`;
+
 /**
  * `geode agents ls [--json]`: every agent allowed to call the gateway, with what the projection
  * knows of its work: the agent kinds its sessions were, when it was last seen, its sessions, the
- * hook calls audited in them and how many blocked or denied.
+ * hook calls audited in them and how many blocked or denied, its last `geode connect --check`
+ * that reached the gateway, and which guarded hooks (PreToolUse, PermissionRequest) the gateway
+ * has seen it send: an agent whose guarded hooks were never seen is not governed.
  */
 export const agentsLsCommand: CommandModule = {
   async run(args, io) {
@@ -126,6 +132,8 @@ export const agentsLsCommand: CommandModule = {
           sessions: a?.sessions ?? 0,
           hook_calls: a?.hook_calls ?? 0,
           blocks: a?.blocks ?? 0,
+          last_check: a?.last_check ?? null,
+          guarded_hooks: a?.guarded_hooks ?? [],
         };
       });
       if (values.json) {
@@ -134,7 +142,18 @@ export const agentsLsCommand: CommandModule = {
       }
       io.out(
         renderTable(
-          ["name", "created", "groups", "kinds", "last seen", "sessions", "hook calls", "blocks"],
+          [
+            "name",
+            "created",
+            "groups",
+            "kinds",
+            "last seen",
+            "sessions",
+            "hook calls",
+            "blocks",
+            "last check",
+            "guarded hooks seen",
+          ],
           rows.map((r) => [
             r.name,
             new Date(r.created_at).toISOString(),
@@ -144,6 +163,8 @@ export const agentsLsCommand: CommandModule = {
             String(r.sessions),
             String(r.hook_calls),
             String(r.blocks),
+            checkCell(r.last_check),
+            r.guarded_hooks.join(", ") || "none",
           ]),
         ),
       );

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig } from "@geode/bus";
+import { CODEX_EVENTS } from "@geode/contracts";
 import { parse } from "smol-toml";
 import type { CommandIO, CommandModule } from "../command.js";
 import { listCodexHooks } from "../connect/codex-app-server.js";
@@ -15,8 +16,10 @@ import {
 } from "../connect/codex-config.js";
 import { writeAtomically } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";
+import { guardedModes, nestedHooksOf, printedLine, wroteLine } from "../connect/fail-mode.js";
 import { type AgentCheck, reportCheck } from "../connect/gateway-check.js";
 import { TOKEN_ENV } from "../connect/hook-command.js";
+import { hooksNotRun } from "../connect/hooks-not-run.js";
 
 /** Where Codex reads managed hooks (trusted by definition; writing there needs root). */
 const MANAGED_FILE = "/etc/codex/requirements.toml";
@@ -90,18 +93,26 @@ async function write(o: Options, io: CommandIO): Promise<number> {
     return 1;
   }
   writeAtomically(o.file, merged);
-  io.out(`wrote the hooks of the Codex events to ${o.file} (gateway ${o.endpoint}).\n`);
+  io.out(
+    wroteLine({
+      failClosed: o.failClosed,
+      count: CODEX_EVENTS.length,
+      agent: "Codex",
+      file: o.file,
+      endpoint: o.endpoint,
+    }),
+  );
   if (o.managed) {
     io.out(`Managed hooks need no trust. Codex reads the agent token from ${TOKEN_ENV}.\n`);
     return 0;
   }
   const problem = await trustHooks(o, hooksBody, io);
-  if (problem !== null) {
-    io.err(
-      `the hooks are written but not trusted: ${problem}.\nCodex skips untrusted hooks silently in \`codex exec\`: approve them in Codex (/hooks), run this again where \`codex\` runs (--codex BIN), or write them as managed hooks (--managed, as root).\n`,
+  if (problem !== null)
+    return hooksNotRun(
+      io,
+      "Codex",
+      `they are not trusted (${problem}), and Codex skips untrusted hooks silently in \`codex exec\`: approve them in Codex (/hooks), run this again where \`codex\` runs (--codex BIN), or write them as managed hooks (--managed, as root)`,
     );
-    return 1;
-  }
   io.out(`Codex trusts them now (recorded in ${o.file}). Codex reads the agent token from ${TOKEN_ENV}.\n`);
   return 0;
 }
@@ -115,9 +126,10 @@ async function codexSide(o: Options, io: CommandIO): Promise<AgentCheck> {
     return fail(
       `no geode hooks in ${[o.file, MANAGED_FILE].join(" or ")}: run geode connect codex --write ${o.file}`,
     );
+  const configs: unknown[] = [];
   for (const f of withBlock) {
     try {
-      parse(readFileSync(f, "utf8"));
+      configs.push((parse(readFileSync(f, "utf8")) as { hooks?: unknown }).hooks);
     } catch (err) {
       return fail(
         `${f} is not valid TOML, so Codex ignores all of it: ${err instanceof Error ? err.message.split("\n")[0] : err}`,
@@ -142,6 +154,7 @@ async function codexSide(o: Options, io: CommandIO): Promise<AgentCheck> {
     );
   return {
     ok: `${ours.length} hooks, each ${ours.every((h) => h.trustStatus === "managed") ? "managed" : "trusted"}`,
+    modes: guardedModes(CODEX_EVENTS, (event) => configs.flatMap((hooks) => nestedHooksOf(hooks, event))),
   };
 }
 
@@ -152,7 +165,7 @@ async function codexSide(o: Options, io: CommandIO): Promise<AgentCheck> {
  */
 export const connectCodexCommand: CommandModule = {
   async run(args, io) {
-    const { values, endpoint } = parseConnectArgs(args, io.env, "codex", {
+    const { values, endpoint, failClosed } = parseConnectArgs(args, io.env, "codex", {
       managed: { type: "boolean", default: false },
       check: { type: "boolean", default: false },
       codex: { type: "string" },
@@ -163,10 +176,11 @@ export const connectCodexCommand: CommandModule = {
       file: path.resolve(values.write ?? (managed ? MANAGED_FILE : userConfig(io.env))),
       managed,
       codex: values.codex ?? "codex",
-      failClosed: values["fail-closed"] === true,
+      failClosed,
     };
     if (values.check) return reportCheck(endpoint, io, await codexSide(o, io));
     if (values.write === undefined && !managed) {
+      io.err(printedLine(failClosed));
       io.out(
         hooksToml(
           codexHooks({

@@ -1,9 +1,11 @@
 import path from "node:path";
 import { loadConfig } from "@geode/bus";
+import { GEMINI_CLI_EVENTS } from "@geode/contracts";
 import type { CommandIO, CommandModule } from "../command.js";
 import { mergeHooks } from "../connect/claude-code-settings.js";
 import { writeMergedJson } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";
+import { guardedModes, type HookMode, nestedHooksOf, printedLine, wroteLine } from "../connect/fail-mode.js";
 import { type AgentCheck, reportCheck } from "../connect/gateway-check.js";
 import {
   GEMINI_HOOK_NAME,
@@ -14,6 +16,7 @@ import {
   readSettings,
 } from "../connect/gemini-settings.js";
 import { isGeodeHookCommand, TOKEN_ENV } from "../connect/hook-command.js";
+import { hooksNotRun } from "../connect/hooks-not-run.js";
 
 interface Options {
   endpoint: string;
@@ -43,15 +46,34 @@ async function write(o: Options, io: CommandIO): Promise<number> {
   }
   if (!writeMergedJson(o.file, io, () => mergeHooks(current.settings, hooks))) return 1;
   io.out(
-    `wrote the hooks of ${Object.keys(hooks).length} Gemini CLI events to ${o.file} (gateway ${o.endpoint}).\nGemini CLI reads the agent token from ${TOKEN_ENV}.\n`,
+    `${wroteLine({ failClosed: o.failClosed, count: Object.keys(hooks).length, agent: "Gemini CLI", file: o.file, endpoint: o.endpoint })}Gemini CLI reads the agent token from ${TOKEN_ENV}.\n`,
   );
+  const off = hooksSwitchedOff(o.file, io);
+  if (off !== null) return hooksNotRun(io, "Gemini CLI", off);
   const untrusted = geminiTrustProblem(process.cwd(), io.env, settingsHere(io));
-  if (untrusted !== null) io.err(`${untrusted}\n`);
+  if (untrusted !== null) return hooksNotRun(io, "Gemini CLI", `here: ${untrusted}`);
   return 0;
 }
 
-/** Hooks of the gateway in a settings object: how many, and whether hooks are switched off there. */
-function geodeHooksIn(settings: Record<string, unknown>): { count: number; off: string | null } {
+/** Where a settings file Gemini reads here switches hooks off, or null. */
+function hooksSwitchedOff(file: string, io: CommandIO): string | null {
+  for (const f of new Set([file, geminiUserSettings(io.env), geminiSystemSettings(io.env)])) {
+    const r = readSettings(f);
+    const off = "settings" in r ? geodeHooksIn(r.settings).off : null;
+    if (off !== null) return `${f}: ${off}, so Gemini CLI runs none of its hooks`;
+  }
+  return null;
+}
+
+/**
+ * Hooks of the gateway in a settings object: how many, their fail modes, and whether hooks are
+ * switched off there.
+ */
+function geodeHooksIn(settings: Record<string, unknown>): {
+  count: number;
+  modes: HookMode[];
+  off: string | null;
+} {
   const config = settings["hooksConfig"] as { enabled?: unknown; disabled?: unknown } | undefined;
   const off =
     config?.enabled === false
@@ -60,13 +82,13 @@ function geodeHooksIn(settings: Record<string, unknown>): { count: number; off: 
         ? `hooksConfig.disabled names "${GEMINI_HOOK_NAME}"`
         : null;
   const hooks = settings["hooks"];
-  if (hooks === null || typeof hooks !== "object") return { count: 0, off };
+  if (hooks === null || typeof hooks !== "object") return { count: 0, modes: [], off };
   let count = 0;
   for (const groups of Object.values(hooks as Record<string, unknown>))
     for (const g of Array.isArray(groups) ? groups : [])
       for (const h of Array.isArray(g?.hooks) ? (g.hooks as Array<Record<string, unknown>>) : [])
         if (h?.["type"] === "command" && isGeodeHookCommand(h["command"])) count++;
-  return { count, off };
+  return { count, modes: guardedModes(GEMINI_CLI_EVENTS, (event) => nestedHooksOf(hooks, event)), off };
 }
 
 /** The Gemini side of `--check`: hooks where Gemini looks, switched on, the folder trusted. */
@@ -74,12 +96,14 @@ function geminiSide(o: Options, io: CommandIO): AgentCheck {
   const fail = (problem: string) => ({ problem });
   const files = [...new Set([o.file, geminiUserSettings(io.env), geminiSystemSettings(io.env)])];
   let count = 0;
+  const modes: HookMode[] = [];
   for (const f of files) {
     const r = readSettings(f);
     if ("error" in r) return fail(`${r.error}: Gemini CLI refuses to start`);
     const found = geodeHooksIn(r.settings);
     if (found.off !== null) return fail(`${f}: ${found.off}, so Gemini CLI runs none of its hooks`);
     count += found.count;
+    modes.push(...found.modes);
   }
   if (count === 0)
     return fail(
@@ -87,7 +111,7 @@ function geminiSide(o: Options, io: CommandIO): AgentCheck {
     );
   const untrusted = geminiTrustProblem(process.cwd(), io.env, settingsHere(io));
   if (untrusted !== null) return fail(untrusted);
-  return { ok: `${count} hooks, the folder is trusted` };
+  return { ok: `${count} hooks, the folder is trusted`, modes };
 }
 
 /**
@@ -97,7 +121,7 @@ function geminiSide(o: Options, io: CommandIO): AgentCheck {
  */
 export const connectGeminiCliCommand: CommandModule = {
   async run(args, io) {
-    const { values, endpoint } = parseConnectArgs(args, io.env, "gemini-cli", {
+    const { values, endpoint, failClosed } = parseConnectArgs(args, io.env, "gemini-cli", {
       system: { type: "boolean", default: false },
       check: { type: "boolean", default: false },
     });
@@ -107,7 +131,7 @@ export const connectGeminiCliCommand: CommandModule = {
       file: path.resolve(
         values.write ?? (system ? geminiSystemSettings(io.env) : geminiUserSettings(io.env)),
       ),
-      failClosed: values["fail-closed"] === true,
+      failClosed,
     };
     if (values.check) return reportCheck(endpoint, io, geminiSide(o, io));
     if (values.write === undefined && !system) {
@@ -116,6 +140,7 @@ export const connectGeminiCliCommand: CommandModule = {
         approvalTimeoutMs: loadConfig(io.env).approvalTimeoutMs,
         failClosed: o.failClosed,
       });
+      io.err(printedLine(failClosed));
       io.out(`${JSON.stringify({ hooks }, null, 2)}\n`);
       return 0;
     }

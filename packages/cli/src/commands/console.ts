@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
-import { connectBus, createLogger, loadConfig } from "@geode/bus";
+import { connectBus, createLogger, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
-import { type CommandModule, intOption, UsageError } from "../command.js";
-import { openProjectionFromEnv, projectionHere } from "../projection-from-env.js";
+import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
+import { noPlaneFound, openExistingProjection } from "../projection-from-env.js";
 
 /**
  * `geode console`: the operator console in the browser (sessions and their stories from the
@@ -27,24 +27,23 @@ export const consoleCommand: CommandModule = {
       io.err("GEODE_CONSOLE_TOKEN is not set: the console serves nothing without a token\n");
       return 2;
     }
-    let nc: Awaited<ReturnType<typeof connectBus>>;
-    try {
-      nc = await connectBus(config, "geode-console");
-    } catch (err) {
-      io.err(`cannot connect to NATS at ${config.natsUrl}: ${err instanceof Error ? err.message : err}\n`);
-      return 1;
-    }
     const log = createLogger("console", config.logLevel);
-    // The session views read the projection (never migrating it: the recorder owns it); without
-    // one here the rest of the console still runs.
-    let projection: Awaited<ReturnType<typeof openProjectionFromEnv>> | undefined;
-    if (!projectionHere(config))
-      io.err("geode console: no session views: DATABASE_URL is unset and there is no projection here\n");
-    else
-      projection = await openProjectionFromEnv(config, "geode console", false).catch((err: unknown) => {
-        io.err(`geode console: no session views: ${err instanceof Error ? err.message : err}\n`);
-        return undefined;
-      });
+    const nc = await natsOrPlaneDown(config, { port, host }, io);
+    if (!nc) return 0;
+    // The session views read the projection (never migrating it: the recorder owns it), found
+    // wherever the plane runs; without one the rest of the console still runs, and those views
+    // say how to get one.
+    let noProjection = `the console has no projection to read: ${noPlaneFound(config)}`;
+    const projection = await openExistingProjection(
+      config,
+      "geode console",
+      { env: io.env, err: () => undefined },
+      false,
+    ).catch((err: unknown) => {
+      noProjection = `the projection is unavailable: ${err instanceof Error ? err.message : err}`;
+      return undefined;
+    });
+    if (!projection) io.err(`geode console: no session views: ${noProjection}\n`);
     const running = await startConsole({
       conn: { nc, names: buildNames(config.namespace) },
       token,
@@ -53,7 +52,7 @@ export const consoleCommand: CommandModule = {
       approvalTimeoutMs: config.approvalTimeoutMs,
       timeouts: consoleTimeouts(settings),
       log,
-      ...(projection ? { projection: { db: projection.db, ns: projection.ns } } : {}),
+      ...(projection ? { projection: { db: projection.db, ns: projection.ns } } : { noProjection }),
     });
     io.out(`console on ${running.url} (namespace ${config.namespace})\n`);
     await new Promise<void>((resolve) => {
@@ -66,3 +65,44 @@ export const consoleCommand: CommandModule = {
     return 0;
   },
 };
+
+type Bus = Awaited<ReturnType<typeof connectBus>>;
+
+/**
+ * NATS, once it answers. Until then the console's address serves only what is down and how to
+ * start it (page and every API route, 503), retrying every 2 s; undefined when stopped meanwhile.
+ */
+async function natsOrPlaneDown(
+  config: GeodeConfig,
+  at: { port: number; host: string },
+  io: CommandIO,
+): Promise<Bus | undefined> {
+  const tryConnect = () => connectBus(config, "geode-console").catch(() => undefined);
+  const first = await tryConnect();
+  if (first) return first;
+  const { startPlaneDownConsole } = await import("@geode/console");
+  const message = `NATS at ${redactUrl(config.natsUrl, { maskUser: true })} is not reachable: start the plane with \`geode up\``;
+  const down = await startPlaneDownConsole({ ...at, message });
+  io.err(`geode console: ${message}; serving only that on ${down.url} until it answers\n`);
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 2_000));
+      if (stopped) return undefined;
+      const nc = await tryConnect();
+      if (nc) {
+        io.err(`geode console: NATS answers at ${redactUrl(config.natsUrl, { maskUser: true })}\n`);
+        return nc;
+      }
+    }
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    await down.close();
+  }
+}

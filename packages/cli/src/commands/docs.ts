@@ -220,6 +220,7 @@ function limitsSection(): string[] {
     `- objects and arrays keep at most ${SANITIZE_LIMITS.maxCollectionItems} entries (objects record \`_truncated_items\`);`,
     `- depth ${SANITIZE_LIMITS.maxDepth}: deeper values become \`{"_truncated": "max_depth"}\`;`,
     `- object keys are cut to ${SANITIZE_LIMITS.maxKeyChars} characters;`,
+    "- text is valid Unicode: a lone UTF-16 surrogate (`\\ud800`), in a value or a key, becomes U+FFFD;",
     `- keys named ${list([...SECRET_KEYS])} (any case) are dropped and listed, sorted, in that object's \`_redacted_fields\`;`,
     "- secret-looking values (API keys, bearer tokens, JWTs, PEM private keys, cloud access keys,",
     "  `password=…` pairs) are masked as `[REDACTED]`; non-finite numbers become strings;",

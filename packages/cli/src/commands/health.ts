@@ -7,7 +7,9 @@ import { probeHealth } from "../up/health-probe.js";
 
 /**
  * `geode health [service...]`: asks each service on `{ns}.health.{service}`; exit 0 only when every
- * one answered `ok`. Small enough to be a container health check.
+ * one answered `ok` (a note, such as the recorder's quarantined messages, is shown in the detail
+ * column and does not fail it: a restart would not clear it). Small enough to be a container
+ * health check.
  */
 export const healthCommand: CommandModule = {
   async run(args, io) {
@@ -34,7 +36,7 @@ export const healthCommand: CommandModule = {
               p.status,
               p.version ?? "",
               p.status === "down" ? "" : (p.metrics_url ?? "off"),
-              p.reason ?? p.error ?? "",
+              p.reason ?? p.note ?? p.error ?? "",
             ]),
           ),
         );

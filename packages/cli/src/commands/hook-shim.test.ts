@@ -134,7 +134,16 @@ describe("geode hook-shim", () => {
       JSON.stringify({ session_id: "s", hook_event_name: "UserPromptSubmit" }),
     );
     expect(refused.code).toBe(1);
-    expect(refused.err).toMatch(/answered 401 \(GEODE_AGENT_TOKEN is not set\)/);
+    expect(refused.err).toBe(
+      "geode: the gateway refused the agent token (401): GEODE_AGENT_TOKEN is not set\n",
+    );
+    const wrong = await shim(
+      ["--url", url, "--fail-closed"],
+      JSON.stringify({ session_id: "s", hook_event_name: "UserPromptSubmit" }),
+      { GEODE_AGENT_TOKEN: "geode_agent_wrong" },
+    );
+    expect(wrong.code).toBe(2);
+    expect(wrong.err).toMatch(/^geode: the gateway refused the agent token \(401\): check GEODE_AGENT_TOKEN/);
     const dead = `http://127.0.0.1:${await freePort()}`;
     const input = JSON.stringify({ session_id: "s", hook_event_name: "PreToolUse" });
     const open = await shim(["--url", dead], input);

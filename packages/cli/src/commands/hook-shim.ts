@@ -4,6 +4,7 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { parseArgs } from "node:util";
 import type { CommandModule } from "../command.js";
+import { TOKEN_ENV, TOKEN_REFUSED } from "../connect/hook-command.js";
 
 /** The agent kinds the gateway has an endpoint for (`/v1/<kind>/hook` of the contract). */
 export const SHIM_AGENTS = ["claude-code", "codex", "gemini-cli", "copilot"] as const;
@@ -12,20 +13,21 @@ const DEFAULT_GATEWAY_URL = "http://127.0.0.1:4280";
 const DEFAULT_TIMEOUT_MS = 120_000;
 
 /**
- * The hook endpoint for `--url`: a gateway base URL gets the agent's path (`/v1/<agent>/hook`); a
- * URL with a path is taken as given. Without one: `GEODE_GATEWAY_URL`, else `GEODE_GATEWAY_ADDR`,
- * else the default.
+ * The hook endpoint for `--url`: a gateway base URL gets the agent's path (`/v1/<agent>/hook`, or
+ * `defaultPath`); a URL with a path is taken as given. Without one: `GEODE_GATEWAY_URL`, else
+ * `GEODE_GATEWAY_ADDR`, else the default.
  */
 export function hookEndpoint(
   url: string | undefined,
   env: NodeJS.ProcessEnv,
   agent: ShimAgent = "claude-code",
+  defaultPath = `/v1/${agent}/hook`,
 ): string {
   let base = url ?? env["GEODE_GATEWAY_URL"];
   if (!base && env["GEODE_GATEWAY_ADDR"])
     base = `http://${env["GEODE_GATEWAY_ADDR"].replace(/^0\.0\.0\.0:/, "127.0.0.1:")}`;
   const u = new URL(base || DEFAULT_GATEWAY_URL);
-  if (u.pathname === "/" || u.pathname === "") u.pathname = `/v1/${agent}/hook`;
+  if (u.pathname === "/" || u.pathname === "") u.pathname = defaultPath;
   return u.toString();
 }
 
@@ -130,7 +132,7 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
     io.err(`geode hook-shim: not a URL: ${values.url}\n`);
     return failCode;
   }
-  const token = io.env["GEODE_AGENT_TOKEN"];
+  const token = io.env[TOKEN_ENV];
   let input = await readAll(io.stdin);
   // Copilot's agentStop input has no answer text, only its transcript's path: the verifier needs the text.
   if (agent === "copilot" && new URL(endpoint).searchParams.get("event") === "agentStop")
@@ -144,11 +146,14 @@ export async function runHookShim(args: string[], io: ShimIO): Promise<number> {
     );
     return failCode;
   }
-  if (reply.status !== 200) {
-    const hint = reply.status === 401 && !token ? " (GEODE_AGENT_TOKEN is not set)" : "";
+  if (reply.status === 401) {
     io.err(
-      `geode hook-shim: the agent gateway answered ${reply.status}${hint}: ${reply.text.slice(0, 500)}\n`,
+      `${TOKEN_REFUSED}: ${token ? `check ${TOKEN_ENV} (geode agents ls)` : `${TOKEN_ENV} is not set`}\n`,
     );
+    return failCode;
+  }
+  if (reply.status !== 200) {
+    io.err(`geode hook-shim: the agent gateway answered ${reply.status}: ${reply.text.slice(0, 500)}\n`);
     return failCode;
   }
   let output: unknown;

@@ -1,4 +1,15 @@
-import type { CommandSpec } from "../command.js";
+import type { CommandModule, CommandSpec } from "../command.js";
+import type { ShimAgent } from "./hook-shim.js";
+
+/** `geode connect <agent> --mcp …` writes the agent's MCP configuration instead of its hooks. */
+function withMcp(agent: ShimAgent, hooks: CommandModule): CommandModule {
+  return {
+    run: async (args, io) =>
+      args.includes("--mcp")
+        ? (await import("../connect/mcp-config.js")).connectMcp(agent, args, io)
+        : hooks.run(args, io),
+  };
+}
 
 /**
  * Every `geode` sub-command: what help shows, and the module that runs it, imported only when the
@@ -190,33 +201,35 @@ export const COMMANDS: CommandSpec[] = [
   {
     path: ["connect", "claude-code"],
     summary:
-      "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway",
-    usage: "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-closed]",
-    load: async () => (await import("./connect.js")).connectClaudeCodeCommand,
+      "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway, fail-closed unless --fail-open; --check proves Claude Code runs them",
+    usage:
+      "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <mcp.json>] [--print]",
+    load: async () => withMcp("claude-code", (await import("./connect.js")).connectClaudeCodeCommand),
   },
   {
     path: ["connect", "codex"],
     summary:
       "print (or --write into a Codex config, trusted; --managed: as managed hooks) the Codex hooks that go through the agent gateway; --check proves Codex runs them",
     usage:
-      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-closed] [--check] [--codex <codex binary>]",
-    load: async () => (await import("./connect-codex.js")).connectCodexCommand,
+      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-open] [--check] [--codex <codex binary>] | --mcp [--url <gateway url>] [--write <config.toml>] [--print]",
+    load: async () => withMcp("codex", (await import("./connect-codex.js")).connectCodexCommand),
   },
   {
     path: ["connect", "gemini-cli"],
     summary:
       "print (or --write into a Gemini CLI settings file; --system: its system settings) the Gemini CLI hooks that go through the agent gateway; --check proves Gemini runs them",
     usage:
-      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-closed] [--check]",
-    load: async () => (await import("./connect-gemini-cli.js")).connectGeminiCliCommand,
+      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print]",
+    load: async () =>
+      withMcp("gemini-cli", (await import("./connect-gemini-cli.js")).connectGeminiCliCommand),
   },
   {
     path: ["connect", "copilot"],
     summary:
       "write (or --print) the Copilot CLI hooks that go through the agent gateway into ~/.copilot/hooks/geode.json (or --write PATH); --check proves Copilot runs them",
     usage:
-      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-closed] [--check] [--print]",
-    load: async () => (await import("./connect-copilot.js")).connectCopilotCommand,
+      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <mcp-config.json>] [--print]",
+    load: async () => withMcp("copilot", (await import("./connect-copilot.js")).connectCopilotCommand),
   },
   {
     path: ["hook-shim"],

@@ -27,7 +27,7 @@ async function tryInventoryDb(
   command: string,
 ): Promise<ProjectionDb | undefined> {
   try {
-    return await openInventoryDb(config, command);
+    return await openInventoryDb(config, command, io.env);
   } catch (err) {
     io.err(`${command}: Postgres left out: ${describeFailure(err)}\n`);
     return undefined;

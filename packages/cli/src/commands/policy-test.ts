@@ -1,19 +1,29 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
-import { AgentKindSchema, names as buildNames, type PolicyRecord } from "@geode/contracts";
+import {
+  AgentKindSchema,
+  names as buildNames,
+  closedFailureAction,
+  GUARDED_INPUT_TOO_LARGE,
+  guardedArguments,
+  HookName,
+  validateHookPayload,
+} from "@geode/contracts";
 import {
   type CallerIdentity,
   type CompiledSet,
   isPolicyHook,
   POLICY_HOOKS,
   PolicyEngine,
+  type PolicyHook,
+  type PolicyTestResult,
   policyTestResult,
 } from "@geode/policy";
 import { AgentStore, PolicyStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { readJsonOption } from "./json-option.js";
-import { packOrRefuse } from "./policy.js";
+import { packOrRefuse, refusedLine, setsInForce } from "./policy.js";
 import { checkOrExplain } from "./policy-check.js";
 import { invokeLive, liveText } from "./policy-live.js";
 
@@ -29,18 +39,46 @@ async function storedSets(
   const nc = await connectBus(config, "geode-policy-test");
   try {
     const conn = { nc, names: buildNames(config.namespace) };
-    const records: PolicyRecord[] = await (await PolicyStore.open(conn)).list((key) =>
-      io.err(`skipping malformed policy set ${key}\n`),
-    );
-    const sets = records.flatMap((r) => {
-      const compiled = checkOrExplain(r.name, r.text, r.mode, io);
-      return compiled ? [compiled] : [];
+    // What the guard enforces: each set's last good version, a refused newer value named.
+    const sets = (await setsInForce(await PolicyStore.open(conn))).flatMap((s) => {
+      if (s.refused) io.err(`policy set ${s.key}: ${refusedLine(s)}\n`);
+      return s.enforced ? [s.enforced.set] : [];
     });
     const record = agent ? await (await AgentStore.open(conn)).get(agent) : null;
     return { sets, groups: record?.groups ?? [] };
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * One call evaluated as the plane evaluates it: the payload sanitized and checked as the
+ * dispatcher does (an invalid one is refused, as `--live` is), its guarded fields taken from the
+ * whole input, and a call a guard could not see whole refused, as the guard's hook refuses it.
+ */
+function evaluateAsThePlane(
+  engine: PolicyEngine,
+  hook: PolicyHook,
+  raw: unknown,
+  session: string,
+  caller: CallerIdentity,
+): PolicyTestResult {
+  const checked = validateHookPayload(hook, raw);
+  if (!checked.ok) throw new UsageError(`--payload is not a valid ${hook} payload: ${checked.error}`);
+  const tool = checked.payload["tool_name"];
+  const input = raw !== null && typeof raw === "object" ? (raw as Record<string, unknown>) : {};
+  const guarded =
+    typeof tool === "string" && hook !== HookName.UserPromptSubmit
+      ? guardedArguments(tool, input["arguments"])
+      : { arguments: {}, oversize: [] };
+  if (guarded.oversize.length > 0 && hook !== HookName.PostToolUse)
+    return {
+      blocked: true,
+      decision: closedFailureAction(hook),
+      policies: [],
+      reason: GUARDED_INPUT_TOO_LARGE,
+    };
+  return policyTestResult(engine.evaluate(hook, checked.payload, session, caller, guarded.arguments));
 }
 
 /** What `--live` cannot be combined with, and why. */
@@ -121,9 +159,7 @@ export const policyTestCommand: CommandModule = {
       if (groups.length === 0) groups = stored.groups;
     }
     const caller: CallerIdentity = { agent: values.agent ?? "runtime", agentKind: kind?.data, groups };
-    const result = policyTestResult(
-      new PolicyEngine(sets).evaluate(hook, payload, values.session ?? "", caller),
-    );
+    const result = evaluateAsThePlane(new PolicyEngine(sets), hook, payload, values.session ?? "", caller);
     if (values.json) io.out(`${JSON.stringify(result)}\n`);
     else
       io.out(

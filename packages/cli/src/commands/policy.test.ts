@@ -65,6 +65,80 @@ describe("geode policy", () => {
     );
   });
 
+  it("ls and show say what is in force: a refused newer value is marked with why; a misnamed record is refused", async () => {
+    const text = 'forbid (principal, action, resource) when { resource.kind == "web_fetch" };\n';
+    expect((await geode("policy", "add", "kept", file("kept.cedar", text))).code).toBe(0);
+    const kv = await ensureBucket(env().nc, env().names, "policies");
+    const stored = JSON.parse((await kv.get("kept"))?.string() ?? "") as Record<string, unknown>;
+    await kv.put("kept", JSON.stringify({ ...stored, text: "forbid (principal," }));
+    // A record named as another key, alone under its key: refused, nothing of it in force.
+    await kv.put("misnamed", JSON.stringify({ ...stored, name: "kept" }));
+
+    const ls = await geode("policy", "ls");
+    expect(ls.out).toMatch(
+      new RegExp(
+        `^kept\\s+enforce\\s+${String(stored["sha256"]).slice(0, 12)}\\s.*in force, newer refused`,
+        "m",
+      ),
+    );
+    expect(ls.out).toMatch(/^misnamed\s+-\s+-\s+-\s+-\s+refused\s*$/m);
+    expect(ls.out).toMatch(
+      /^kept: its newer value \(revision \d+\) was refused, revision \d+ is in force: policy set kept: 1:\d+: /m,
+    );
+    expect(ls.out).toContain("misnamed: its newer value (revision");
+    expect(ls.out).toContain("nothing of it is in force: stored under the key misnamed but named kept");
+    const json = JSON.parse((await geode("policy", "ls", "--json")).out) as Array<Record<string, unknown>>;
+    expect(json.find((s) => s.name === "kept")).toMatchObject({
+      in_force: true,
+      sha256: stored["sha256"],
+      refused: { reason: expect.stringMatching(/^policy set kept: 1:\d+: /) },
+    });
+    expect(json.find((s) => s.name === "misnamed")).toMatchObject({ in_force: false });
+
+    const show = await geode("policy", "show", "kept");
+    expect(show.code).toBe(0);
+    expect(show.out).toContain(text);
+    expect(show.out).toMatch(
+      /^\/\/ its newer value \(revision \d+\) was refused, revision \d+ is in force: /m,
+    );
+    const misnamed = await geode("policy", "show", "misnamed");
+    expect(misnamed.code).toBe(1);
+    expect(misnamed.err).toContain("policy set misnamed is not in force");
+    await kv.delete("misnamed");
+    await kv.delete("kept");
+  });
+
+  it("refuses a set Cedar would give way on (hundreds of ||, deep brackets) with the refused form", async () => {
+    const when = (cond: string) => `forbid (principal, action, resource) when { ${cond} };\n`;
+    const clauses = (n: number, op: string) =>
+      Array.from({ length: n }, (_, i) => `context.hook == "h${i}"`).join(` ${op} `);
+    const shapes = {
+      or: when(clauses(300, "||")),
+      and: when(clauses(2_000, "&&")),
+      parens: when(`${"(".repeat(200)}context.hook == "x"${")".repeat(200)}`),
+      sets: when(`${"[".repeat(1_000)}1${"]".repeat(1_000)} == [1]`),
+      members: when(`context${".a".repeat(2_000)} == 1`),
+    };
+    for (const [shape, text] of Object.entries(shapes)) {
+      const refused = await geode("policy", "add", "deep", file(`${shape}.cedar`, text));
+      expect({ shape, code: refused.code, err: refused.err }).toEqual({
+        shape,
+        code: 1,
+        err: expect.stringMatching(
+          /^refused: policy set deep: 1:\d+: the condition nests deeper than Cedar can evaluate/,
+        ),
+      });
+    }
+    const big = await geode(
+      "policy",
+      "add",
+      "deep",
+      file("big.cedar", `${when("true")}//${"x".repeat(300_000)}`),
+    );
+    expect(big.err).toMatch(/^refused: policy set deep: 1:1: the text has \d+ characters/);
+    expect((await geode("policy", "show", "deep")).code).toBe(1);
+  });
+
   it("test evaluates a pack or a file locally: decision, policies, reason; exit 3 on block", async () => {
     const noPlane = { ...process.env, ...env().env, NATS_URL: "nats://127.0.0.1:1" };
     const blocked = await runCliCaptured(

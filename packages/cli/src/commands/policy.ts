@@ -9,7 +9,14 @@ import {
   PolicySetNameSchema,
   policyRecord,
 } from "@geode/contracts";
-import { packNames, packSummary, packText, schemaText } from "@geode/policy";
+import {
+  type PolicySetInForce,
+  packNames,
+  packSummary,
+  packText,
+  policySetsInForce,
+  schemaText,
+} from "@geode/policy";
 import { PolicyStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
@@ -92,15 +99,36 @@ function updatedBy(io: CommandIO): string {
 
 const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
 
-/** `geode policy ls [--json]`: the stored sets with their mode, digest, policies and last change. */
+/** What the guard enforces of the stored sets (each key's last good version; see `policySetsInForce`). */
+export async function setsInForce(store: PolicyStore): Promise<PolicySetInForce[]> {
+  return policySetsInForce(await store.versions(), schemaText());
+}
+
+/** Why a set's newest stored value is not the one in force. */
+export function refusedLine(s: PolicySetInForce): string {
+  if (!s.refused) return "in force";
+  const now = s.enforced ? `revision ${s.enforced.revision} is in force` : "nothing of it is in force";
+  return `its newer value (revision ${s.refused.revision}) was refused, ${now}: ${s.refused.reason}`;
+}
+
+/** A set of `ls --json`: the version in force without its text, and a refused newer value. */
+function lsJson(s: PolicySetInForce) {
+  if (!s.enforced) return { name: s.key, in_force: false, refused: s.refused };
+  const { text: _text, ...rest } = s.enforced.record;
+  return { ...rest, revision: s.enforced.revision, in_force: true, refused: s.refused };
+}
+
+/**
+ * `geode policy ls [--json]`: the sets in force with their mode, digest, policies and last change
+ * (what the guard enforces, not what is stored): a set whose newest value was refused is marked,
+ * with why, below the table.
+ */
 export const policyLsCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({ args, options: { json: { type: "boolean", default: false } } });
-    const sets = await withPolicies(io, (store) =>
-      store.list((key) => io.err(`skipping malformed policy set ${key}\n`)),
-    );
+    const sets = await withPolicies(io, setsInForce);
     if (values.json) {
-      io.out(`${JSON.stringify(sets.map(({ text: _text, ...rest }) => rest))}\n`);
+      io.out(`${JSON.stringify(sets.map(lsJson))}\n`);
       return 0;
     }
     if (sets.length === 0) {
@@ -109,28 +137,43 @@ export const policyLsCommand: CommandModule = {
     }
     io.out(
       renderTable(
-        ["name", "mode", "sha256", "changed", "by"],
-        sets.map((s) => [s.name, s.mode, s.sha256.slice(0, 12), when(s.created_at), s.updated_by]),
+        ["name", "mode", "sha256", "changed", "by", "state"],
+        sets.map(({ key, enforced: e, refused }) => {
+          const state = !e ? "refused" : refused ? "in force, newer refused" : "in force";
+          if (!e) return [key, "-", "-", "-", "-", state];
+          const r = e.record;
+          return [r.name, r.mode, r.sha256.slice(0, 12), when(r.created_at), r.updated_by, state];
+        }),
       ),
     );
+    for (const s of sets) if (s.refused) io.out(`${s.key}: ${refusedLine(s)}\n`);
     return 0;
   },
 };
 
-/** `geode policy show NAME`: a stored set's text, after a comment line with its mode and digest. */
+/**
+ * `geode policy show NAME`: the text in force, after a comment line with its mode and digest, and
+ * one saying so when a newer stored value was refused.
+ */
 export const policyShowCommand: CommandModule = {
   async run(args, io) {
     const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
     if (positionals.length !== 1) throw new UsageError("give one policy set name");
     const name = setName(positionals[0]);
-    const record = await withPolicies(io, (store) => store.get(name));
-    if (!record) {
+    const set = (await withPolicies(io, setsInForce)).find((s) => s.key === name);
+    if (!set) {
       io.err(`no policy set ${name}\n`);
       return 1;
     }
+    if (!set.enforced) {
+      io.err(`policy set ${name} is not in force: ${refusedLine(set)}\n`);
+      return 1;
+    }
+    const { record, revision } = set.enforced;
     io.out(
-      `// ${record.name}: ${record.mode}, sha256 ${record.sha256}, ${when(record.created_at)} by ${record.updated_by}\n`,
+      `// ${record.name}: ${record.mode}, sha256 ${record.sha256}, ${when(record.created_at)} by ${record.updated_by}, revision ${revision}, in force\n`,
     );
+    if (set.refused) io.out(`// ${refusedLine(set).replace(/\n/g, " ")}\n`);
     io.out(record.text.endsWith("\n") ? record.text : `${record.text}\n`);
     return 0;
   },

@@ -9,7 +9,7 @@ export const pruneCommand: CommandModule = {
   async run(args, io) {
     parseArgs({ args, options: {} });
     const config = loadConfig(io.env);
-    const db = await openExistingProjection(config, "geode prune", io.err);
+    const db = await openExistingProjection(config, "geode prune", io);
     if (!db) return 1;
     try {
       const counts = await pruneExpired(db.db);

@@ -45,6 +45,8 @@ interface ReplayResult {
   inserted: number;
   skipped: number;
   rejected: number;
+  /** Messages the database refused for their content: in `quarantined_messages` instead. */
+  quarantined: number;
   seconds: number;
 }
 
@@ -89,6 +91,7 @@ async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
     inserted: 0,
     skipped: 0,
     rejected: 0,
+    quarantined: 0,
     seconds: 0,
   };
   if (state.messages === 0 || target < first) return result;
@@ -107,7 +110,8 @@ async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
     db: options.db.db,
     batchSize,
     writers: options.writers ?? DEFAULT_REPLAY_WRITERS,
-    // An operator runs replay: a database error ends it with that error, no retrying.
+    // An operator runs replay: a database error ends it with that error, no retrying (a message
+    // the database refuses for its content is quarantined, as the recorder does).
     retry: false,
     log: silentLogger(),
     committed({ rows }) {
@@ -136,6 +140,7 @@ async function replayStream(options: ReplayOptions): Promise<ReplayResult> {
   result.inserted = stats.inserted;
   result.skipped = stats.skipped;
   result.rejected = stats.rejected;
+  result.quarantined = stats.quarantined;
   result.seconds = (performance.now() - started) / 1000;
   return result;
 }
@@ -175,8 +180,9 @@ function summary(r: ReplayResult): string {
   if (r.messages === 0) return `${r.stream}: nothing to replay\n`;
   return (
     `${r.stream}: seq ${r.firstSeq}..${r.lastSeq}, ${r.messages.toLocaleString("en-US")} messages, ` +
-    `${r.inserted.toLocaleString("en-US")} rows inserted, ${(r.messages - r.inserted - r.skipped - r.rejected).toLocaleString("en-US")} already present, ` +
+    `${r.inserted.toLocaleString("en-US")} rows inserted, ${(r.messages - r.inserted - r.skipped - r.rejected - r.quarantined).toLocaleString("en-US")} already present, ` +
     `${r.skipped} skipped (duplicates of stored events), ${r.rejected} rejected (invalid messages), ` +
+    (r.quarantined > 0 ? `${r.quarantined} quarantined (refused by the database), ` : "") +
     `${r.seconds.toFixed(1)} s (${rate}/s)\n`
   );
 }

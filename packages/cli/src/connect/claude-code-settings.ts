@@ -1,6 +1,7 @@
 import { CLAUDE_CODE_EVENTS, CLAUDE_CODE_HOOK_PATH } from "@geode/contracts";
 
-import { hookTimeoutSeconds, isGeodeHookCommand, TOKEN_ENV } from "./hook-command.js";
+import type { FailMode } from "./fail-mode.js";
+import { commandFailMode, hookTimeoutSeconds, isGeodeHookCommand, TOKEN_ENV } from "./hook-command.js";
 
 export { TOKEN_ENV };
 
@@ -58,11 +59,23 @@ export function claudeCodeHooks(options: ClaudeCodeSettingsOptions): HooksBlock 
 }
 
 /** True for a hook entry this command wrote before (so a second run replaces it, never doubles it). */
-function isOurs(entry: unknown): boolean {
+export function isOurs(entry: unknown): boolean {
   if (entry === null || typeof entry !== "object") return false;
   const e = entry as Record<string, unknown>;
   if (e["type"] === "http" && typeof e["url"] === "string") return e["url"].endsWith(CLAUDE_CODE_HOOK_PATH);
   return e["type"] === "command" && isGeodeHookCommand(e["command"]);
+}
+
+/**
+ * What one of our entries does when the gateway cannot answer: an http hook blocks only with
+ * `onFailure: "block"` (Claude Code goes on after a non-2xx answer or no answer otherwise), a
+ * command hook by its exit code. Null for an entry not ours.
+ */
+export function entryFailMode(entry: unknown): FailMode | null {
+  if (!isOurs(entry)) return null;
+  const e = entry as Record<string, unknown>;
+  if (e["type"] === "http") return e["onFailure"] === "block" ? "fail-closed" : "fail-open";
+  return commandFailMode(e["command"]);
 }
 
 /**

@@ -6,6 +6,8 @@ import { hookEndpoint, type ShimAgent } from "../commands/hook-shim.js";
 const CONNECT_OPTIONS = {
   url: { type: "string" },
   write: { type: "string" },
+  // Hooks fail closed unless asked otherwise; `--fail-closed` stays accepted (it was the opt-in).
+  "fail-open": { type: "boolean", default: false },
   "fail-closed": { type: "boolean", default: false },
 } as const;
 
@@ -37,17 +39,26 @@ type ConnectConfig<T extends OptionsConfig> = {
 export type ConnectValues<T extends OptionsConfig> = ReturnType<typeof parseArgs<ConnectConfig<T>>>["values"];
 
 /**
- * A `geode connect <agent>` command line: the common options and the agent's own, parsed, and the
- * hook endpoint they name.
+ * A `geode connect <agent>` command line: the common options and the agent's own, parsed, the
+ * hook endpoint they name, and whether the guarded hooks fail closed (unless `--fail-open`).
  */
 export function parseConnectArgs<const T extends OptionsConfig>(
   args: string[],
   env: NodeJS.ProcessEnv,
   agent: ShimAgent,
   own: T,
-): { values: ConnectValues<T>; endpoint: string } {
+): { values: ConnectValues<T>; endpoint: string; failClosed: boolean } {
   const config: ConnectConfig<T> = { args, allowPositionals: true, options: { ...CONNECT_OPTIONS, ...own } };
   const { values, positionals } = parseArgs(config);
-  const { url } = values as { url?: string };
-  return { values, endpoint: connectEndpoint(url, positionals, env, agent) };
+  const {
+    url,
+    "fail-open": failOpen,
+    "fail-closed": failClosed,
+  } = values as {
+    url?: string;
+    "fail-open"?: boolean;
+    "fail-closed"?: boolean;
+  };
+  if (failOpen && failClosed) throw new UsageError("--fail-open and --fail-closed contradict each other");
+  return { values, endpoint: connectEndpoint(url, positionals, env, agent), failClosed: failOpen !== true };
 }

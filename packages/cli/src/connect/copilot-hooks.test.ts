@@ -37,13 +37,16 @@ describe("the hooks geode connect copilot writes", () => {
       const [hook] = closed.hooks[e.event] ?? [];
       const maxTime = Number(/--max-time (\d+)/.exec(hook?.bash ?? "")?.[1] ?? 0);
       if (e.event !== "agentStop") expect(hook?.timeoutSec, e.event).toBe(maxTime + 5);
-      if (e.guards)
-        expect(hook?.bash, e.event).toMatch(/; echo '\{"[a-zA-Z]+":"(deny|block)".*'; exit 2; \}$/);
-      else expect(hook?.bash, e.event).not.toContain("exit 2");
+      if (e.guards) {
+        expect(hook?.bash, e.event).toMatch(/; echo '\{"[a-zA-Z]+":"(deny|block)".*';; esac; exit 2; \}$/);
+        // A refused token and an unreachable gateway each have their own refusal.
+        expect(hook?.bash, e.event).toContain("the gateway refused the agent token (401)");
+        expect(hook?.bash, e.event).toContain("the agent gateway could not answer");
+      } else expect(hook?.bash, e.event).not.toContain("exit 2");
     }
     // Without --fail-closed, "go on" is exit 0 with nothing printed: Copilot reads exit 1 as a refusal.
     for (const [event, [hook]] of Object.entries(hooks(false).hooks))
-      if (event !== "agentStop") expect(hook?.bash, event).toMatch(/>&2; exit 0; \}$/);
+      if (event !== "agentStop") expect(hook?.bash, event).toMatch(/>&2;; esac; exit 0; \}$/);
   });
 });
 

@@ -28,8 +28,6 @@ export interface CopilotHooksOptions {
   shim: (url: string) => string;
 }
 
-const REFUSAL = "geode: the agent gateway could not answer; a guarded call is refused";
-
 /** The endpoint with the event named (Copilot's native input names none). */
 export function eventUrl(endpoint: string, event: string): string {
   const url = new URL(endpoint);
@@ -62,7 +60,7 @@ export function copilotHooks(options: CopilotHooksOptions): CopilotHooksFile {
             failClosed: options.failClosed && e.guards,
             timeoutSeconds: seconds,
             openExit: 0,
-            refusal: JSON.stringify(copilotRefusal(e.event, REFUSAL)),
+            refusal: (reason) => JSON.stringify(copilotRefusal(e.event, reason)),
           });
     hooks[e.event] = [{ type: "command", bash, timeoutSec: seconds + 5 }];
   }

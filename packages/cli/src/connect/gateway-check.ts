@@ -1,3 +1,5 @@
+import { type AgentCheckReport, AgentCheckReportCodec, agentCheckPath } from "@geode/contracts";
+import { type HookMode, modesReport } from "./fail-mode.js";
 import { TOKEN_ENV } from "./hook-command.js";
 
 /**
@@ -34,12 +36,16 @@ async function gatewayProblem(endpoint: string, env: NodeJS.ProcessEnv): Promise
   return null;
 }
 
-/** What an agent-side `--check` found: the one line that says what is wrong, or what is in order. */
-export type AgentCheck = { problem: string } | { ok: string };
+/**
+ * What an agent-side `--check` found: the one line that says what is wrong, or what is in order
+ * and the fail mode of each guarded hook.
+ */
+export type AgentCheck = { problem: string } | { ok: string; modes: HookMode[] };
 
 /**
  * How every `geode connect <agent> --check` ends: the agent side's problem, else the gateway's,
- * on stderr with exit 1; else one `ok:` line naming both sides, exit 0.
+ * on stderr with exit 1; else one `ok:` line naming both sides, exit 0. The guarded hooks' fail
+ * modes follow on stdout whenever the agent side was found in order.
  */
 export async function reportCheck(
   endpoint: string,
@@ -47,12 +53,44 @@ export async function reportCheck(
   agentSide: AgentCheck,
 ): Promise<number> {
   const problem = "problem" in agentSide ? agentSide.problem : await gatewayProblem(endpoint, io.env);
+  const modes = "modes" in agentSide ? modesReport(agentSide.modes) : "";
+  const ok = `ok: ${(agentSide as { ok: string }).ok}; the gateway at ${new URL(endpoint).origin} knows the token`;
+  await recordCheck(
+    endpoint,
+    io.env,
+    problem === null ? { ok: true, detail: ok } : { ok: false, detail: problem },
+  );
   if (problem !== null) {
     io.err(`${problem}\n`);
+    io.out(modes);
     return 1;
   }
-  io.out(
-    `ok: ${(agentSide as { ok: string }).ok}; the gateway at ${new URL(endpoint).origin} knows the token\n`,
-  );
+  io.out(`${ok}\n${modes}`);
   return 0;
+}
+
+/**
+ * Tells the gateway how the check ended (`POST /v1/<kind>/check` with the agent's token), so
+ * `geode agents ls` and the console show each agent's last check. Best effort: a gateway that
+ * cannot be reached, or does not know the token, keeps no record, and the check says so itself.
+ */
+async function recordCheck(
+  endpoint: string,
+  env: NodeJS.ProcessEnv,
+  report: AgentCheckReport,
+): Promise<void> {
+  const token = env[TOKEN_ENV];
+  if (!token) return;
+  const url = new URL(endpoint);
+  url.pathname = agentCheckPath(url.pathname);
+  url.search = "";
+  await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(AgentCheckReportCodec.encode(report)),
+    signal: AbortSignal.timeout(5_000),
+  }).then(
+    (res) => res.body?.cancel(),
+    () => undefined,
+  );
 }

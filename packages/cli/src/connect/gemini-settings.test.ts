@@ -26,7 +26,12 @@ describe("the Gemini CLI hooks connect writes", () => {
       {
         matcher: "*",
         hooks: [
-          { name: "geode", type: "command", command: expect.stringMatching(/^curl /), timeout: 90_000 },
+          {
+            name: "geode",
+            type: "command",
+            command: expect.stringMatching(/^\{ geode_err=\$\(curl /),
+            timeout: 90_000,
+          },
         ],
       },
     ]);

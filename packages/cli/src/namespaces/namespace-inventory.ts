@@ -1,9 +1,9 @@
 import type { GeodeConfig } from "@geode/bus";
 import { names as buildNames, NAMESPACE_PATTERN } from "@geode/contracts";
-import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import type { ProjectionDb } from "@geode/projection";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { projectionHere } from "../projection-from-env.js";
+import { openExistingProjection } from "../projection-from-env.js";
 
 /** The bucket names of a namespace without the `{ns}_` prefix: `hook_handlers`, `tool_receipts`, … */
 const BUCKET_SUFFIXES: readonly string[] = Object.values(buildNames("x").buckets).map((b) => b.slice(2));
@@ -77,15 +77,16 @@ export async function natsNamespaces(nc: NatsConnection): Promise<Map<string, Na
 }
 
 /**
- * The projection database to look in: PostgreSQL at DATABASE_URL, or the embedded one when its
- * folder exists (through its owner); undefined when there is none (nothing is created to look).
+ * The projection database to look in: PostgreSQL at DATABASE_URL, or the embedded one of this
+ * folder or of the running plane (through its owner); undefined when there is none (nothing is
+ * created to look).
  */
-export async function openInventoryDb(
+export function openInventoryDb(
   config: GeodeConfig,
   command: string,
+  env: Record<string, string | undefined>,
 ): Promise<ProjectionDb | undefined> {
-  if (!projectionHere(config)) return undefined;
-  return openProjectionDb({ ns: config.namespace, databaseUrl: config.databaseUrl, migrate: false, command });
+  return openExistingProjection(config, command, { env, err: () => undefined }, false);
 }
 
 /** NATS and projection namespaces together, sorted by name. */

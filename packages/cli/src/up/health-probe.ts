@@ -11,6 +11,8 @@ export interface HealthProbe {
   started_at?: number;
   /** Why a degraded service is degraded. */
   reason?: string;
+  /** What to look at although it works (the recorder's quarantined messages). */
+  note?: string;
   /** Where the service serves Prometheus metrics; null when off. */
   metrics_url?: string | null;
   error?: string;
@@ -24,7 +26,7 @@ export async function probeHealth(
   timeoutMs: number,
 ): Promise<HealthProbe> {
   try {
-    const { status, version, started_at, reason, metrics_url } = await requestJson(
+    const { status, version, started_at, reason, note, metrics_url } = await requestJson(
       nc,
       n.health(service),
       {},
@@ -40,6 +42,7 @@ export async function probeHealth(
       started_at,
       metrics_url: metrics_url ?? null,
       ...(reason !== undefined ? { reason } : {}),
+      ...(note !== undefined ? { note } : {}),
     };
   } catch (err) {
     if (isMalformedReply(err)) return { service, status: "down", error: "malformed health reply" };

@@ -13,7 +13,7 @@
  */
 import { spawn } from "node:child_process";
 
-/** A little longer than a service's own drain limit (ORPHAN_DRAIN_MS of @geode/bus). */
+/** A little longer than a service's own drain deadline (GEODE_SHUTDOWN_TIMEOUT_MS, 10 s by default). */
 const AWAIT_MS = 12_000;
 const KILL_AFTER_MS = 5_000;
 const POLL_MS = 100;

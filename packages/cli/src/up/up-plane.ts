@@ -69,7 +69,7 @@ export async function connectPlane(plane: UpPlane): Promise<string | undefined> 
 /** The projection database for the services (embedded PGlite served here when DATABASE_URL is unset). */
 export async function openDatabase(plane: UpPlane, services: ServiceEntry[]): Promise<string | undefined> {
   try {
-    plane.database = await provideDatabase(plane.config, services);
+    plane.database = await provideDatabase(plane.config, services, plane.io.env);
     return undefined;
   } catch (err) {
     return err instanceof Error ? err.message : String(err);

@@ -1,0 +1,166 @@
+import { existsSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "@geode/bus";
+import { parse } from "smol-toml";
+import { type CommandIO, UsageError } from "../command.js";
+import { hookEndpoint, type ShimAgent } from "../commands/hook-shim.js";
+import { writeAtomically, writeMergedJson } from "./config-file.js";
+import { TOKEN_ENV } from "./hook-command.js";
+
+/** The MCP server name every agent is given for the gateway (its tools: `mcp__geode__…`, `geode-…`). */
+const MCP_SERVER = "geode";
+/** The gateway's MCP endpoint path (DESIGN section 19). */
+const MCP_PATH = "/v1/mcp";
+
+const CODEX_BEGIN =
+  "# >>> geode connect codex --mcp: the agent gateway as an MCP server (rewritten by geode)";
+const CODEX_END = "# <<< geode connect codex --mcp";
+
+/** What `geode connect <agent> --mcp` writes for one agent, and how that agent is then run. */
+interface McpTarget {
+  /** The agent's own name for people. */
+  label: string;
+  /** Where it is written without `--write`. */
+  defaultFile(env: NodeJS.ProcessEnv): string;
+  /** The file's new text given its current text ("" when absent); throws when it cannot be kept. */
+  merge(current: string, endpoint: string, toolTimeoutMs: number): string;
+  /** What to run it with so that the gateway is the one approval point in headless runs. */
+  runHint(file: string): string;
+}
+
+const home = (env: NodeJS.ProcessEnv) => env["HOME"] || os.homedir();
+
+/** A JSON object file's content with `servers.geode` set (other servers and keys kept). */
+function mergeJsonServer(current: string, key: string, entry: Record<string, unknown>): string {
+  const parsed = current.trim() === "" ? {} : (JSON.parse(current) as unknown);
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new Error("does not hold a JSON object");
+  const settings = parsed as Record<string, unknown>;
+  const servers = settings[key] ?? {};
+  if (servers === null || typeof servers !== "object" || Array.isArray(servers))
+    throw new Error(`its ${key} is not an object`);
+  return `${JSON.stringify({ ...settings, [key]: { ...servers, [MCP_SERVER]: entry } }, null, 2)}\n`;
+}
+
+const bearer = (expand: (name: string) => string) => ({ Authorization: `Bearer ${expand(TOKEN_ENV)}` });
+
+/** Each agent's MCP configuration for the gateway (shared/notes/TECH.md section 11 has the facts). */
+const TARGETS: Record<ShimAgent, McpTarget> = {
+  "claude-code": {
+    label: "Claude Code",
+    defaultFile: (env) => path.join(home(env), ".claude", "geode-mcp.json"),
+    merge: (current, url) =>
+      mergeJsonServer(current, "mcpServers", { type: "http", url, headers: bearer((v) => `\${${v}}`) }),
+    runHint: (file) =>
+      `run it with: claude --mcp-config ${file} --allowedTools mcp__${MCP_SERVER} (Claude Code then asks no one: the gateway decides)`,
+  },
+  codex: {
+    label: "Codex",
+    defaultFile: (env) => path.join(env["CODEX_HOME"] || path.join(home(env), ".codex"), "config.toml"),
+    merge: (current, url, toolTimeoutMs) => {
+      const body = [
+        `[mcp_servers.${MCP_SERVER}]`,
+        `url = ${JSON.stringify(url)}`,
+        `bearer_token_env_var = ${JSON.stringify(TOKEN_ENV)}`,
+        "startup_timeout_sec = 20",
+        `tool_timeout_sec = ${Math.ceil(toolTimeoutMs / 1000)}`,
+      ].join("\n");
+      const merged = replaceBlock(current, CODEX_BEGIN, CODEX_END, body);
+      parse(merged);
+      return merged;
+    },
+    runHint: () =>
+      'with approval_policy = "never" (codex exec) Codex runs the gateway\'s tools without asking: the gateway decides',
+  },
+  "gemini-cli": {
+    label: "Gemini CLI",
+    defaultFile: (env) => path.join(home(env), ".gemini", "settings.json"),
+    merge: (current, httpUrl, toolTimeoutMs) =>
+      mergeJsonServer(current, "mcpServers", {
+        httpUrl,
+        headers: bearer((v) => `$${v}`),
+        timeout: toolTimeoutMs,
+        // Gemini asks no one before the gateway's tools: the gateway's policies and approvals decide.
+        trust: true,
+      }),
+    runHint: () => `its tools are mcp_${MCP_SERVER}_<tool>; trust is on, so the gateway decides`,
+  },
+  copilot: {
+    label: "Copilot CLI",
+    defaultFile: (env) => path.join(home(env), ".copilot", "mcp-config.json"),
+    merge: (current, url) =>
+      mergeJsonServer(current, "mcpServers", {
+        type: "http",
+        url,
+        headers: bearer((v) => `\${${v}}`),
+        tools: ["*"],
+      }),
+    runHint: (file) =>
+      `run it with: copilot --additional-mcp-config @${file} --allow-tool=${MCP_SERVER} (the gateway decides)`,
+  },
+};
+
+/** `text` with the lines between `begin` and `end` (a previous run's) replaced by `body`. */
+function replaceBlock(text: string, begin: string, end: string, body: string): string {
+  let rest = text;
+  const b = text.indexOf(begin);
+  if (b >= 0) {
+    const e = text.indexOf(end, b);
+    const after = e < 0 ? "" : text.slice(e + end.length).replace(/^\n/, "");
+    rest = `${text.slice(0, b).replace(/\n*$/, "")}\n${after}`.replace(/^\n/, "");
+  }
+  rest = rest.replace(/\n*$/, "");
+  return `${rest === "" ? "" : `${rest}\n\n`}${begin}\n${body}\n${end}\n`;
+}
+
+/**
+ * `geode connect <agent> --mcp [--url URL] [--write PATH]`: writes the agent's MCP configuration
+ * for the gateway's `/v1/mcp` (server `geode`, the agent token from `GEODE_AGENT_TOKEN`, never
+ * its value), or prints it with `--print`.
+ */
+export async function connectMcp(agent: ShimAgent, args: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      mcp: { type: "boolean" },
+      url: { type: "string" },
+      write: { type: "string" },
+      print: { type: "boolean", default: false },
+    },
+  });
+  if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+  let endpoint: string;
+  try {
+    endpoint = hookEndpoint(values.url, io.env, agent, MCP_PATH);
+  } catch {
+    throw new UsageError(`--url is not a URL: ${values.url}`);
+  }
+  const target = TARGETS[agent];
+  // A call may wait for a person: the agent must wait longer than the gateway's approval timeout.
+  const toolTimeoutMs = loadConfig(io.env).approvalTimeoutMs + 30_000;
+  const file = path.resolve(values.write ?? target.defaultFile(io.env));
+  if (values.print) {
+    io.out(target.merge("", endpoint, toolTimeoutMs));
+    return 0;
+  }
+  const current = existsSync(file) ? readFileSync(file, "utf8") : "";
+  if (agent === "codex") {
+    let text: string;
+    try {
+      text = target.merge(current, endpoint, toolTimeoutMs);
+    } catch (err) {
+      io.err(`${file}: ${err instanceof Error ? err.message : err}; nothing written\n`);
+      return 1;
+    }
+    writeAtomically(file, text);
+  } else if (!writeMergedJson(file, io, () => JSON.parse(target.merge(current, endpoint, toolTimeoutMs)))) {
+    return 1;
+  }
+  io.out(
+    `wrote the MCP server "${MCP_SERVER}" (${endpoint}) for ${target.label} into ${file}; it sends the agent token from ${TOKEN_ENV}\n${target.runHint(file)}\n`,
+  );
+  return 0;
+}

@@ -12,6 +12,8 @@ import {
   type ReceiptState,
 } from "@geode/contracts";
 import { resolveReceipt } from "@geode/state";
+import { AGENT_ROUTES } from "./agent-routes.js";
+import { withDecidingPolicies } from "./approval-policies.js";
 import type { Caller } from "./console-auth.js";
 import type { ApiRequest, ConsoleDeps, Route } from "./console-route.js";
 import { handlerViews, recentHandlerCalls, webhookHosts } from "./handler-stats.js";
@@ -39,7 +41,8 @@ export const ROUTES: Route[] = [
     method: "GET",
     pattern: /^\/api\/approvals$/,
     async handle(d, r) {
-      sendJson(r.res, 200, paged(d.approvals.list(), pageOf(r.url)));
+      const page = paged(d.approvals.list(), pageOf(r.url));
+      sendJson(r.res, 200, { ...page, items: await withDecidingPolicies(d.projection, page.items) });
     },
   },
   {
@@ -61,6 +64,7 @@ export const ROUTES: Route[] = [
   },
   ...SESSION_ROUTES,
   ...POLICY_ROUTES,
+  ...AGENT_ROUTES,
   {
     method: "POST",
     pattern: /^\/api\/sessions\/resolve$/,

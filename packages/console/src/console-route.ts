@@ -30,6 +30,8 @@ export interface ConsoleDeps {
   policies: () => Promise<PolicyStore>;
   /** The Postgres projection the session views read; null when the console runs without one (503). */
   projection: ConsoleProjection | null;
+  /** Why there is no projection and how to get one (the 503's message when `projection` is null). */
+  noProjection: string;
   log: Logger;
   /** Live timelines at once; more are refused with 503. */
   maxStreams: number;

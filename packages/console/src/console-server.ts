@@ -9,6 +9,7 @@ import {
   httpServerOptions,
   type Logger,
   RuntimeEventBus,
+  repeatedHeader,
   silentLogger,
 } from "@geode/bus";
 import {
@@ -30,7 +31,8 @@ import { ROUTES } from "./console-api.js";
 import { ConsoleAuth } from "./console-auth.js";
 import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
 import type { ConsoleDeps } from "./console-route.js";
-import { ApiError, readBody, sendError, sendJson, toApiError } from "./http-io.js";
+import { ApiError, badRequest, readBody, sendError, sendJson, toApiError } from "./http-io.js";
+import { followNats } from "./nats-state.js";
 import { PendingApprovals } from "./pending-approvals.js";
 import { lazyPolicyStore } from "./policy-routes.js";
 import type { ConsoleProjection } from "./session-list.js";
@@ -61,6 +63,8 @@ export interface ConsoleOptions {
    * session views read; without it those routes answer 503. The caller opens and closes it.
    */
   projection?: ConsoleProjection;
+  /** Without `projection`: why there is none and how to get one, for its routes' 503s. */
+  noProjection?: string;
 }
 
 export interface RunningConsole {
@@ -77,13 +81,13 @@ const PAGE_HEADERS = {
   "x-frame-options": "DENY",
 };
 
-const TYPES: Record<string, string> = {
-  ".html": "text/html; charset=utf-8",
-  ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".svg": "image/svg+xml",
-  ".ico": "image/x-icon",
-};
+const TYPES: ReadonlyMap<string, string> = new Map([
+  [".html", "text/html; charset=utf-8"],
+  [".js", "text/javascript; charset=utf-8"],
+  [".css", "text/css; charset=utf-8"],
+  [".svg", "image/svg+xml"],
+  [".ico", "image/x-icon"],
+]);
 
 /** Requests must name the console by a loopback name (no DNS-rebound host reaches the API). */
 const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
@@ -98,22 +102,31 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const log = options.log ?? silentLogger();
   const auth = new ConsoleAuth(options.token);
   const events = await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "console", log });
+  const sessions = await SessionStore.open(conn);
   const deps: ConsoleDeps = {
     conn,
     events,
-    approvals: new PendingApprovals(conn, { timeoutMs: options.approvalTimeoutMs ?? 60_000 }),
+    approvals: new PendingApprovals(conn, {
+      timeoutMs: options.approvalTimeoutMs ?? 60_000,
+      agentOf: async (id) => {
+        const s = await sessions.get(id);
+        return { agent: s?.agent ?? null, agent_kind: s?.agent_kind ?? null };
+      },
+    }),
     receipts: await ReceiptStore.open(conn),
     attempts: await AttemptStore.open(conn),
     runs: await RunStore.open(conn),
-    sessions: await SessionStore.open(conn),
+    sessions,
     handlers: await HandlerRegistrations.open(conn),
     webhooks: await WebhookStore.open(conn),
     verify: createVerifyClient(conn),
     policies: lazyPolicyStore(conn),
     projection: options.projection ?? null,
+    noProjection: options.noProjection ?? "the console has no projection to read: start it with DATABASE_URL",
     log,
     maxStreams: 32,
   };
+  const nats = followNats(conn.nc);
   const webDir = options.webDir ?? WEB_DIST;
   const server = createServer(httpServerOptions(options.timeouts ?? DEFAULT_CONSOLE_TIMEOUTS), (req, res) => {
     void handle(req, res).catch((err) => {
@@ -132,6 +145,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     if (!url.pathname.startsWith("/api/")) return serveStatic(webDir, url.pathname, req, res);
     try {
       if (url.pathname === "/api/login" && req.method === "POST") return await login(req, res);
+      const repeated = repeatedHeader(req, ["authorization"]);
+      if (repeated !== undefined) throw badRequest(`the ${repeated} header is given more than once`);
       const caller = auth.caller(req);
       if (!caller) throw new ApiError(401, "policy_denied", "a valid console token is required");
       if (url.pathname === "/api/logout" && req.method === "POST") {
@@ -139,6 +154,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         const out: ConsoleLogoutReply = { signed_out: true };
         return sendJson(res, 200, out, { "set-cookie": ConsoleAuth.cookie(null) });
       }
+      const natsDown = nats.down();
+      if (natsDown) throw new ApiError(503, "unavailable", natsDown);
       if (url.pathname === "/api/me" && req.method === "GET")
         return sendJson(res, 200, { operator: caller.operator, via: caller.via } satisfies ConsoleMe);
       for (const route of ROUTES) {
@@ -218,7 +235,7 @@ async function serveStatic(
   }
   res.writeHead(200, {
     ...PAGE_HEADERS,
-    "content-type": TYPES[path.extname(file)] ?? "application/octet-stream",
+    "content-type": TYPES.get(path.extname(file)) ?? "application/octet-stream",
     "cache-control": rel.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache",
     "content-length": data.length,
   });

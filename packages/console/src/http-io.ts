@@ -22,17 +22,17 @@ export class ApiError extends Error {
 export const badRequest = (message: string, details?: Record<string, unknown>) =>
   new ApiError(400, ErrorCode.InvalidRequest, message, details);
 
-const STATUS_OF: Record<string, number> = {
-  [ErrorCode.InvalidRequest]: 400,
-  [ErrorCode.SessionPaused]: 409,
-  [ErrorCode.Unavailable]: 503,
-  [ErrorCode.Timeout]: 504,
-};
+const STATUS_OF: ReadonlyMap<string, number> = new Map([
+  [ErrorCode.InvalidRequest, 400],
+  [ErrorCode.SessionPaused, 409],
+  [ErrorCode.Unavailable, 503],
+  [ErrorCode.Timeout, 504],
+]);
 
 /** Any throw as an ApiError: GeodeErrors keep their code, anything else is `internal`. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof GeodeError) return new ApiError(STATUS_OF[err.code] ?? 502, err.code, err.message);
+  if (err instanceof GeodeError) return new ApiError(STATUS_OF.get(err.code) ?? 502, err.code, err.message);
   return new ApiError(500, ErrorCode.Internal, "internal error");
 }
 
@@ -137,12 +137,13 @@ function firstIssue(error: z.ZodError, fallback: string): string {
  * the first thing wrong, named by its parameter, is a 400.
  */
 export function readQuery<S extends z.ZodType>(url: URL, schema: S): z.output<S> {
-  const raw: Record<string, string> = {};
+  // A Map: a parameter named `constructor` or `__proto__` is a parameter like any other.
+  const raw = new Map<string, string>();
   for (const [k, v] of url.searchParams) {
-    if (k in raw) throw badRequest(`${k.slice(0, 32)} is given more than once`);
-    raw[k] = v;
+    if (raw.has(k)) throw badRequest(`${k.slice(0, 32)} is given more than once`);
+    raw.set(k, v);
   }
-  const r = schema.safeParse(raw);
+  const r = schema.safeParse(Object.fromEntries(raw));
   if (r.success) return r.data;
   throw badRequest(firstIssue(r.error, "invalid query"));
 }

@@ -9,5 +9,6 @@ export {
 } from "./console-server.js";
 export { type HandlerView, handlerViews } from "./handler-stats.js";
 export type { PendingApproval } from "./pending-approvals.js";
+export { type PlaneDownConsole, startPlaneDownConsole } from "./plane-down-console.js";
 export type { RecorderLag } from "./recorder-lag.js";
 export { cursorToken, parseCursorToken, type TimelineCursor, type TimelineItem } from "./run-timeline.js";

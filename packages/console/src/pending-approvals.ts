@@ -31,7 +31,12 @@ export class PendingApprovals {
 
   constructor(
     conn: GeodeConnection,
-    private readonly options: { timeoutMs: number; max?: number },
+    private readonly options: {
+      timeoutMs: number;
+      max?: number;
+      /** The agent and kind of a session (KV `{ns}_sessions`), shown beside its request. */
+      agentOf?: (sessionId: string) => Promise<{ agent: string | null; agent_kind: string | null }>;
+    },
   ) {
     this.served = serveApprovals(conn, (req) => this.hold(req), { approver: "console" });
   }
@@ -66,16 +71,26 @@ export class PendingApprovals {
     await this.served.close();
   }
 
-  private hold(req: ApprovalRequest) {
+  private async hold(req: ApprovalRequest) {
     const received = Date.now();
     const max = this.options.max ?? 500;
     if (this.waiting.size >= max || this.waiting.has(req.approval_id))
       return { decision: "deny" as const, reason: "the console has too many pending approvals" };
+    const session = req.correlation.session_id;
+    const { agent, agent_kind } =
+      session && this.options.agentOf
+        ? await this.options.agentOf(session).catch(() => ({ agent: null, agent_kind: null }))
+        : { agent: null, agent_kind: null };
+    if (this.waiting.has(req.approval_id))
+      return { decision: "deny" as const, reason: "the console has too many pending approvals" };
     return new Promise<{ decision: "allow" | "deny"; reason: string; approver: string }>((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(req.approval_id);
-        resolve({ decision: "deny", reason: "no operator answered in time", approver: "console" });
-      }, this.options.timeoutMs);
+      const timer = setTimeout(
+        () => {
+          this.waiting.delete(req.approval_id);
+          resolve({ decision: "deny", reason: "no operator answered in time", approver: "console" });
+        },
+        Math.max(0, received + this.options.timeoutMs - Date.now()),
+      );
       timer.unref();
       this.waiting.set(req.approval_id, {
         request: {
@@ -86,6 +101,10 @@ export class PendingApprovals {
           correlation: req.correlation,
           received_at: received,
           expires_at: received + this.options.timeoutMs,
+          agent,
+          agent_kind,
+          policies: [],
+          policy_reason: null,
         },
         answer: (a) => resolve({ decision: a.decision, reason: a.reason, approver: a.operator }),
         timer,

@@ -4,11 +4,10 @@ import {
   type ConsolePolicySet,
   HookNameSchema,
   type PolicyOutcome,
-  type PolicyRecord,
   SessionAgentKindSchema,
   STATS_WINDOWS,
 } from "@geode/contracts";
-import { compilePolicySet, parsePolicyReason } from "@geode/policy";
+import { type PolicySetInForce, parsePolicyReason } from "@geode/policy";
 import { sql } from "kysely";
 import { type ConsoleProjection, tables } from "./session-list.js";
 
@@ -21,16 +20,12 @@ const LATEST_BLOCKS = 20;
 
 type PoliciesWindow = keyof typeof STATS_WINDOWS;
 
-/** A stored set as the view shows it: without its text, with its policies' ids. */
-export function policySetView(record: PolicyRecord): ConsolePolicySet {
-  let policies: string[] = [];
-  try {
-    policies = compilePolicySet(record.name, record.text, record.mode).policies.map((p) => p.id);
-  } catch {
-    // A set that no longer compiles is one the guard skips: it decides nothing, it lists no policy.
-  }
+/** A set in force as the view shows it: without its text, with its policies' ids and a refused newer value. */
+export function policySetView(s: PolicySetInForce & { enforced: object }): ConsolePolicySet {
+  const { record, set, revision } = s.enforced;
   const { name, mode, sha256, created_at, updated_by } = record;
-  return { name, mode, sha256, created_at, updated_by, policies };
+  const policies = set.policies.map((p) => p.id);
+  return { name, mode, sha256, created_at, updated_by, policies, revision, refused: s.refused };
 }
 
 /**

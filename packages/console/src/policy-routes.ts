@@ -1,5 +1,6 @@
 import type { GeodeConnection } from "@geode/bus";
-import { type ConsolePolicies, ConsolePoliciesQuerySchema } from "@geode/contracts";
+import { type ConsolePolicies, ConsolePoliciesQuerySchema, type ConsolePolicySet } from "@geode/contracts";
+import { type PolicySetInForce, policySetsInForce, schemaText } from "@geode/policy";
 import { PolicyStore } from "@geode/state";
 import type { ConsoleDeps, Route } from "./console-route.js";
 import { ApiError, readQuery, sendJson } from "./http-io.js";
@@ -18,13 +19,14 @@ export function lazyPolicyStore(conn: GeodeConnection): () => Promise<PolicyStor
   };
 }
 
-/** The stored sets, by name; a KV that cannot be read is a 503 that says so. */
-async function readSets(d: ConsoleDeps) {
+/**
+ * The sets as the guard enforces them (each key's last good version in the bucket's history), and
+ * the keys of which nothing is in force; a KV that cannot be read is a 503 that says so.
+ */
+async function readSets(d: ConsoleDeps): Promise<Pick<ConsolePolicies, "sets" | "refused">> {
+  let states: PolicySetInForce[];
   try {
-    const store = await d.policies();
-    return (await store.list((key) => d.log.warn({ key }, "skipping malformed policy set"))).map(
-      policySetView,
-    );
+    states = policySetsInForce(await (await d.policies()).versions(), schemaText());
   } catch (err) {
     d.log.warn({ err }, "policy sets unreadable");
     throw new ApiError(
@@ -33,6 +35,12 @@ async function readSets(d: ConsoleDeps) {
       `the policy sets could not be read: KV ${d.conn.names.buckets.policies} is unreachable`,
     );
   }
+  const sets: ConsolePolicySet[] = [];
+  const refused: ConsolePolicies["refused"] = [];
+  for (const s of states)
+    if (s.enforced) sets.push(policySetView({ ...s, enforced: s.enforced }));
+    else if (s.refused) refused.push({ key: s.key.slice(0, 256), ...s.refused });
+  return { sets, refused };
 }
 
 /** The Policies view's route: the sets, the decisions per policy, the latest blocks. */
@@ -42,11 +50,11 @@ export const POLICY_ROUTES: Route[] = [
     pattern: /^\/api\/policies$/,
     async handle(d, r) {
       const { window = "1h" } = readQuery(r.url, ConsolePoliciesQuerySchema);
-      const sets = await readSets(d);
+      const { sets, refused } = await readSets(d);
       const [decisions, blocks] = await fromProjection(d, (p) =>
         Promise.all([policyDecisions(p, window), latestPolicyBlocks(p)]),
       );
-      sendJson(r.res, 200, { sets, decisions, blocks } satisfies ConsolePolicies);
+      sendJson(r.res, 200, { sets, refused, decisions, blocks } satisfies ConsolePolicies);
     },
   },
 ];

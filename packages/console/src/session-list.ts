@@ -42,10 +42,11 @@ export function tables(ns: string) {
  * name; agent and kind come from the latest `session_started`; a session is ended once a
  * `session_ended` follows its last start. Counted per session: prompts (`user_input_received` and
  * UserPromptSubmit audits, one per turn),
- * tool calls (distinct call ids of the calls' records and PreToolUse audits), blocks (audited
+ * tool calls (every call the agent attempted, run or refused: distinct call ids of the calls'
+ * records and PreToolUse audits; agents that name no call get an id at PreToolUse), blocks (audited
  * `block` decisions, one per call or prompt), approvals, and denials (one per call: a person's or a
  * handler's answer to a permission request, or a refusal recorded as `denied`, e.g. by the
- * executor's tool policy).
+ * executor's tool policy), and governance gaps (results whose PreToolUse never reached the plane).
  */
 function sessionRows(ns: string): RawBuilder<unknown> {
   const t = tables(ns);
@@ -80,6 +81,9 @@ function sessionRows(ns: string): RawBuilder<unknown> {
         select session_id, coalesce(nullif(tool_call_id, ''), 'r:' || record_id) as k
         from ${t.timeline} where kind = 'tool.called'
         union all
+        select session_id, tool_call_id from ${t.timeline}
+        where kind = 'tool.completed' and tool_call_id <> ''
+        union all
         select session_id, tool_call_id from ${t.invocations}
         where surface = 'hook' and name = 'PreToolUse' and tool_call_id <> ''
       ) c group by session_id
@@ -109,6 +113,10 @@ function sessionRows(ns: string): RawBuilder<unknown> {
         where kind = 'tool.completed' and payload->>'status' = 'denied'
       ) d group by session_id
     ),
+    gaps as (
+      select session_id, count(distinct coalesce(nullif(tool_call_id, ''), record_id)) as n
+      from ${t.timeline} where kind = 'governance.gap' group by session_id
+    ),
     verified as (
       select session_id, (array_agg(payload->>'policy_action' order by ts desc))[1] as action
       from ${t.timeline} where kind = 'verification.decided' group by session_id
@@ -125,7 +133,8 @@ function sessionRows(ns: string): RawBuilder<unknown> {
            coalesce(blocks.n, 0) as blocked,
            coalesce(permits.approved, 0) as approved,
            coalesce(denials.n, 0) as denied,
-           verified.action as verification
+           verified.action as verification,
+           coalesce(gaps.n, 0) as gaps
     from seen
     left join started on started.session_id = seen.session_id
     left join ended on ended.session_id = seen.session_id
@@ -135,6 +144,7 @@ function sessionRows(ns: string): RawBuilder<unknown> {
     left join permits on permits.session_id = seen.session_id
     left join denials on denials.session_id = seen.session_id
     left join verified on verified.session_id = seen.session_id
+    left join gaps on gaps.session_id = seen.session_id
   `;
 }
 
@@ -151,6 +161,7 @@ interface SessionRow {
   approved: string | number;
   denied: string | number;
   verification: string | null;
+  gaps: string | number;
 }
 
 function summaryOf(r: SessionRow): ConsoleSessionSummary {
@@ -167,6 +178,7 @@ function summaryOf(r: SessionRow): ConsoleSessionSummary {
     approved: Number(r.approved),
     denied: Number(r.denied),
     verification: r.verification,
+    gaps: Number(r.gaps),
   };
 }
 

@@ -21,17 +21,29 @@ function isUnreachable(code: string): boolean {
   return /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|08\w{3}|57P0[1-3])$/.test(code);
 }
 
-/** Runs a read of the projection: none, one not created yet, or one unreachable is a 503 that says so. */
+/** What to do when the activity-recorder is silent. */
+const START_PLANE = "start the plane with `geode up`";
+
+/** `; the activity-recorder is not answering health: start …` when it does not answer, else "". */
+async function recorderSilence(d: ConsoleDeps): Promise<string> {
+  try {
+    await d.conn.nc.request(d.conn.names.health("activity-recorder"), "", { timeout: 2_000 });
+    return "";
+  } catch {
+    return `; the activity-recorder is not answering health: ${START_PLANE}`;
+  }
+}
+
+/**
+ * Runs a read of the projection: none, one not created yet, or one unreachable is a 503 that says
+ * which part is down (the projection, its database, the activity-recorder that writes it) and how
+ * to start it.
+ */
 export async function fromProjection<T>(
   d: ConsoleDeps,
   read: (p: ConsoleProjection) => Promise<T>,
 ): Promise<T> {
-  if (!d.projection)
-    throw new ApiError(
-      503,
-      "unavailable",
-      "the console has no projection to read: start it with DATABASE_URL",
-    );
+  if (!d.projection) throw new ApiError(503, "unavailable", d.noProjection);
   try {
     return await read(d.projection);
   } catch (err) {
@@ -39,10 +51,14 @@ export async function fromProjection<T>(
       throw new ApiError(
         503,
         "unavailable",
-        "the projection of this namespace is not there yet (the activity-recorder creates it)",
+        `the projection of this namespace is not there yet (the activity-recorder creates it)${await recorderSilence(d)}`,
       );
     if (isUnreachable((err as { code?: string }).code ?? "") || /Connection terminated/.test(String(err)))
-      throw new ApiError(503, "unavailable", "the projection could not be read: its database is unreachable");
+      throw new ApiError(
+        503,
+        "unavailable",
+        `the projection could not be read: its database (Postgres, or the embedded one geode up serves) is unreachable: ${START_PLANE}, or check DATABASE_URL`,
+      );
     throw err;
   }
 }

@@ -276,4 +276,118 @@ describe("storySteps", () => {
     });
     expect(byCall.get("a1")).toMatchObject({ verdict: "allowed", target: "ls -la", reason: null });
   });
+
+  it("gives one row to a call of an agent that names no call: its records share the id the gateway gave it", () => {
+    const gemini = { agent_kind: "gemini-cli" as const, started_at: T0 };
+    const blocked = "0107b6bd-0416-9828-e4b7-721d2e30a922";
+    const ran = "0a1a06b2-7417-03ad-1228-7dec5b9dd6d8";
+    const steps = storySteps(
+      rows({
+        events: [
+          event({ event: "user_input_received", turn_id: "prompt-1", payload: { chars: 12 } }),
+          event({
+            event: "tool_exec_started",
+            tool_call_id: ran,
+            payload: { tool_name: "run_shell_command" },
+          }),
+          event({ event: "tool_exec_ended", tool_call_id: ran, payload: { outcome: "ok" } }),
+        ],
+        invocations: [
+          audit({ name: "UserPromptSubmit", extension: "policy", status: "ok", turn_id: "prompt-1" }),
+          audit({ name: "PreToolUse", extension: "policy", status: "block", tool_call_id: blocked }),
+          audit({ name: "PreToolUse", extension: "policy", status: "ok", tool_call_id: ran }),
+          audit({ name: "PostToolUse", extension: "policy", status: "ok", tool_call_id: ran }),
+        ],
+        records: [
+          record({
+            kind: "tool.completed",
+            tool_call_id: blocked,
+            payload: {
+              tool_name: "run_shell_command",
+              status: "blocked",
+              executed: false,
+              target: "rm -rf x",
+            },
+          }),
+          record({
+            kind: "tool.called",
+            tool_call_id: ran,
+            payload: { tool_name: "run_shell_command", target: "touch y" },
+          }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: ran,
+            payload: { tool_name: "run_shell_command", status: "completed", executed: true },
+          }),
+        ],
+      }),
+      gemini,
+    );
+    expect(steps).toHaveLength(3);
+    expect(steps.filter((s) => s.kind === "prompt")).toHaveLength(1);
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(byCall.get(blocked)).toMatchObject({
+      tool_name: "run_shell_command",
+      verdict: "blocked",
+      decided_by: "policy",
+      target: "rm -rf x",
+    });
+    expect(byCall.get(ran)).toMatchObject({
+      tool_name: "run_shell_command",
+      verdict: "allowed",
+      target: "touch y",
+      outcome: "completed",
+    });
+  });
+
+  it("marks a call whose result reached the plane without its PreToolUse as a governance gap", () => {
+    const steps = storySteps(
+      rows({
+        records: [
+          record({
+            kind: "governance.gap",
+            tool_call_id: "g1",
+            payload: { agent: "laptop", agent_kind: "codex", tool_name: "Bash", missing: "PreToolUse" },
+          }),
+          record({ kind: "tool.called", tool_call_id: "g1", payload: { tool_name: "Bash", target: "ls" } }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: "g1",
+            payload: { status: "completed", executed: true },
+          }),
+          record({ kind: "tool.called", tool_call_id: "ok1", payload: { tool_name: "Bash" } }),
+        ],
+        invocations: [audit({ name: "PreToolUse", extension: "guard", status: "ok", tool_call_id: "ok1" })],
+      }),
+      session,
+    );
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(steps).toHaveLength(2);
+    expect(byCall.get("g1")).toMatchObject({ governance_gap: true, tool_name: "Bash", outcome: "completed" });
+    expect(byCall.get("ok1")).toMatchObject({ governance_gap: false });
+  });
+
+  it("says the agent allowed a call nobody answered on the plane when it then ran", () => {
+    const steps = storySteps(
+      rows({
+        events: [
+          event({
+            event: "approval_transition",
+            tool_call_id: "n1",
+            payload: { decision: "none", source: "timeout" },
+          }),
+          event({ event: "tool_exec_ended", tool_call_id: "n1", payload: { outcome: "ok" } }),
+          event({
+            event: "approval_transition",
+            tool_call_id: "n2",
+            payload: { decision: "none", source: "timeout" },
+          }),
+        ],
+      }),
+      session,
+    );
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(byCall.get("n1")).toMatchObject({ verdict: "allowed", decided_by: "the agent (nobody answered)" });
+    expect(byCall.get("n2")).toMatchObject({ verdict: "denied", decided_by: "nobody answered" });
+  });
 });

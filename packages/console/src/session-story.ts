@@ -82,6 +82,7 @@ function step(kind: ConsoleStoryStep["kind"], ts: number, turnId: string): Conso
     reason: null,
     outcome: null,
     duration_ms: null,
+    governance_gap: false,
   };
 }
 
@@ -120,12 +121,17 @@ function callParts(rows: StoryRows): CallParts[] {
       part(key, i.tool_call_id || null, i.ts, i.turn_id).audits.push(i);
     }
   for (const r of rows.records)
-    if (r.kind === "tool.called" || r.kind === "tool.completed")
+    if (r.kind === "tool.called" || r.kind === "tool.completed" || r.kind === "governance.gap")
       part(r.tool_call_id || `r:${r.record_id}`, r.tool_call_id || null, r.ts, r.turn_id).records.push(r);
   return [...calls.values()];
 }
 
 type Verdict = Pick<ConsoleStoryStep, "verdict" | "decided_by"> & { audit?: StoryInvocation };
+
+/** Whether the call ran: its end was recorded, or a completion that says it executed. */
+const ran = (c: CallParts) =>
+  c.events.some((e) => e.event === "tool_exec_ended") ||
+  c.records.some((r) => r.kind === "tool.completed" && r.payload["executed"] === true);
 
 /**
  * Who stopped or let through a call, from its audits, approvals and records (first match wins),
@@ -145,7 +151,11 @@ function callVerdict(c: CallParts): Verdict {
     return { verdict: answered.payload["decision"] === "allow" ? "approved" : "denied", decided_by: by };
   }
   if (answers.some((e) => e.payload["decision"] === "none"))
-    return { verdict: "denied", decided_by: "nobody answered" };
+    // Nobody on the plane answered: the agent's own rules decided (Copilot and Claude Code ask or
+    // allow by themselves), so a call that then ran was allowed by the agent.
+    return ran(c)
+      ? { verdict: "allowed", decided_by: "the agent (nobody answered)" }
+      : { verdict: "denied", decided_by: "nobody answered" };
   const completed = c.records.find((r) => r.kind === "tool.completed");
   if (completed?.payload["status"] === "denied") return { verdict: "denied", decided_by: "policy" };
   if (completed?.payload["status"] === "blocked") return { verdict: "blocked", decided_by: null };
@@ -162,6 +172,7 @@ function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
     c.records.map((r) => str(r.payload["target"])).find((t) => t !== null) ?? null,
     TOOL_TARGET_CHARS,
   );
+  s.governance_gap = c.records.some((r) => r.kind === "governance.gap");
   const { audit, ...verdict } = callVerdict(c);
   Object.assign(s, verdict);
   const ended = c.events.find((e) => e.event === "tool_exec_ended");

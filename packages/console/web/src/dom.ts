@@ -18,6 +18,10 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
+/** `1 prompt`, `2 prompts`: a count with its noun (`plural` for an irregular one). */
+export const counted = (n: number, noun: string, plural = `${noun}s`) =>
+  `${n.toLocaleString("en-US")} ${n === 1 ? noun : plural}`;
+
 export function button(
   label: string,
   onClick: () => void,

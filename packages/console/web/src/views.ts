@@ -3,6 +3,7 @@
  * here. `route` is the first part of the address (`#sessions`, `#session/<id>`); a view with a
  * `label` gets a link in the navigation, in this order; `nav` names the link a sub-view lights up.
  */
+import { agentsView } from "./views/agents-view.js";
 import { approvalsView } from "./views/approvals-view.js";
 import { handlersView } from "./views/handlers-view.js";
 import { pausedView } from "./views/paused-view.js";
@@ -32,6 +33,7 @@ export const VIEWS: View[] = [
   { route: "run", nav: "runs", render: (id) => runView(id) },
   { route: "handlers", label: "Handlers", render: () => handlersView() },
   { route: "policies", label: "Policies", render: () => policiesView() },
+  { route: "agents", label: "Agents", render: () => agentsView() },
 ];
 
 /** The view shown after sign-in and for an unknown address. */

@@ -3,9 +3,25 @@ import { api, type Page } from "../api.js";
 import { failed, PAGE_SIZE, pager, poll, say, show } from "../app.js";
 import { button, el, time } from "../dom.js";
 
-/** Pending approvals: allow or deny each with a reason; rows stay in place between polls. */
+/** `name (kind)` of the agent whose session asks; `-` for a runtime's session. */
+function agentOf(a: ConsoleApproval): string {
+  if (a.agent && a.agent_kind) return `${a.agent} (${a.agent_kind})`;
+  return a.agent ?? a.agent_kind ?? "-";
+}
+
+/** The policies that asked for a person, with their reason; `-` until the console can tell. */
+function policyOf(a: ConsoleApproval): string {
+  if (a.policies.length === 0) return "-";
+  return a.policy_reason ? `${a.policies.join(", ")}: ${a.policy_reason}` : a.policies.join(", ");
+}
+
+/**
+ * Pending approvals: allow or deny each with a reason; rows stay in place between polls (only the
+ * policy cell is refreshed: the console learns it once the recorder has written the call).
+ */
 export function approvalsView(offset = 0): void {
   const rows = new Map<string, HTMLTableRowElement>();
+  const policyCells = new Map<string, HTMLTableCellElement>();
   const body = el("tbody");
   const grid = el(
     "table",
@@ -16,8 +32,8 @@ export function approvalsView(offset = 0): void {
       el(
         "tr",
         {},
-        ...["tool", "safety level", "detail", "session", "expires", "answer"].map((h) =>
-          el("th", { scope: "col" }, h),
+        ...["tool", "safety level", "detail", "agent", "asked by policy", "session", "expires", "answer"].map(
+          (h) => el("th", { scope: "col" }, h),
         ),
       ),
     ),
@@ -32,6 +48,7 @@ export function approvalsView(offset = 0): void {
       await api("/api/approvals/answer", request);
       rows.get(a.approval_id)?.remove();
       rows.delete(a.approval_id);
+      policyCells.delete(a.approval_id);
       say(`${decision === "allow" ? "Allowed" : "Denied"} ${a.tool_name}`);
     } catch (err) {
       failed(err);
@@ -44,9 +61,14 @@ export function approvalsView(offset = 0): void {
       if (ids.has(id)) continue;
       row.remove();
       rows.delete(id);
+      policyCells.delete(id);
     }
     for (const a of page.items) {
+      const known = policyCells.get(a.approval_id);
+      if (known) known.textContent = policyOf(a);
       if (rows.has(a.approval_id)) continue;
+      const policy = el("td", { "data-field": "policy" }, policyOf(a));
+      policyCells.set(a.approval_id, policy);
       const reason = el("input", {
         type: "text",
         placeholder: "reason",
@@ -58,6 +80,8 @@ export function approvalsView(offset = 0): void {
         el("td", {}, a.tool_name),
         el("td", {}, a.safety_level),
         el("td", {}, el("pre", {}, a.detail)),
+        el("td", { "data-field": "agent" }, agentOf(a)),
+        policy,
         el("td", {}, a.correlation.session_id || "-"),
         el("td", {}, time(a.expires_at)),
         el(

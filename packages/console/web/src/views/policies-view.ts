@@ -25,22 +25,56 @@ function setRow(s: ConsolePolicySet): HTMLTableRowElement {
       {},
       s.policies.length === 0 ? "-" : s.policies.map((id) => id.slice(s.name.length + 1)).join(", "),
     ),
+    el(
+      "td",
+      { class: "policy-state" },
+      s.refused
+        ? el(
+            "span",
+            { class: "refused bad", title: s.refused.reason },
+            `in force; newer value (revision ${s.refused.revision}) refused: ${s.refused.reason}`,
+          )
+        : "in force",
+    ),
+  );
+}
+
+/** Stored keys of which nothing is in force: every value they hold was refused. */
+function refusedPart(refused: ConsolePolicies["refused"]): HTMLElement | null {
+  if (refused.length === 0) return null;
+  return el(
+    "ul",
+    { class: "policy-refused", "aria-label": "refused policy sets" },
+    ...refused.map((r) =>
+      el(
+        "li",
+        { "data-policy-refused": r.key },
+        el("code", {}, r.key),
+        ` is not in force: its value (revision ${r.revision}) was refused: ${r.reason}`,
+      ),
+    ),
   );
 }
 
 /** The sets, or how to add the first one. */
-function setsPart(sets: ConsolePolicySet[]): HTMLElement {
+function setsPart(sets: ConsolePolicySet[], refused: ConsolePolicies["refused"]): HTMLElement {
+  const list = refusedPart(refused);
+  if (list) return el("div", {}, setsTable(sets), list);
+  return setsTable(sets);
+}
+
+function setsTable(sets: ConsolePolicySet[]): HTMLElement {
   if (sets.length === 0)
     return el(
       "p",
       { class: "empty", id: "policies-empty" },
-      "No policy set is stored, so the policy-guard decides nothing. Add a shipped pack with ",
+      "No policy set is in force, so the policy-guard decides nothing. Add a shipped pack with ",
       el("code", {}, PACK_HINT),
       " (add --mode audit to only record what it would decide), or your own with ",
       el("code", {}, "geode policy add NAME FILE"),
       ".",
     );
-  return table(["set", "mode", "sha256", "last change (UTC)", "policies"], sets.map(setRow), {
+  return table(["set", "mode", "sha256", "last change (UTC)", "policies", "state"], sets.map(setRow), {
     class: "policy-sets",
     "aria-label": "policy sets",
   });
@@ -104,7 +138,7 @@ export function policiesView(): void {
   show("Policies", sets, el("h2", {}, "Decisions"), chart, el("h2", {}, "Latest blocks"), blocks);
   const load = async () => {
     const reply = await api<ConsolePolicies>("/api/policies?window=1h");
-    sets.replaceChildren(setsPart(reply.sets));
+    sets.replaceChildren(setsPart(reply.sets, reply.refused));
     chart.replaceChildren(decisionsChart(reply.decisions));
     blocks.replaceChildren(blocksPart(reply.blocks));
   };

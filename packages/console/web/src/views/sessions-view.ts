@@ -76,7 +76,7 @@ function sessionRow(s: ConsoleSessionSummary): HTMLTableRowElement {
   const stops = s.blocked > 0;
   return el(
     "tr",
-    { "data-session": s.session_id, ...(stops ? { class: "bad-row" } : {}) },
+    { "data-session": s.session_id, ...(stops || s.gaps > 0 ? { class: "bad-row" } : {}) },
     el(
       "td",
       {},
@@ -91,7 +91,23 @@ function sessionRow(s: ConsoleSessionSummary): HTMLTableRowElement {
     el("td", {}, ended === null ? "-" : duration(ended - s.started_at)),
     el("td", {}, badge(s.status)),
     el("td", { class: "num" }, s.prompts),
-    el("td", { class: "num" }, s.tool_calls),
+    el(
+      "td",
+      { class: "num" },
+      s.tool_calls,
+      s.gaps > 0
+        ? el(
+            "span",
+            {
+              class: "badge bad",
+              "data-verdict": "ungoverned",
+              title: "results whose PreToolUse never reached the plane",
+            },
+            el("span", { class: "icon", "aria-hidden": "true" }, " ⚠ "),
+            `${s.gaps} ungoverned`,
+          )
+        : null,
+    ),
     el(
       "td",
       { class: "num" },

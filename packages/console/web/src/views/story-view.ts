@@ -1,7 +1,7 @@
 import type { ConsoleSessionStory, ConsoleStoryStep } from "@geode/contracts";
 import { api } from "../api.js";
 import { poll, show } from "../app.js";
-import { duration, el, table, time } from "../dom.js";
+import { counted, duration, el, table, time } from "../dom.js";
 import { badge, isStop } from "./verdicts.js";
 
 const KIND_LABEL: Record<ConsoleStoryStep["kind"], string> = {
@@ -16,7 +16,7 @@ const KIND_LABEL: Record<ConsoleStoryStep["kind"], string> = {
 function what(s: ConsoleStoryStep): string {
   switch (s.kind) {
     case "prompt":
-      return s.length === null ? "a prompt" : `${s.length} characters`;
+      return s.length === null ? "a prompt" : counted(s.length, "character");
     case "tool_call":
       return `${s.tool_name ?? "(tool not recorded)"}${s.tool_kind ? ` · ${s.tool_kind}` : ""}`;
     case "subagent":
@@ -31,8 +31,12 @@ function what(s: ConsoleStoryStep): string {
 /** `+1,234 ms` after the session started. */
 const offset = (ms: number) => `+${ms.toLocaleString("en-US")} ms`;
 
+/** A call that ran with nobody governing it: its PreToolUse never reached the plane. */
+const gapNote = () =>
+  el("div", { class: "step-gap" }, badge("ungoverned"), " its PreToolUse never reached the plane");
+
 function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
-  const stop = isStop(s.verdict);
+  const stop = isStop(s.verdict) || s.governance_gap;
   return el(
     "tr",
     {
@@ -52,6 +56,7 @@ function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
       "td",
       {},
       badge(s.verdict),
+      s.governance_gap ? gapNote() : null,
       s.reason === null ? null : el("div", { class: "step-reason", title: s.reason }, s.reason),
     ),
     el("td", {}, s.decided_by ?? "-"),
@@ -82,9 +87,12 @@ function render(story: ConsoleSessionStory, head: HTMLElement, steps: HTMLElemen
       el(
         "dd",
         {},
-        `${s.prompts} prompts, ${s.tool_calls} tool calls, `,
+        `${counted(s.prompts, "prompt")}, ${counted(s.tool_calls, "tool call")}, `,
         s.blocked > 0 ? el("strong", { class: "bad" }, `${s.blocked} blocked`) : "0 blocked",
         `, ${s.approved} approved, ${s.denied} denied`,
+        s.gaps > 0
+          ? el("strong", { class: "bad", id: "story-gaps" }, `, ${counted(s.gaps, "ungoverned call")}`)
+          : null,
       ),
     ),
   );

@@ -24,6 +24,9 @@ const LOOK: Record<string, { icon: string; tone: "bad" | "good" | "warn" | "plai
   audit: { icon: "◐", tone: "warn" },
   would_block: { icon: "⊘", tone: "warn" },
   would_deny: { icon: "✕", tone: "warn" },
+  ok: { icon: "✓", tone: "good" },
+  problem: { icon: "✖", tone: "bad" },
+  ungoverned: { icon: "⚠", tone: "bad" },
 };
 
 /** A badge: icon (hidden from screen readers) and the word itself. */

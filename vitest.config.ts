@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 // The workspace packages resolve to their TypeScript sources ("geode-source" in their exports);
@@ -16,7 +17,12 @@ export default defineConfig({
     maxWorkers: 2,
     // What the CLI starts in-process (geode demo, geode up) runs compiled, as the global set-up
     // has just built it: the code users run, and far quicker to start than tsx on two cores.
-    env: { GEODE_FROM_SOURCE: "0" },
+    // `geode up` records each running plane in the user's runtime folder: the tests' go here, so a
+    // test never finds (or leaves) a record among the user's own.
+    env: {
+      GEODE_FROM_SOURCE: "0",
+      XDG_RUNTIME_DIR: fileURLToPath(new URL(".geode/test-runtime", import.meta.url)),
+    },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // The JSON report feeds the one-line summary that .ci/run prints after the run.

@@ -10,8 +10,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { BUCKET_HISTORY, type BucketName, RESULT_STORE_DEFAULTS, STREAM_DEFAULTS } from "@geode/bus";
 import {
+  AGENT_CHECK_EVENT,
   AGENT_NAME_PATTERN,
+  AgentCheckReportSchema,
   AgentRecordSchema,
+  agentCheckPath,
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   DEFAULT_RESULT_INLINE_BYTES,
@@ -20,10 +23,15 @@ import {
   ErrorKind,
   EventEnvelopeSchema,
   ExtensionInvokedPayloadSchema,
+  GUARDED_ARGUMENTS_HEADER,
+  GUARDED_FACT_BYTES,
+  GUARDED_PATHS_MAX,
+  GUARDED_TOOL_HOOKS,
   HANDLER_NAME_PATTERN,
   HandlerRegistrationSchema,
   INVOCATION_ID_HEADER,
   INVOCATION_ID_PATTERN,
+  McpServerRecordSchema,
   NAMESPACE_PATTERN,
   names,
   PolicyRecordSchema,
@@ -325,6 +333,7 @@ function headersSection(): string {
     "| header | on | meaning |",
     "| --- | --- | --- |",
     `| ${code(INVOCATION_ID_HEADER)} | hook invoke requests | the invocation's id; the caller publishes on ${code(ph(n.hookCancel("{id}")))} to cancel it |`,
+    `| ${code(GUARDED_ARGUMENTS_HEADER)} | handler requests of PreToolUse, PermissionRequest and PostToolUse | the call's guarded argument fields (its command, paths and URL, as the tool-kind table places them) as compact JSON, taken from its whole input before any bound applies: up to ${GUARDED_FACT_BYTES / 1024} KiB a fact and ${GUARDED_PATHS_MAX} paths, secrets masked. A guard decides on these, not on the bounded payload's copies (docs/policies.md) |`,
     `| ${code(PROBE_HEADER)} | any request | a probe: the responder's bus helper answers ${code('{"probe": "ok"}')} itself (does another replica serve?) |`,
     "| `Nats-Msg-Id` | events and timeline records | the record's `id`: JetStream drops a repeated publish within the duplicate window |",
     `| ${code(TRACEPARENT_HEADER)} | every request, and the events and timeline records a request causes | W3C Trace Context: a responder continues the caller's trace (a missing or invalid one starts a new trace) and passes it on to every message it sends; the recorder stores its trace id as \`trace_id\` |`,
@@ -414,6 +423,11 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
     writer: "the operator (`geode handlers add --url`, `geode handlers rm`); read by the hook-dispatcher",
     value: WebhookRecordSchema,
   },
+  mcpServers: {
+    key: "the upstream MCP server's name (`[a-z][a-z0-9]{0,15}`)",
+    writer: "the operator (`geode mcp add`, `geode mcp rm`); read by the mcp-bridge and the agent gateway",
+    value: McpServerRecordSchema,
+  },
   policies: {
     key: "the policy set's name (`[a-z0-9][a-z0-9_-]{0,63}`)",
     writer:
@@ -429,6 +443,10 @@ function bucketsSection(): string {
     "",
     "Created by the first component that needs one (file storage, `GEODE_STREAM_REPLICAS` replicas),",
     "never reconfigured. Read-modify-writes are revision-checked (compare-and-set).",
+    "Text that came from the wire is stored with its secrets masked, by the store that writes it:",
+    "a session's reason, model and provider (cut to 1,024 characters), a parked candidate's text, a",
+    "receipt's result, context, correlation and resolution reason, a remote tool's description",
+    "(masked only, never cut, so a replay returns the whole result with its secrets masked).",
     "",
     "| bucket | key | history | written by |",
     "| --- | --- | --- | --- |",
@@ -538,6 +556,7 @@ their fields.
 | \`extension_invocations\` | one audit row per \`extension_invoked\`: \`stream_seq\`, \`ts\`, \`surface\`, \`name\`, \`extension\`, \`status\`, \`latency_ms\`, the correlation ids, \`trace_id\`, nothing else (no user input, request, response, personal data or secret) |
 | \`session_events\` | the timeline: \`stream_seq\`, \`record_id\`, \`kind\`, \`ts\`, \`source\`, the correlation ids, bounded \`payload\`, \`payload_sha256\` |
 | \`projection_offsets\` | \`consumer\`, \`stream\`, \`last_seq\` |
+| \`quarantined_messages\` | a message PostgreSQL refused for its content (docs/operations.md#quarantined-messages): \`stream\`, \`stream_seq\`, \`subject\`, \`name\`, \`session_id\`, \`consumer\`, \`sqlstate\`, \`error\`, \`message_sha256\`, \`message_bytes\`, \`quarantined_at\`; no payload |
 
 Run timeline: while a run is open (KV \`{ns}_runs\`), the recorder mirrors the same rows of that run to
 \`{GEODE_RUNS_DIR}/{run_id}/events.jsonl\`; a file stops at 16 MiB with one \`projection.truncated\` row.
@@ -558,12 +577,30 @@ function gatewaySection(): string {
     "HTTP for agents with hook systems of their own (`GEODE_GATEWAY_ADDR`, default `127.0.0.1:4280`).",
     '`GET /healthz` → 200 `{"status":"ok"}`. Every other request carries `Authorization: Bearer <token>`',
     "of an agent in KV `{ns}_agents` (only the token's SHA-256 is stored); a missing or unknown token",
-    "→ 401 and nothing is invoked.",
+    "→ 401 and nothing is invoked; the gateway logs the refusal (a warning, at most one per remote",
+    "address a minute, with the first 12 hex digits of the token's SHA-256, never the token); an",
+    "`Authorization` or `traceparent` header given twice → 400.",
     "",
     `\`POST ${CLAUDE_CODE_HOOK_PATH}\`: the body is Claude Code's hook input as Claude Code sends it; the`,
     "reply is 200 with Claude Code's hook output JSON (`{}` when there is nothing to say); an",
     "unparseable body → 400. A `failure_mode: closed` guard that fails or cannot be reached gives a",
     "deny/block with a 200 reply.",
+    "",
+    "`POST /v1/mcp` (DESIGN section 19): the gateway as one MCP server in front of the upstream servers",
+    "the mcp-bridge registers. Streamable HTTP, stateless: protocol 2026-07-28 (`server/discover`, the",
+    "`_meta` envelope, `Mcp-Method`/`Mcp-Name` headers that must agree with the body, else `-32020`)",
+    "and 2025-03-26, 2025-06-18, 2025-11-25 without sessions (no `Mcp-Session-Id`); GET → 405. A",
+    "missing or unknown token → 401 with `WWW-Authenticate: Bearer`; `/.well-known/oauth-*`,",
+    "`/.well-known/openid-configuration` and `POST /register` → 404 at once; a Host or Origin other than",
+    "localhost or the listen host → 403; a body over 4 MiB → 413 with a JSON-RPC error. `tools/list`",
+    "lists the tools in `{ns}_tools` that carry `mcp`, of servers whose `groups` include one of the",
+    "agent's (absent: all). `tools/call` runs `{ns}.tool.execute` with the registered name and a fresh",
+    "`tool_call_id`: completed or replayed → the upstream's `CallToolResult`, PostToolUse `add_context`",
+    "reasons appended as text items; any other status or an unknown tool → `{isError: true, content:",
+    '[{type: "text", text: <reason>}]}`. `resources/list|read`, `resources/templates/list`,',
+    "`prompts/list|get` go to `{ns}.mcp.forward.{server}` with the `{server}_` prefix taken off the uri",
+    "or name (and put on the listed ones), each recorded as timeline `mcp.read`. Sessions: `agent_kind`",
+    "`mcp`, one per (agent, client name) until `GEODE_MCP_SESSION_IDLE_MS` passes without a call.",
     "",
     "Correlation of a call: `session_id` = Claude Code's `session_id`, `run_id` = the same (each Claude",
     "Code session is a run), `turn_id` = `prompt_id` when present, `tool_call_id` = `tool_use_id`.",
@@ -575,6 +612,16 @@ function gatewaySection(): string {
       (e) =>
         `| ${code(e.event)} | ${e.plane === null ? "runtime events only" : e.plane === "verifier" ? code(ph(n.verifyFinalize)) : `hook ${code(e.plane)}`} | ${e.guards ? "yes" : "no"} | ${e.http ? "yes" : "no (command hook: `geode hook-shim`)"} |`,
     ),
+    "",
+    `\`POST ${agentCheckPath("/v1/<kind>/hook")}\` (beside each kind's hook endpoint, the same token): the end of`,
+    '`geode connect <kind> --check` reports its result; 200 `{"recorded":true}`, another body → 400.',
+    `It is recorded as \`adapter_dispatch_attempt\` \`{adapter, hook_event_name: "${AGENT_CHECK_EVENT}", agent, check: "ok"|"problem", detail}\``,
+    "in no session (`detail` cut to 512 characters, secrets masked). The gateway also records, per agent, kind and",
+    `guarded hook (${GUARDED_TOOL_HOOKS.map(code).join(", ")}), that it arrived: \`adapter_dispatch_attempt\``,
+    "`{adapter, hook_event_name, agent, guarded: true}`, at most once an hour on each replica. A tool result whose",
+    'PreToolUse never reached the gateway is the timeline record `governance.gap` `{agent, agent_kind, tool_name, missing: "PreToolUse"}`.',
+    "",
+    fieldTable(AgentCheckReportSchema, "input"),
   ].join("\n");
 }
 

@@ -3,7 +3,7 @@
  * the recorder (Postgres and run files), the agent gateway on a free port, and one agent added
  * with `geode agents add` (its token), all on the file's own namespace.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
@@ -175,27 +175,62 @@ export function useAgentPlane(agentName: string): AgentPlane {
 export const shellCommandOf = (e: HookEnvelope): string =>
   String((e.payload["arguments"] as { command?: unknown }).command ?? "");
 
+/** The folder a test's `rm -rf precious` aims at. */
+const PRECIOUS = "precious";
+/** The command an agent's model is scripted to run against the folder a session's `prepare` planted. */
+export const RM_PRECIOUS = `rm -rf ${PRECIOUS}`;
+
+/** Plants `precious/data.txt` in a working folder (a session's `prepare`). */
+export function plantPrecious(work: string): void {
+  mkdirSync(path.join(work, PRECIOUS));
+  writeFileSync(path.join(work, PRECIOUS, "data.txt"), "keep me");
+}
+
+/** Whether the planted folder is still there. */
+export const preciousSurvives = (work: string): boolean => existsSync(path.join(work, PRECIOUS, "data.txt"));
+
 /**
  * `geode connect <agent>` as a user runs it, to the plane's gateway unless `url` says otherwise,
- * writing to `write` when given (else the agent's default place), with the extra `flags`; it must
- * succeed.
+ * writing to `write` when given (else the agent's default place), with the extra `flags`, in the
+ * folder `cwd` (default this process's); returns what it said.
  */
+export async function runConnect(
+  plane: AgentPlane,
+  agent: string,
+  options: {
+    url?: string | undefined;
+    write?: string | undefined;
+    flags?: string[] | undefined;
+    cwd?: string | undefined;
+  },
+  env: Record<string, string>,
+): ReturnType<AgentPlane["geode"]> {
+  const before = process.cwd();
+  if (options.cwd) process.chdir(options.cwd);
+  try {
+    return await plane.geode(
+      [
+        "connect",
+        agent,
+        "--url",
+        options.url ?? plane.gateway().url,
+        ...(options.write ? ["--write", options.write] : []),
+        ...(options.flags ?? []),
+      ],
+      env,
+    );
+  } finally {
+    process.chdir(before);
+  }
+}
+
+/** `runConnect`, which must succeed. */
 export async function connectAgent(
   plane: AgentPlane,
   agent: string,
-  options: { url?: string | undefined; write?: string | undefined; flags?: string[] | undefined },
+  options: Parameters<typeof runConnect>[2],
   env: Record<string, string>,
 ): Promise<void> {
-  const r = await plane.geode(
-    [
-      "connect",
-      agent,
-      "--url",
-      options.url ?? plane.gateway().url,
-      ...(options.write ? ["--write", options.write] : []),
-      ...(options.flags ?? []),
-    ],
-    env,
-  );
+  const r = await runConnect(plane, agent, options, env);
   expect(r.code, `${r.out}\n${r.err}`).toBe(0);
 }

@@ -171,6 +171,8 @@ export async function runClaude(options: {
   cwd: string;
   token: string;
   args?: string[];
+  /** Added to its environment. */
+  env?: Record<string, string>;
   timeoutMs?: number;
 }): Promise<ClaudeRun> {
   const args = [
@@ -191,6 +193,7 @@ export async function runClaude(options: {
       ANTHROPIC_API_KEY: "sk-ant-standin-not-a-real-key",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       GEODE_AGENT_TOKEN: options.token,
+      ...options.env,
     },
     timeoutMs: options.timeoutMs,
   });

@@ -115,7 +115,7 @@ function codexScratch(): { home: string; work: string; cleanup(): void } {
 }
 
 /** The provider part of `config.toml`: the stand-in as a custom Responses provider, no approvals, no sandbox. */
-function providerConfig(apiUrl: string): string {
+export function providerConfig(apiUrl: string): string {
   return [
     'model = "gpt-5-codex"',
     'model_provider = "standin"',
@@ -137,7 +137,7 @@ export interface CodexRun extends AgentProcess {
 }
 
 /** Runs `codex exec --json <prompt>` headless; kills it (and its children) after `timeoutMs`. */
-async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
+export async function runCodex(options: AgentRunOptions): Promise<CodexRun> {
   const args = [
     CODEX_BIN,
     "exec",

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RuntimeEventBus } from "@geode/bus";
+import { ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { startConsole, WEB_DIST } from "@geode/console";
 import { names as buildNames } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
@@ -24,7 +24,7 @@ import {
   startConsolePlane,
 } from "./console-support.js";
 import { ccInput } from "./gateway-support.js";
-import { keptLogger, putPack, startGuard } from "./policy-support.js";
+import { keptLogger, putPack, putPolicy, startGuard } from "./policy-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
 
 /** Debian's chromium (`.ci/run` installs it when missing). */
@@ -226,6 +226,38 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     await page.locator("#story-live").waitFor(WAIT);
   });
 
+  it("an ungoverned call is red in the list and the story, counts read in words, and the Agents view shows the guarded hooks", async () => {
+    // A result whose PreToolUse never reached the plane: one governance gap.
+    const gapId = `cc-gap-${randomUUID()}`;
+    const session = { session_id: gapId, prompt_id: `${gapId}-p1` };
+    const ls = { tool_name: "Bash", tool_input: { command: "ls" }, tool_use_id: `${gapId}-t1` };
+    await plane().claudeCode(ccInput("UserPromptSubmit", { prompt: "list it" }, session));
+    await plane().claudeCode(ccInput("PostToolUse", { ...ls, tool_response: { stdout: "a" } }, session));
+    await plane().claudeCode(ccInput("SessionEnd", { reason: "other" }, session));
+    await open(`sessions?q=${encodeURIComponent(gapId)}`);
+    const row = page.locator(`tr[data-session="${gapId}"]`);
+    await waitFor(
+      async () => ((await row.count()) > 0 ? await row.textContent() : "")?.includes("1 ungoverned") ?? false,
+      20_000,
+    );
+    expect(await row.getAttribute("class")).toBe("bad-row");
+    await row.locator("a").click();
+    await page.locator("table.story").waitFor(WAIT);
+    await waitFor(async () => ((await page.textContent("dl.facts")) ?? "").includes("ungoverned"), 20_000);
+    expect(await page.textContent("dl.facts")).toContain(
+      "1 prompt, 1 tool call, 0 blocked, 0 approved, 0 denied, 1 ungoverned call",
+    );
+    const call = page.locator(`tr[data-call="${gapId}-t1"]`);
+    expect(await call.getAttribute("class")).toBe("bad-row");
+    expect(await call.textContent()).toContain("ungoverned its PreToolUse never reached the plane");
+    await open("agents");
+    const agent = page.locator('tr[data-agent="laptop"]');
+    await agent.waitFor(WAIT);
+    for (const part of ["claude-code", "never checked", "PreToolUse"])
+      expect(await agent.textContent()).toContain(part);
+    await shot("agents", { fullPage: false });
+  });
+
   it("an approval appears and is allowed from the page; the waiting tool call completes", async () => {
     await open("approvals");
     const call = plane().callTool(
@@ -237,6 +269,12 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     await row.waitFor(WAIT);
     expect(await row.textContent()).toContain("mutation");
     expect(await row.textContent()).toContain('"note":"<b>bold?</b>"');
+    // A runtime's call: no gateway agent, and no policy asked (an approval-requiring tool did).
+    expect(await page.locator("th").allTextContents()).toEqual(
+      expect.arrayContaining(["agent", "asked by policy"]),
+    );
+    expect(await row.locator('[data-field="agent"]').textContent()).toBe("-");
+    expect(await row.locator('[data-field="policy"]').textContent()).toBe("-");
     await row.locator("input").fill("checked the diff");
     await shot("approvals");
     await row.getByRole("button", { name: "Allow" }).click();
@@ -329,7 +367,18 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
         const r = await plane().api("/api/policies");
         return r.body.blocks?.some((b: { session_id: string }) => b.session_id === sessionId) ?? false;
       }, 30_000);
+      // A set whose newer stored value the guard refuses: in force, marked with why.
+      const kept = 'forbid (principal, action, resource) when { resource.kind == "web_fetch" };';
+      await putPolicy(env, "browser-kept", kept);
+      const kv = await ensureBucket(env.nc, env.names, "policies");
+      const stored = JSON.parse((await kv.get("browser-kept"))?.string() ?? "") as Record<string, unknown>;
+      await kv.put("browser-kept", JSON.stringify({ ...stored, text: "forbid (principal," }));
       await page.reload();
+      const refused = page.locator('tr[data-policy-set="browser-kept"] .policy-state');
+      await refused.waitFor(WAIT);
+      expect(await refused.textContent()).toMatch(
+        /^in force; newer value \(revision \d+\) refused: policy set browser-kept: 1:/,
+      );
       const set = page.locator('tr[data-policy-set="destructive-shell"]');
       await set.waitFor(WAIT);
       const setText = (await set.textContent()) ?? "";
@@ -356,7 +405,9 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       expect(page.url()).toContain(`#session/${sessionId}`);
     } finally {
       await guard.guard.stop().catch(() => undefined);
-      await (await PolicyStore.open({ nc: env.nc, names: env.names })).remove("destructive-shell");
+      const policies = await PolicyStore.open({ nc: env.nc, names: env.names });
+      await policies.remove("destructive-shell");
+      await policies.remove("browser-kept");
       // A guard that fails closed blocks every call while the dispatcher still knows it: wait until it does not.
       await waitFor(() =>
         plane()

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { ensureBucket } from "@geode/bus";
 import { startConsole } from "@geode/console";
 import { type ConsolePolicies, ConsolePoliciesSchema, HookName, sha256 } from "@geode/contracts";
 import { packText } from "@geode/policy";
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONSOLE_TOKEN, startConsolePlane } from "./console-support.js";
 import { ccInput } from "./gateway-support.js";
 import { CORRELATION } from "./hooks-support.js";
-import { keptLogger, putPack, type RunningGuard, startGuard } from "./policy-support.js";
+import { keptLogger, putPack, putPolicy, type RunningGuard, startGuard } from "./policy-support.js";
 
 const { fixture: plane } = useFixture(startConsolePlane, (p) => p.stop());
 let guard: RunningGuard;
@@ -87,6 +88,38 @@ describe("GET /api/policies", () => {
     expect(shell!.policies).toContain("destructive-shell.rm-recursive-force");
     expect(secrets!.policies).toContain("secrets-read.secrets-in-command");
     expect(JSON.stringify(sets)).not.toContain("forbid");
+  });
+
+  it("shows what is in force: a refused newer value with why, a key of which nothing is in force", async () => {
+    const { env } = plane();
+    const text = 'forbid (principal, action, resource) when { resource.kind == "web_fetch" };';
+    await putPolicy(env, "console-kept", text);
+    const kv = await ensureBucket(env.nc, env.names, "policies");
+    const stored = JSON.parse((await kv.get("console-kept"))?.string() ?? "") as Record<string, unknown>;
+    await kv.put("console-kept", JSON.stringify({ ...stored, text: "forbid (principal," }));
+    await kv.put("console-misnamed", JSON.stringify({ ...stored, name: "console-kept" }));
+    try {
+      const { sets, refused } = await policies();
+      expect(sets.find((s) => s.name === "console-kept")).toMatchObject({
+        sha256: sha256(text),
+        policies: ["console-kept.policy0"],
+        refused: {
+          revision: expect.any(Number),
+          reason: expect.stringMatching(/^policy set console-kept: 1:\d+: /),
+        },
+      });
+      expect(sets.find((s) => s.name === "destructive-shell")?.refused).toBeNull();
+      expect(refused).toEqual([
+        {
+          key: "console-misnamed",
+          revision: expect.any(Number),
+          reason: "stored under the key console-misnamed but named console-kept",
+        },
+      ]);
+    } finally {
+      await kv.delete("console-kept");
+      await kv.delete("console-misnamed");
+    }
   });
 
   it("counts the decisions per policy and outcome over the window: the enforced block, the audited one", async () => {
@@ -180,7 +213,9 @@ describe("GET /api/policies", () => {
       expect(await db.json()).toEqual({
         error: {
           code: "unavailable",
-          message: "the projection could not be read: its database is unreachable",
+          message: expect.stringMatching(
+            /^the projection could not be read: its database .* is unreachable: start the plane with `geode up`/,
+          ),
         },
       });
       const kv = await get(noKv.url, "/api/policies");
@@ -188,10 +223,12 @@ describe("GET /api/policies", () => {
       expect(await kv.json()).toEqual({
         error: {
           code: "unavailable",
-          message: `the policy sets could not be read: KV ${env.names.buckets.policies} is unreachable`,
+          message: "the console's NATS connection is closed: restart geode console",
         },
       });
-      for (const base of [noDb.url, noKv.url]) expect((await get(base, "/api/me")).status).toBe(200);
+      // Without its database the console still serves; without NATS every API route says why.
+      expect((await get(noDb.url, "/api/me")).status).toBe(200);
+      expect((await get(noKv.url, "/api/me")).status).toBe(503);
     } finally {
       await noDb.close();
       await noKv.close();

@@ -11,6 +11,7 @@ import { createVerifyClient, type VerifyClient } from "@geode/runtime";
 import { HandlerRegistrations } from "@geode/state";
 import { type TestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
+import { expect } from "vitest";
 import { addAgent, ccInput } from "./gateway-support.js";
 import { type RecordingTool, recordingTool, startToolStack, type ToolStack } from "./tools-support.js";
 
@@ -19,6 +20,13 @@ import { type RecordingTool, recordingTool, startToolStack, type ToolStack } fro
 export type ApiBody = any;
 
 export const CONSOLE_TOKEN = "console-test-token-0123456789";
+
+/** GET `route` of the console at `url` as the operator: asserts a 200 and returns the body. */
+export async function consoleGet<T>(url: string, route: string): Promise<T> {
+  const res = await fetch(`${url}${route}`, { headers: { authorization: `Bearer ${CONSOLE_TOKEN}` } });
+  expect(res.status, route).toBe(200);
+  return (await res.json()) as T;
+}
 
 /**
  * A dispatcher, tool-executor (with `deploy`, which needs approval, and `shell.*` on its deny list), verifier, activity-recorder,
@@ -31,6 +39,8 @@ export interface ConsolePlane {
   verifier: RunningVerifier;
   verify: VerifyClient;
   recorder: ActivityRecorder;
+  /** The recorder's `GEODE_RUNS_DIR` (each run's events.jsonl). */
+  runsDir: string;
   projection: ProjectionDb;
   gateway: AgentGateway;
   console: RunningConsole;
@@ -82,6 +92,7 @@ export async function startConsolePlane(env: TestEnv): Promise<ConsolePlane> {
     verifier,
     verify: createVerifyClient({ nc, names }),
     recorder,
+    runsDir,
     projection,
     gateway,
     console: running,

@@ -132,13 +132,19 @@ export function runCopilot(options: {
   });
 }
 
+/** A scratch HOME (no hooks yet) and a working folder, removed after the test. */
+export function copilotScratchFor(plane: AgentPlane): { home: string; work: string } {
+  const dirs = copilotScratch();
+  plane.cleanups.push(dirs.cleanup);
+  return dirs;
+}
+
 /** A scratch HOME with the gateway's hooks written by `geode connect copilot` (user-level, or to `write`'s path). */
 export async function copilotHomeFor(
   plane: AgentPlane,
   options: { url?: string; flags?: string[]; write?: (work: string) => string } = {},
 ): Promise<{ home: string; work: string }> {
-  const dirs = copilotScratch();
-  plane.cleanups.push(dirs.cleanup);
+  const dirs = copilotScratchFor(plane);
   await connectAgent(
     plane,
     "copilot",

@@ -3,7 +3,7 @@
  * come from `geode connect claude-code --write`, its token from `geode agents add`, and its model
  * is a scripted stand-in for the Anthropic Messages API on loopback.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
@@ -39,11 +39,18 @@ async function settingsFor(url: string, ...flags: string[]): Promise<string> {
 /** One Claude Code session: a scratch HOME and project, the stand-in with `script`, `claude -p`. */
 async function session(
   script: Turn[],
-  options: { settings?: string; token?: string; args?: string[]; prompt?: string } = {},
+  options: {
+    settings?: string;
+    token?: string;
+    args?: string[];
+    prompt?: string;
+    prepare?: (work: string) => void;
+  } = {},
 ): Promise<{ run: ClaudeRun; api: AnthropicStandIn; work: string; sessionId: string }> {
   const api = await startAnthropicStandIn(script);
   const dirs = scratch();
   cleanups.push(() => api.close(), dirs.cleanup);
+  options.prepare?.(dirs.work);
   const run = await runClaude({
     prompt: options.prompt ?? "Do the task.",
     settingsFile: options.settings ?? (await settingsFor(plane.gateway().url)),
@@ -183,6 +190,73 @@ describe("Claude Code governed through the agent gateway", () => {
       expect(existsSync(path.join(blocked.work, "never.txt"))).toBe(false);
     },
   );
+
+  it(
+    "fails closed by default: with the plane down or a wrong token, rm -rf is refused and the folder survives",
+    CLI,
+    async () => {
+      const prepare = (work: string) => {
+        mkdirSync(path.join(work, "precious"));
+        writeFileSync(path.join(work, "precious", "data.txt"), "keep me");
+      };
+      const script = [bash("rm -rf precious"), { text: "Done." }];
+      const down = await session(script, {
+        settings: await settingsFor(`http://127.0.0.1:${await freePort()}`),
+        prepare,
+      });
+      expect(existsSync(path.join(down.work, "precious", "data.txt"))).toBe(true);
+      expect(down.api.main()).toHaveLength(0);
+      // Claude Code's own words: an http hook with onFailure "block" refuses when it gets no answer.
+      expect(String(down.run.result?.["result"])).toMatch(
+        /blocking because onFailure is "block"\s+connect ECONNREFUSED/,
+      );
+      const refused = await session(script, { token: "geode_agent_wrong", prepare });
+      expect(existsSync(path.join(refused.work, "precious", "data.txt"))).toBe(true);
+      expect(refused.api.main()).toHaveLength(0);
+      // ... and when the gateway refuses the token.
+      expect(String(refused.run.result?.["result"])).toMatch(
+        /blocking because onFailure is "block"\s+HTTP 401 from/,
+      );
+    },
+  );
+
+  it("--fail-open settings let a call go on with a wrong token: rm -rf runs", CLI, async () => {
+    const open = await session([bash("rm -rf precious"), { text: "Done." }], {
+      settings: await settingsFor(plane.gateway().url, "--fail-open"),
+      token: "geode_agent_wrong",
+      prepare: (work) => mkdirSync(path.join(work, "precious")),
+    });
+    expect(existsSync(path.join(open.work, "precious"))).toBe(false);
+  });
+
+  it("--check reports the settings' fail modes; settings that turn hooks off are named", CLI, async () => {
+    const file = path.join(settingsDir, "checked.json");
+    const at = { GEODE_AGENT_TOKEN: plane.token() };
+    const connect = (...argv: string[]) =>
+      plane.geode(["connect", "claude-code", "--url", plane.gateway().url, "--write", file, ...argv], at);
+    const written = await connect();
+    expect(written.code, written.err).toBe(0);
+    expect(written.out).toMatch(/^wrote fail-closed hooks for 15 Claude Code events to /);
+    const closed = await connect("--check");
+    expect(closed.code, closed.err).toBe(0);
+    expect(closed.out).toMatch(
+      /^ok: 15 hooks in the settings Claude Code reads here; the gateway at .* knows the token\n/,
+    );
+    expect(closed.out).toMatch(
+      /\n {2}UserPromptSubmit +fail-closed\n {2}PreToolUse +fail-closed\n {2}PermissionRequest +fail-closed\n$/,
+    );
+    expect((await connect("--fail-open")).out).toMatch(/^wrote fail-open hooks for 15 Claude Code events/);
+    expect((await connect("--check")).out).toMatch(
+      /3 of 3 guarded hooks fail open[\s\S]* {2}PreToolUse +fail-open\n/,
+    );
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, "utf8")), disableAllHooks: true }));
+    const off = await connect();
+    expect(off.code).toBe(1);
+    expect(off.err).toMatch(
+      /^the hooks are written, but Claude Code will not run them: .* sets disableAllHooks/,
+    );
+    expect((await connect("--check")).err).toMatch(/sets disableAllHooks: Claude Code runs no hook/);
+  });
 
   it("an unknown token gets 401 and nothing is invoked", CLI, async () => {
     const seen: HookEnvelope[] = [];

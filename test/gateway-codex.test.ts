@@ -11,7 +11,14 @@ import { HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { type AgentSessionOptions, shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
+import {
+  type AgentSessionOptions,
+  plantPrecious,
+  preciousSurvives,
+  RM_PRECIOUS,
+  shellCommandOf,
+  useAgentPlane,
+} from "./agent-plane-support.js";
 import { type NestedHooks, runNestedHook } from "./agent-process-support.js";
 import {
   CODEX,
@@ -35,6 +42,9 @@ const shell = (command: string): CodexTurn => ({ shell: command });
 /** Runs the hook command `config.toml` gives `event`, as Codex runs it (a shell). */
 const runHookCommand = (config: string, event: string, withToken: string) =>
   runNestedHook((parse(config) as { hooks: NestedHooks }).hooks, event, withToken);
+
+// Codex itself rejects `rm -rf` ("rm -f style commands are not permitted"): the same wipe, another way.
+const WIPE_PRECIOUS = RM_PRECIOUS.replace(/^rm -rf (.*)$/, "find $1 -delete");
 
 // Each case runs a real Codex process (and its hook commands): give it room on a loaded machine.
 const CLI = { timeout: 240_000 };
@@ -120,38 +130,43 @@ describe("Codex CLI governed through the agent gateway", () => {
   });
 
   it(
-    "fails closed: with --fail-closed hooks and the gateway down, the prompt never reaches the model",
+    "fails closed by default: with the plane down or a wrong token, a wipe of a folder is refused and it survives",
     CLI,
     async () => {
+      const script = [shell(WIPE_PRECIOUS), { text: "Done." }];
+      const config = (home: string) => readFileSync(path.join(home, "config.toml"), "utf8");
       const dead = `http://127.0.0.1:${await freePort()}`;
-      const { run, api, home } = await session([shell("touch x.txt"), { text: "Done." }], {
-        url: dead,
-        flags: ["--fail-closed"],
-      });
-      expect(api.requests).toHaveLength(0);
-      expect(run.code).toBe(0);
+      const down = await session(script, { url: dead, prepare: plantPrecious });
+      expect(preciousSurvives(down.work)).toBe(true);
+      expect(down.api.requests).toHaveLength(0);
       // Codex shows no hook's stderr in `exec --json`; the hook command itself says why it refused.
-      const refused = await runHookCommand(
-        readFileSync(path.join(home, "config.toml"), "utf8"),
-        "UserPromptSubmit",
-        plane.token(),
-      );
+      const unreachable = await runHookCommand(config(down.home), "PreToolUse", plane.token());
+      expect(unreachable.status).toBe(2);
+      expect(unreachable.stderr).toContain("a guarded call is refused");
+
+      const wrong = await session(script, { token: "geode_agent_not-a-known-token", prepare: plantPrecious });
+      expect(preciousSurvives(wrong.work)).toBe(true);
+      expect(wrong.api.requests).toHaveLength(0);
+      const refused = await runHookCommand(config(wrong.home), "PreToolUse", "nope");
       expect(refused.status).toBe(2);
-      expect(refused.stderr).toContain("a guarded call is refused");
+      expect(refused.stderr).toContain("the gateway refused the agent token (401)");
     },
   );
 
-  it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Codex go on", CLI, async () => {
+  it("an unknown token gets 401 and nothing is invoked; --fail-open hooks let Codex go on", CLI, async () => {
     const seen: HookEnvelope[] = [];
     await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
       seen.push(e);
       return null;
     });
-    const { run, api, home } = await session([{ text: "Hello." }], {
+    const { run, api, home, work } = await session([shell(WIPE_PRECIOUS), { text: "Done." }], {
       token: "geode_agent_not-a-known-token",
+      flags: ["--fail-open"],
+      prepare: plantPrecious,
     });
     expect(run.code).toBe(0);
     expect(api.requests.length).toBeGreaterThan(0);
+    expect(preciousSurvives(work)).toBe(false);
     expect(seen).toHaveLength(0);
     const answered = await runHookCommand(
       readFileSync(path.join(home, "config.toml"), "utf8"),
@@ -159,7 +174,7 @@ describe("Codex CLI governed through the agent gateway", () => {
       "nope",
     );
     expect(answered.status).toBe(1);
-    expect(answered.stderr).toMatch(/401/);
+    expect(answered.stderr).toContain("the gateway refused the agent token (401)");
   });
 
   it(
@@ -188,6 +203,9 @@ describe("Codex CLI governed through the agent gateway", () => {
     );
     expect(ok.code, ok.err).toBe(0);
     expect(ok.out).toMatch(/trusted/);
+    expect(ok.out).toMatch(
+      /\n {2}UserPromptSubmit +fail-closed\n {2}PreToolUse +fail-closed\n {2}PermissionRequest +fail-closed\n$/,
+    );
     // An edited hook is no longer the one that was trusted: Codex would skip it silently.
     writeFileSync(
       config,

@@ -12,11 +12,20 @@ import { HookName } from "@geode/contracts";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
-import { type AgentSessionOptions, shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
+import {
+  type AgentSessionOptions,
+  plantPrecious,
+  preciousSurvives,
+  RM_PRECIOUS,
+  runConnect,
+  shellCommandOf,
+  useAgentPlane,
+} from "./agent-plane-support.js";
 import { runAgentProcess } from "./agent-process-support.js";
 import {
   type CopilotTurn,
   copilotHomeFor,
+  copilotScratchFor,
   copilotSession,
   copilotToolOutputs,
   runCopilot,
@@ -150,54 +159,70 @@ describe("Copilot CLI governed through the agent gateway", () => {
   );
 
   it(
-    "fails closed: with --fail-closed hooks and the gateway down, the prompt never reaches the model",
+    "fails closed by default: with the plane down or a wrong token, rm -rf is refused and the folder survives",
     CLI,
     async () => {
+      const script = [shell(RM_PRECIOUS), { text: "Done." }];
+      const tool = { sessionId: "s-cmd", toolName: "bash", toolArgs: { command: RM_PRECIOUS } };
       const dead = `http://127.0.0.1:${await freePort()}`;
-      const { work, home, api } = await session([shell("touch x.txt"), { text: "Done." }], {
-        url: dead,
-        flags: ["--fail-closed"],
+      const down = await session(script, { url: dead, prepare: plantPrecious });
+      expect(preciousSurvives(down.work)).toBe(true);
+      expect(down.api.requests).toHaveLength(0);
+      const unreachable = await runHookCommand(down.home, "preToolUse", plane.token(), tool);
+      expect(unreachable.status).toBe(2);
+      expect(unreachable.stderr).toContain("a guarded call is refused");
+      expect(JSON.parse(unreachable.stdout)).toMatchObject({
+        permissionDecision: "deny",
+        permissionDecisionReason: expect.stringContaining("could not answer"),
       });
-      expect(existsSync(path.join(work, "x.txt"))).toBe(false);
-      expect(api.requests).toHaveLength(0);
-      const refused = await runHookCommand(home, "preToolUse", plane.token(), {
-        sessionId: "s-cmd",
-        toolName: "bash",
-        toolArgs: { command: "ls" },
-      });
-      expect(refused.status).toBe(2);
-      expect(refused.stderr).toContain("a guarded call is refused");
-      expect(JSON.parse(refused.stdout)).toMatchObject({ permissionDecision: "deny" });
       // Exit 2 alone does not stop a prompt: the command prints Copilot's block too.
-      const prompt = await runHookCommand(home, "userPromptSubmitted", plane.token(), {
+      const prompt = await runHookCommand(down.home, "userPromptSubmitted", plane.token(), {
         sessionId: "s",
         prompt: "hi",
       });
       expect(prompt.status).toBe(2);
       expect(JSON.parse(prompt.stdout)).toMatchObject({ decision: "block" });
+
+      const wrong = await session(script, { token: "geode_agent_not-a-known-token", prepare: plantPrecious });
+      expect(preciousSurvives(wrong.work)).toBe(true);
+      expect(wrong.api.requests).toHaveLength(0);
+      expect(`${wrong.run.stdout}${wrong.run.stderr}`).toContain("the gateway refused the agent token (401)");
+      const refused = await runHookCommand(wrong.home, "preToolUse", "nope", tool);
+      expect(refused.status).toBe(2);
+      expect(refused.stderr).toContain("the gateway refused the agent token (401)");
+      expect(JSON.parse(refused.stdout)).toMatchObject({
+        permissionDecision: "deny",
+        permissionDecisionReason: expect.stringContaining("the gateway refused the agent token (401)"),
+      });
     },
   );
 
-  it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Copilot go on", CLI, async () => {
-    const seen: HookEnvelope[] = [];
-    await plane.scope().serve(HookName.PreToolUse, { name: "watch-tools" }, (e) => {
-      seen.push(e);
-      return { action: "block", reason: "never reached" };
-    });
-    const { run, work, home } = await session([shell("touch open.txt"), { text: "Done." }], {
-      token: "geode_agent_not-a-known-token",
-    });
-    expect(run.code).toBe(0);
-    expect(existsSync(path.join(work, "open.txt"))).toBe(true);
-    expect(seen).toHaveLength(0);
-    const answered = await runHookCommand(home, "preToolUse", "nope", {
-      sessionId: "s-cmd",
-      toolName: "bash",
-      toolArgs: { command: "ls" },
-    });
-    expect(answered).toMatchObject({ status: 0, stdout: "" });
-    expect(answered.stderr).toMatch(/401/);
-  });
+  it(
+    "an unknown token gets 401 and nothing is invoked; --fail-open hooks let Copilot go on",
+    CLI,
+    async () => {
+      const seen: HookEnvelope[] = [];
+      await plane.scope().serve(HookName.PreToolUse, { name: "watch-tools" }, (e) => {
+        seen.push(e);
+        return { action: "block", reason: "never reached" };
+      });
+      const { run, work, home } = await session([shell(RM_PRECIOUS), { text: "Done." }], {
+        token: "geode_agent_not-a-known-token",
+        flags: ["--fail-open"],
+        prepare: plantPrecious,
+      });
+      expect(run.code).toBe(0);
+      expect(preciousSurvives(work)).toBe(false);
+      expect(seen).toHaveLength(0);
+      const answered = await runHookCommand(home, "preToolUse", "nope", {
+        sessionId: "s-cmd",
+        toolName: "bash",
+        toolArgs: { command: "ls" },
+      });
+      expect(answered).toMatchObject({ status: 0, stdout: "" });
+      expect(answered.stderr).toContain("the gateway refused the agent token (401)");
+    },
+  );
 
   it("the session is a run with agent_kind copilot: its events, invocations and JSONL", CLI, async () => {
     await plane.scope().serve(HookName.PreToolUse, { name: "audit-me" }, () => null);
@@ -235,9 +260,23 @@ describe("Copilot CLI governed through the agent gateway", () => {
       expect(badToken.code).toBe(1);
       expect(badToken.stderr).toMatch(/does not know the token/);
 
-      // Repository hooks only: Copilot skips them silently unless it trusts the folder.
-      const repo = await copilotHome({ write: (work) => path.join(work, ".github/hooks/geode.json") });
+      expect(ok.stdout).toMatch(/\n {2}userPromptSubmitted +fail-closed\n {2}preToolUse +fail-closed\n/);
+
+      // Repository hooks only: Copilot skips them silently unless it trusts the folder, so
+      // writing them there says so and exits 1, in the words every connect uses.
+      const repo = copilotScratchFor(plane);
       const at = { HOME: repo.home, GEODE_AGENT_TOKEN: plane.token() };
+      const written = await runConnect(
+        plane,
+        "copilot",
+        { write: path.join(repo.work, ".github/hooks/geode.json") },
+        at,
+      );
+      expect(written.code).toBe(1);
+      expect(written.out).toMatch(/^wrote fail-closed hooks for 14 Copilot CLI events/);
+      expect(written.err).toMatch(
+        /^the hooks are written, but Copilot CLI will not run them: .* Copilot does not trust /,
+      );
       const untrusted = await geodeIn(
         repo.work,
         ["connect", "copilot", "--check", "--url", plane.gateway().url],

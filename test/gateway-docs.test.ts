@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_CLI_EVENTS } from "@geode/contracts";
@@ -109,5 +109,78 @@ describe("docs/copilot.md", () => {
       "geode connect copilot --check",
     ])
       expect(read("docs/copilot.md")).toContain(command);
+  });
+});
+
+/** Runs a pinned agent CLI from node_modules/.bin with a scratch HOME; its stdout and stderr. */
+function pinnedCli(bin: string, args: string[]): string {
+  const run = spawnSync(path.join(REPO_ROOT, "node_modules/.bin", bin), args, {
+    encoding: "utf8",
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      HOME: tmpdir(),
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      NO_COLOR: "1",
+    },
+    timeout: 60_000,
+  });
+  expect(run.status, run.stderr).toBe(0);
+  return `${run.stdout}${run.stderr}`;
+}
+
+/**
+ * Each guide's quickstart: fail-closed by default, `--fail-open` to opt out, the pinned CLI run with
+ * `pnpm exec`, and the flags it names as turning the agent's hooks off, as the pinned CLI's own
+ * help has them (Copilot CLI and Gemini CLI have none: their guides say so).
+ */
+const QUICKSTARTS = [
+  { file: "docs/claude-code.md", bin: "claude", offFlags: { "--help": ["--bare", "--safe-mode"] } },
+  {
+    file: "docs/codex.md",
+    bin: "codex",
+    offFlags: { "--help": ["--disable <FEATURE>"], "features list": ["hooks"] },
+  },
+  { file: "docs/gemini-cli.md", bin: "gemini", offFlags: {} },
+  { file: "docs/copilot.md", bin: "copilot", offFlags: {} },
+] as const;
+
+describe.each(QUICKSTARTS)("$file quickstart", ({ file, bin, offFlags }) => {
+  it("says the hooks fail closed, how to opt out, how to run the pinned CLI and what turns hooks off", () => {
+    const text = read(file);
+    expect(text).toMatch(/The hooks connect writes are \*\*fail-closed\*\*/);
+    expect(text).toContain("`--fail-open`");
+    expect(text).toMatch(new RegExp(`pnpm\\s+exec\\s+${bin}`));
+    expect(text).toMatch(
+      /ungoverned, and since no\s+hook\s+call\s+reaches\s+the\s+plane, it\s+is\s+not\s+even\s+recorded/,
+    );
+    for (const [args, flags] of Object.entries(offFlags)) {
+      const help = pinnedCli(bin, args.split(" "));
+      for (const flag of flags) {
+        expect(help, `${bin} ${args}`).toContain(flag);
+        expect(text, file).toContain(flag.split(" ")[0] as string);
+      }
+    }
+  }, 90_000);
+});
+
+describe("README.md", () => {
+  it("has a two-command quickstart: install, build and demo in one; the tests in the other", () => {
+    const block = read("README.md").split("## Quickstart")[1]?.split("```sh\n")[1]?.split("```")[0] ?? "";
+    const commands = block
+      .split("\n")
+      .map((l) => l.replace(/#.*$/, "").trim())
+      .filter((l) => l !== "");
+    expect(commands).toEqual(["pnpm install && pnpm build && pnpm exec geode demo", "pnpm test"]);
+  });
+
+  it("names every service of the plane, the fail-closed default and the pinned agent CLIs", () => {
+    const readme = read("README.md");
+    const services = readdirSync(path.join(REPO_ROOT, "services"));
+    expect(services.length).toBeGreaterThan(0);
+    const intro = readme.split("## Quickstart")[0] ?? "";
+    for (const s of services) expect(intro, s).toContain(`**${s}**`);
+    expect(readme).toContain("**fail-closed**");
+    for (const bin of ["claude", "codex", "gemini", "copilot"])
+      expect(readme).toMatch(new RegExp(`pnpm\\s+exec\\s+${bin}`));
   });
 });

@@ -10,11 +10,19 @@ import { freePort } from "@geode/cli";
 import { AGENT_TOOLS, HookName } from "@geode/contracts";
 import type { HookEnvelope } from "@geode/sdk";
 import { describe, expect, it } from "vitest";
-import { type AgentSessionOptions, shellCommandOf, useAgentPlane } from "./agent-plane-support.js";
+import {
+  type AgentSessionOptions,
+  plantPrecious,
+  preciousSurvives,
+  RM_PRECIOUS,
+  runConnect,
+  shellCommandOf,
+  useAgentPlane,
+} from "./agent-plane-support.js";
 import { type NestedHooks, runNestedHook } from "./agent-process-support.js";
 import {
   type GeminiTurn,
-  geminiHomeFor,
+  geminiScratchFor,
   geminiSession,
   geminiToolOutputs,
   runGemini,
@@ -23,10 +31,8 @@ import {
 } from "./gemini-support.js";
 
 const plane = useAgentPlane("gemini-laptop");
-const { geode, cleanups } = plane;
+const { cleanups } = plane;
 
-const geminiHome = (options: { url?: string; flags?: string[]; trusted?: boolean } = {}) =>
-  geminiHomeFor(plane, options);
 const session = (script: GeminiTurn[], options: AgentSessionOptions = {}) =>
   geminiSession(plane, script, options);
 
@@ -117,41 +123,59 @@ describe("Gemini CLI governed through the agent gateway", () => {
   });
 
   it(
-    "fails closed: with --fail-closed hooks and the gateway down, the prompt never reaches the model",
+    "fails closed by default: with the plane down or a wrong token, rm -rf is refused and the folder survives",
     CLI,
     async () => {
+      const script = [shell(RM_PRECIOUS), { text: "Done." }];
       const dead = `http://127.0.0.1:${await freePort()}`;
-      const { api, home } = await session([shell("touch x.txt"), { text: "Done." }], {
-        url: dead,
-        flags: ["--fail-closed"],
-      });
-      expect(api.requests).toHaveLength(0);
-      const refused = await runHookCommand(
-        path.join(home, ".gemini", "settings.json"),
-        "BeforeAgent",
-        plane.token(),
-      );
+      const down = await session(script, { url: dead, prepare: plantPrecious });
+      expect(preciousSurvives(down.work)).toBe(true);
+      expect(down.api.requests).toHaveLength(0);
+      expect(`${down.run.stdout}${down.run.stderr}`).toContain("the agent gateway could not answer");
+      const settings = (home: string) => path.join(home, ".gemini", "settings.json");
+      const unreachable = await runHookCommand(settings(down.home), "BeforeTool", plane.token());
+      expect(unreachable.status).toBe(2);
+      expect(unreachable.stderr).toContain("a guarded call is refused");
+
+      const wrong = await session(script, { token: "geode_agent_not-a-known-token", prepare: plantPrecious });
+      expect(preciousSurvives(wrong.work)).toBe(true);
+      expect(wrong.api.requests).toHaveLength(0);
+      expect(`${wrong.run.stdout}${wrong.run.stderr}`).toContain("the gateway refused the agent token (401)");
+      const refused = await runHookCommand(settings(wrong.home), "BeforeTool", "nope");
       expect(refused.status).toBe(2);
-      expect(refused.stderr).toContain("a guarded call is refused");
+      expect(refused.stderr).toContain("the gateway refused the agent token (401)");
+      expect(refused.stderr).not.toContain("could not answer");
     },
   );
 
-  it("an unknown token gets 401 and nothing is invoked; fail-open hooks let Gemini go on", CLI, async () => {
-    const seen: HookEnvelope[] = [];
-    await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
-      seen.push(e);
-      return null;
-    });
-    const { run, api, home } = await session([{ text: "Hello." }], {
-      token: "geode_agent_not-a-known-token",
-    });
-    expect(run.code, run.stderr.slice(-1500)).toBe(0);
-    expect(api.requests.length).toBeGreaterThan(0);
-    expect(seen).toHaveLength(0);
-    const answered = await runHookCommand(path.join(home, ".gemini", "settings.json"), "BeforeAgent", "nope");
-    expect(answered.status).toBe(1);
-    expect(answered.stderr).toMatch(/401/);
-  });
+  it(
+    "an unknown token gets 401 and nothing is invoked; --fail-open hooks let Gemini go on",
+    CLI,
+    async () => {
+      const seen: HookEnvelope[] = [];
+      await plane.scope().serve(HookName.UserPromptSubmit, { name: "watch-prompt" }, (e) => {
+        seen.push(e);
+        return null;
+      });
+      const { run, api, home, work } = await session([shell(RM_PRECIOUS), { text: "Done." }], {
+        token: "geode_agent_not-a-known-token",
+        flags: ["--fail-open"],
+        prepare: plantPrecious,
+      });
+      expect(run.code, run.stderr.slice(-1500)).toBe(0);
+      expect(api.requests.length).toBeGreaterThan(0);
+      expect(preciousSurvives(work)).toBe(false);
+      expect(seen).toHaveLength(0);
+      const answered = await runHookCommand(
+        path.join(home, ".gemini", "settings.json"),
+        "BeforeAgent",
+        "nope",
+      );
+      expect(answered.status).toBe(1);
+      expect(answered.stderr).toContain("the gateway refused the agent token (401)");
+      expect(answered.stderr).toContain("going on ungoverned");
+    },
+  );
 
   it(
     "the session is a run with agent_kind gemini-cli: its events, invocations and timeline in Postgres",
@@ -169,25 +193,21 @@ describe("Gemini CLI governed through the agent gateway", () => {
   );
 
   it(
-    "--check passes in a trusted folder and names an untrusted one, where Gemini refuses to run",
+    "--write and --check in an untrusted folder exit 1 and name it; trusted, --check passes and reports the fail modes",
     CLI,
     async () => {
       const api = await startGeminiStandIn([{ text: "Hello." }]);
       cleanups.push(() => api.close());
-      const { home, work } = await geminiHome({ trusted: false });
+      const { home, work, settings } = geminiScratchFor(plane);
       const at = { HOME: home, GEODE_AGENT_TOKEN: plane.token() };
-      const check = async (extra: Record<string, string> = {}) => {
-        const before = process.cwd();
-        process.chdir(work);
-        try {
-          return await geode(["connect", "gemini-cli", "--check", "--url", plane.gateway().url], {
-            ...at,
-            ...extra,
-          });
-        } finally {
-          process.chdir(before);
-        }
-      };
+      const written = await runConnect(plane, "gemini-cli", { write: settings, cwd: work }, at);
+      expect(written.code).toBe(1);
+      expect(written.out).toMatch(/^wrote fail-closed hooks for 8 Gemini CLI events to /);
+      expect(written.err).toMatch(
+        /^the hooks are written, but Gemini CLI will not run them: here: Gemini CLI does not trust /,
+      );
+      const check = (extra: Record<string, string> = {}, flags: string[] = []) =>
+        runConnect(plane, "gemini-cli", { flags: ["--check", ...flags], cwd: work }, { ...at, ...extra });
       const untrusted = await check();
       expect(untrusted.code).toBe(1);
       expect(untrusted.err).toMatch(/^Gemini CLI does not trust .* registers no hooks there/);
@@ -199,7 +219,17 @@ describe("Gemini CLI governed through the agent gateway", () => {
       const ok = await check();
       expect(ok.code, ok.err).toBe(0);
       expect(ok.out).toMatch(/^ok: 8 hooks, the folder is trusted/);
+      expect(ok.out).toMatch(/\n {2}BeforeAgent +fail-closed\n {2}BeforeTool +fail-closed\n$/);
       expect((await check({ GEODE_AGENT_TOKEN: "nope" })).err).toMatch(/does not know the token/);
+      // Written with --fail-open, --check says so, per hook.
+      expect(
+        (await runConnect(plane, "gemini-cli", { write: settings, cwd: work, flags: ["--fail-open"] }, at))
+          .code,
+      ).toBe(0);
+      const open = await check();
+      expect(open.code, open.err).toBe(0);
+      expect(open.out).toMatch(/2 of 2 guarded hooks fail open/);
+      expect(open.out).toMatch(/ {2}BeforeTool +fail-open\n/);
     },
   );
 });

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { ensureBucket } from "@geode/bus";
 import type { EventEnvelope, TimelineRecord } from "@geode/contracts";
-import { HookName } from "@geode/contracts";
+import { HookName, sha256 } from "@geode/contracts";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
@@ -228,5 +228,30 @@ describe("the timeline of an agent's tool call", () => {
     const kv = await ensureBucket(fx.env().nc, fx.env().names, "sessions");
     const rec = await kv.get(fx.env().names.sessionKey(late.session_id));
     expect(rec?.json()).toMatchObject({ model: "claude-opus-4-1", generation: 0 });
+  });
+});
+
+describe("refused tokens", () => {
+  it("are logged once per address per minute, with a digest prefix and never the token", async () => {
+    const wrong = `geode_agent_${randomUUID()}`;
+    const refusedLines = () =>
+      fx.logLines().filter((l) => l.msg === "agent-gateway refused an agent token (401)");
+    expect(refusedLines()).toHaveLength(0);
+    for (let i = 0; i < 5; i++)
+      expect((await fx.post(ccInput("UserPromptSubmit", { prompt: "hi" }), { token: wrong })).status).toBe(
+        401,
+      );
+    expect((await fx.post(ccInput("UserPromptSubmit", { prompt: "hi" }), { token: null })).status).toBe(401);
+    // Six refusals from one address within the minute: one line.
+    const lines = refusedLines();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.fields).toMatchObject({
+      remote_addr: expect.stringMatching(/127\.0\.0\.1/),
+      path: "/v1/claude-code/hook",
+      token_sha256_prefix: sha256(wrong).slice(0, 12),
+      why: "unknown",
+    });
+    expect(JSON.stringify(fx.logLines())).not.toContain(wrong);
+    expect(JSON.stringify(fx.logLines())).not.toContain(wrong.slice(12));
   });
 });

@@ -19,6 +19,7 @@ import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { type RunningVerifier, startVerifier } from "@geode/verifier";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { HandlerScope, startDispatcher } from "./hooks-support.js";
+import { keptLogger } from "./policy-support.js";
 import { eventsOf } from "./verify-support.js";
 
 /** Writes an agent record the way `geode agents add` does; returns its token. */
@@ -66,6 +67,8 @@ export interface GatewayFixture {
   ): Promise<HookEnvelope[]>;
   /** The runtime events of one session so far. */
   sessionEvents(sessionId: string): Promise<EventEnvelope[]>;
+  /** What the gateway logged so far. */
+  logLines(): Array<{ msg: string; fields: unknown }>;
 }
 
 /** One test file's plane (dispatcher, verifier), a gateway on a free port and one agent. */
@@ -76,6 +79,7 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
   let gateway: AgentGateway | undefined;
   let scope: HandlerScope | undefined;
   let token = "";
+  const logLines: Array<{ msg: string; fields: unknown }> = [];
   beforeAll(async () => {
     const { nc, names } = env();
     dispatcher = await startDispatcher(env());
@@ -85,6 +89,7 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
     gateway = await startAgentGateway({
       nc,
       names,
+      log: keptLogger(logLines),
       config: { host: "127.0.0.1", port: 0, approvalTimeoutMs: config.approvalTimeoutMs ?? 2_000 },
     });
     await waitFor(() => gateway?.agents() === 1);
@@ -127,6 +132,7 @@ export function useGatewayFixture(config: { approvalTimeoutMs?: number } = {}): 
       });
       return seen;
     },
+    logLines: () => logLines,
     async sessionEvents(sessionId) {
       return (await eventsOf(env().jsm, env().names.eventsStream)).filter(
         (e: EventEnvelope) => e.correlation.session_id === sessionId,

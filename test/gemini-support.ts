@@ -84,7 +84,7 @@ export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiSt
 }
 
 /** A scratch HOME with `.gemini/settings.json` for offline API-key use, and a working folder. */
-function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
+export function geminiScratch(): { home: string; work: string; settings: string; cleanup(): void } {
   const { home, work, cleanup } = scratchFolders("gemini");
   mkdirSync(path.join(home, ".gemini"));
   const settings = path.join(home, ".gemini", "settings.json");
@@ -151,18 +151,25 @@ export function trustFolder(home: string, folder: string): void {
   );
 }
 
+/** A scratch HOME with API-key settings and no hooks, and a working folder (not trusted yet). */
+export function geminiScratchFor(plane: AgentPlane): { home: string; work: string; settings: string } {
+  const dirs = geminiScratch();
+  plane.cleanups.push(dirs.cleanup);
+  return dirs;
+}
+
 /** A scratch HOME with API-key settings, a trusted working folder, and the gateway's hooks written by `geode connect gemini-cli`. */
 export async function geminiHomeFor(
   plane: AgentPlane,
-  options: { url?: string; flags?: string[]; trusted?: boolean } = {},
+  options: { url?: string; flags?: string[] } = {},
 ): Promise<{ home: string; work: string; settings: string }> {
-  const dirs = geminiScratch();
-  plane.cleanups.push(dirs.cleanup);
-  if (options.trusted !== false) trustFolder(dirs.home, dirs.work);
+  const dirs = geminiScratchFor(plane);
+  trustFolder(dirs.home, dirs.work);
+  // From the working folder, as a user runs it: connect says whether Gemini trusts the folder.
   await connectAgent(
     plane,
     "gemini-cli",
-    { url: options.url, write: dirs.settings, flags: options.flags },
+    { url: options.url, write: dirs.settings, flags: options.flags, cwd: dirs.work },
     { HOME: dirs.home },
   );
   return dirs;

@@ -276,6 +276,98 @@ describe("the policy-guard on the plane", () => {
     await (await ensureBucket(nc, names, "policies")).delete("other-hooks");
   });
 
+  it("skips a set Cedar would give way on, written to KV directly, and keeps serving; deep arguments too", async () => {
+    const when = (cond: string) => `forbid (principal, action, resource) when { ${cond} };`;
+    const clauses = (n: number) =>
+      Array.from({ length: n }, (_, i) => `context.hook == "h${i}"`).join(" || ");
+    const shapes = [
+      when(clauses(300)),
+      when(`${"(".repeat(200)}context.hook == "x"${")".repeat(200)}`),
+      when(`${"[".repeat(1_000)}1${"]".repeat(1_000)} == [1]`),
+      when(`context${".a".repeat(2_000)} == 1`),
+    ];
+    for (const text of shapes) {
+      const seen = logs.length;
+      await putPolicy(fx.env(), "deep", text);
+      await waitFor(() =>
+        logs
+          .slice(seen)
+          .some((l) => JSON.stringify(l.fields).includes("nests deeper than Cedar can evaluate")),
+      );
+      expect((await invoke(bash("rm -rf /"))).blocked).toBe(true);
+      expect((await invoke(bash("ls"))).blocked).toBe(false);
+    }
+    // Arguments nested deeper than the sanitizer keeps (8), around a command the pack refuses: the
+    // guard decides on the command; a body deeper than the wire allows is refused with a code.
+    const nested = (depth: number) => {
+      let deep: Record<string, unknown> = { leaf: "x" };
+      for (let i = 0; i < depth; i++) deep = { nested: deep };
+      return { tool_name: "Bash", arguments: { command: "rm -rf /", deep } };
+    };
+    expect((await invoke(nested(120))).blocked).toBe(true);
+    await expect(invoke(nested(1_000))).rejects.toThrow("body nests deeper than 128 levels");
+    expect((await invoke(bash("ls"))).blocked).toBe(false);
+    const { nc, names } = fx.env();
+    await (await ensureBucket(nc, names, "policies")).delete("deep");
+  });
+
+  it("a set whose current value is bad is enforced from its last good version after a restart", async () => {
+    const text =
+      '@id("no-cowsay") @reason("cowsay is refused") forbid (principal, action, resource) when { context has command && context.command like "cowsay *" };';
+    await putPolicy(fx.env(), "restart", text);
+    await waitFor(async () => (await invoke(bash("cowsay moo"))).blocked);
+    const kv = await ensureBucket(fx.env().nc, fx.env().names, "policies");
+    const record = (fields: Record<string, unknown>) =>
+      JSON.stringify({
+        name: "restart",
+        text,
+        sha256: sha256(text),
+        mode: "enforce",
+        created_at: 1,
+        updated_by: "x",
+        ...fields,
+      });
+    // Four bad values over the good one, as other means than `geode policy add` could write them:
+    // not JSON, not a record, a record named as another key, a text Cedar refuses.
+    const seen = logs.length;
+    await kv.put("restart", "{not json");
+    await kv.put("restart", record({ mode: "strict" }));
+    await kv.put("restart", record({ name: "other" }));
+    await kv.put("restart", record({ text: "forbid (principal," }));
+    await waitFor(() => logs.slice(seen).some((l) => l.msg.includes("skipping an invalid policy set")));
+    expect((await invoke(bash("cowsay moo"))).blocked).toBe(true);
+
+    // Stop the guard as a kill would, and start it again: the forbid still applies.
+    await running.nc.close();
+    await running.guard.stop().catch(() => undefined);
+    const restarted = logs.length;
+    running = await startGuard(fx.env(), keptLogger(logs));
+    expect(running.guard.loader.engine.loaded().map((s) => s.name)).toContain("restart");
+    let decided: DispatchOutcome | undefined;
+    await waitFor(async () => {
+      decided = await invoke(bash("cowsay moo"));
+      return !decided.decisions.some((d) => d.reason?.startsWith("failure_mode closed"));
+    });
+    expect(decided?.blocked).toBe(true);
+    expect(decided?.decisions).toEqual([
+      expect.objectContaining({
+        handler: "policy",
+        action: "block",
+        reason: expect.stringContaining("cowsay is refused"),
+      }),
+    ]);
+    expect((await invoke(bash("ls"))).blocked).toBe(false);
+    expect(logs.slice(restarted)).toContainEqual(
+      expect.objectContaining({
+        msg: "a policy set's stored value was refused; enforcing its last good version",
+        fields: expect.objectContaining({
+          key: "restart",
+          error: expect.stringContaining("policy set restart: 1:"),
+        }),
+      }),
+    );
+  });
+
   it("fails closed: with the guard gone, its hooks block", async () => {
     await running.nc.close();
     const out: DispatchOutcome = await invoke(bash("ls"));

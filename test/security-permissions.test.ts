@@ -62,6 +62,8 @@ describe("each role can do its own job", () => {
     await ensureBucket(gateway, n, "agents");
     await ensureBucket(gateway, n, "sessions");
     await ensureBucket(gateway, n, "runs");
+    await ensureBucket(gateway, n, "tools");
+    await ensureBucket(gateway, n, "mcpServers");
     const guard = await as("policy-guard");
     await ensureBucket(guard, n, "hookHandlers");
     await ensureBucket(guard, n, "policies");

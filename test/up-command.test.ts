@@ -152,11 +152,12 @@ describe("geode up", () => {
     }
   }, 240_000);
 
-  it("starts its own nats-server when none answers on a loopback NATS_URL, and stops it on exit", async () => {
+  it("starts its own nats-server when none answers on a loopback NATS_URL, and stops it on exit; a console on it then says NATS is gone", async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), "geode-up-"));
     const port = await freePort();
     const ns = env().ns;
     const service = SERVICES.includes("hook-dispatcher") ? "hook-dispatcher" : (SERVICES[0] as string);
+    let consoleRun: Run | undefined;
     const run = geode(
       ["up", "--only", service],
       { NATS_URL: `nats://127.0.0.1:${port}`, GEODE_NAMESPACE: ns, LOG_LEVEL: "warn" },
@@ -175,10 +176,35 @@ describe("geode up", () => {
         await nc.close();
       }
       expect(existsSync(path.join(cwd, ".geode/nats/jetstream"))).toBe(true);
+      // A console on that NATS: once the plane (and its NATS) stops, every API route says so.
+      const token = "console-token-nats-goes";
+      consoleRun = geode(
+        ["console", "--port", "0"],
+        { NATS_URL: `nats://127.0.0.1:${port}`, GEODE_NAMESPACE: ns, GEODE_CONSOLE_TOKEN: token },
+        cwd,
+      );
+      const [, consoleUrl] = await consoleRun.waitFor(/console on (http:\/\/127\.0\.0\.1:\d+)/, 60_000);
+      const me = () =>
+        fetch(`${consoleUrl}/api/me`, { headers: { authorization: `Bearer ${token}` } }).then(async (r) => ({
+          status: r.status,
+          body: (await r.json()) as unknown,
+        }));
+      expect((await me()).status).toBe(200);
       run.child.kill("SIGTERM");
       expect(await run.exit).toBe(0);
       await expect(connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false })).rejects.toThrow();
+      await waitFor(async () => (await me()).status === 503, 30_000);
+      expect(await me()).toEqual({
+        status: 503,
+        body: {
+          error: {
+            code: "unavailable",
+            message: `NATS at nats://127.0.0.1:${port} is not reachable: start the plane with \`geode up\``,
+          },
+        },
+      });
     } finally {
+      consoleRun?.child.kill("SIGKILL");
       run.child.kill("SIGKILL");
       rmSync(cwd, { recursive: true, force: true });
     }
@@ -235,39 +261,108 @@ describe("geode up", () => {
     }
   }, 240_000);
 
-  it("geode audit from another folder says in one line how to reach the plane's projection, and reads it that way", async () => {
+  it("geode audit, agents ls and console find the running plane from any folder, and say what is down when it is not", async () => {
     const planeDir = mkdtempSync(path.join(tmpdir(), "geode-up-plane-"));
     const handlerDir = mkdtempSync(path.join(tmpdir(), "geode-my-guard-"));
+    // The user's runtime folder, where geode up records itself (its own, so no other run sees it).
+    const runtimeDir = mkdtempSync(path.join(tmpdir(), "geode-runtime-"));
     const ns = env().ns;
-    const common = { NATS_URL: env().natsUrl, GEODE_NAMESPACE: ns, LOG_LEVEL: "warn", DATABASE_URL: "" };
+    const token = "console-token-from-elsewhere";
+    const common = {
+      NATS_URL: env().natsUrl,
+      GEODE_NAMESPACE: ns,
+      LOG_LEVEL: "warn",
+      DATABASE_URL: "",
+      XDG_RUNTIME_DIR: runtimeDir,
+      GEODE_CONSOLE_TOKEN: token,
+    };
     const up = geode(["up", "--only", "activity-recorder"], common, planeDir);
+    const consoles: Run[] = [];
+    /** `geode console --port 0` in the handler's folder; resolves with the address it serves. */
+    const startConsoleIn = async (extra: Record<string, string>, pattern: RegExp) => {
+      const c = geode(["console", "--port", "0"], { ...common, ...extra }, handlerDir);
+      consoles.push(c);
+      const [, url] = await c.waitFor(pattern, 60_000);
+      return { run: c, url: url as string };
+    };
+    const api = async (url: string, p: string) => {
+      const res = await fetch(`${url}${p}`, { headers: { authorization: `Bearer ${token}` } });
+      return {
+        status: res.status,
+        body: (await res.json()) as { error?: { code: string; message: string } },
+      };
+    };
     try {
-      const [, served] = await up.waitFor(
-        /database embedded PGlite \(\.geode\/pgdata\) served at (postgres:\/\/\S+)/,
-      );
+      await up.waitFor(/database embedded PGlite \(\.geode\/pgdata\) served at postgres:\/\/\S+/);
       await up.waitFor(/geode up: ready/);
 
-      const lost = geode(["audit"], common, handlerDir);
-      expect(await lost.exit).toBe(1);
-      const lines = lost.output().trimEnd().split("\n");
-      expect(lines, lost.output()).toHaveLength(1);
-      expect(lines[0]).toMatch(
-        /^geode audit: no projection here: DATABASE_URL is unset and there is no \.geode\/pgdata in this folder; set DATABASE_URL to the plane's database/,
-      );
+      // From another folder, with nothing but the namespace and NATS: the running plane's data.
+      const audit = geode(["audit"], common, handlerDir);
+      expect(await audit.exit, audit.output()).toBe(0);
+      expect(audit.output()).toContain(`no extension invocations recorded in namespace ${ns}`);
+      const added = geode(["agents", "add", "elsewhere"], common, handlerDir);
+      expect(await added.exit, added.output()).toBe(0);
+      const ls = geode(["agents", "ls", "--json"], common, handlerDir);
+      expect(await ls.exit, ls.output()).toBe(0);
+      expect(ls.output()).not.toMatch(/no activity shown|no running plane/);
+      expect(ls.output()).toMatch(/"name":"elsewhere"/);
+      const live = await startConsoleIn({}, /console on (http:\/\/127\.0\.0\.1:\d+)/);
+      expect((await api(live.url, "/api/sessions")).status).toBe(200);
+      expect(live.run.output()).not.toMatch(/no session views/);
+      live.run.child.kill("SIGINT");
+      expect(await live.run.exit).toBe(0);
       expect(existsSync(path.join(handlerDir, ".geode"))).toBe(false);
 
-      // What the line says to do: the URL geode up printed.
-      const found = geode(["audit"], { ...common, DATABASE_URL: served ?? "" }, handlerDir);
-      expect(await found.exit, found.output()).toBe(0);
-      expect(found.output()).toContain(`no extension invocations recorded in namespace ${ns}`);
-      expect(existsSync(path.join(handlerDir, ".geode"))).toBe(false);
+      // The plane stopped: each says what is down and how to start it, in one line.
+      up.child.kill("SIGINT");
+      expect(await up.exit).toBe(0);
+      const noPlane = new RegExp(
+        `no running plane for namespace ${ns} on NATS nats://127\\.0\\.0\\.1:\\d+: start it with \`geode up\` \\(in any folder\\)`,
+      );
+      const lost = geode(["audit"], common, handlerDir);
+      expect(await lost.exit).toBe(1);
+      expect(lost.output().trimEnd().split("\n"), lost.output()).toHaveLength(1);
+      expect(lost.output()).toMatch(noPlane);
+      const lsDown = geode(["agents", "ls"], common, handlerDir);
+      expect(await lsDown.exit).toBe(0);
+      expect(lsDown.output()).toMatch(noPlane);
+      const noViews = await startConsoleIn({}, /console on (http:\/\/127\.0\.0\.1:\d+)/);
+      const sessions = await api(noViews.url, "/api/sessions");
+      expect(sessions.status).toBe(503);
+      expect(sessions.body.error?.message).toMatch(noPlane);
+      noViews.run.child.kill("SIGINT");
+      expect(await noViews.run.exit).toBe(0);
+
+      // No NATS at all: agents ls names it, the console serves only that (page and API, 503).
+      const deadNats = `nats://127.0.0.1:${await freePort()}`;
+      const lsNoNats = geode(["agents", "ls"], { ...common, NATS_URL: deadNats }, handlerDir);
+      expect(await lsNoNats.exit).toBe(1);
+      expect(lsNoNats.output()).toContain(`cannot connect to NATS at ${deadNats}`);
+      expect(lsNoNats.output()).toContain("`geode up`");
+      const down = await startConsoleIn(
+        { NATS_URL: deadNats },
+        /serving only that on (http:\/\/127\.0\.0\.1:\d+) until it answers/,
+      );
+      const natsDown = `NATS at ${deadNats} is not reachable: start the plane with \`geode up\``;
+      for (const p of ["/api/sessions", "/api/approvals", "/api/me"])
+        expect(await api(down.url, p)).toEqual({
+          status: 503,
+          body: { error: { code: "unavailable", message: natsDown } },
+        });
+      const page = await fetch(`${down.url}/`);
+      expect(page.status).toBe(503);
+      expect(await page.text()).toContain(natsDown);
+      down.run.child.kill("SIGINT");
+      expect(await down.run.exit).toBe(0);
     } finally {
+      for (const c of consoles) c.child.kill("SIGKILL");
       up.child.kill("SIGINT");
       await up.exit;
       rmSync(planeDir, { recursive: true, force: true });
       rmSync(handlerDir, { recursive: true, force: true });
+      rmSync(runtimeDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 180_000);
 
   it("says how to get NATS and exits 1 when NATS_URL is unreachable and not local", async () => {
     const run = geode(["up"], { NATS_URL: "nats://192.0.2.1:4222", GEODE_NAMESPACE: env().ns }, REPO_ROOT);

@@ -269,20 +269,30 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
     }),
     // The agent gateway plays the runtime for agents with hook systems of their own: it invokes
     // hooks, verifies, asks approvers, publishes its sessions' events and timeline, keeps their
-    // session and run records, and reads (never writes) the agents bucket. It faces HTTP, so it
-    // may neither serve a handler subject nor touch a registration or a webhook's secret.
+    // session and run records, and reads (never writes) the agents bucket. As the MCP server of
+    // `POST /v1/mcp` it executes tools through the executor, reads the tool registry, the MCP
+    // server records and large results, and asks the mcp-bridge for resources and prompts. It
+    // faces HTTP, so it may neither serve a handler subject nor touch a registration, a webhook's
+    // secret, a tool definition or a server record.
     user("agent-gateway", "agent-gateway", {
       publish: [
         n.hookInvokeAll,
         n.hookCancelAll,
         n.verifyFinalize,
         n.approvalRequest,
+        n.toolExecute,
+        n.mcpForward("*"),
         n.health("agent-gateway"),
         ...jsInfo,
         ...emitEvents(n),
         ...ownSessionsAndRuns(n),
         ...readBucket(b.agents),
         ...provisionBucket(b.agents),
+        ...readBucket(b.tools),
+        ...provisionBucket(b.tools),
+        ...readBucket(b.mcpServers),
+        ...provisionBucket(b.mcpServers),
+        ...readStream(n.resultStream),
       ],
       subscribe: [n.health("agent-gateway")],
       allowResponses: true,

@@ -1,5 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
@@ -96,6 +104,15 @@ function processesIn(cwd: string): number[] {
       }
     })
     .map(Number);
+}
+
+/** A process's pid and command line, to name what is left. */
+function commandLine(pid: number): string {
+  try {
+    return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim()}`;
+  } catch {
+    return String(pid);
+  }
 }
 
 const env = useTestEnv();
@@ -221,6 +238,9 @@ describe("geode up", () => {
       GEODE_METRICS_PORT: "0",
       DATABASE_URL: "",
       LOG_LEVEL: "info",
+      // Orphaned services drain this long before they exit anyway: well inside the bound below,
+      // also on a loaded machine.
+      GEODE_SHUTDOWN_TIMEOUT_MS: "4000",
     };
     const first = geode(["up"], upEnv, cwd, true);
     let second: Run | undefined;
@@ -236,7 +256,7 @@ describe("geode up", () => {
       process.kill(-(first.child.pid as number), "SIGKILL");
       const t0 = Date.now();
       await waitFor(() => processesIn(cwd).length === 0, 15_000, 100).catch(() => {
-        throw new Error(`still running after 15 s: ${processesIn(cwd).join(", ")}`);
+        throw new Error(`still running after 15 s: ${processesIn(cwd).map(commandLine).join(", ")}`);
       });
       expect(Date.now() - t0).toBeLessThan(15_000);
 

@@ -162,7 +162,9 @@ describe("geode mcp stdio", () => {
     const { client, stderr } = await stdioClient({
       env: stdioEnv({ GEODE_AGENT_TOKEN: "geode_agent_wrong" }),
     });
-    await expect(client.listTools()).rejects.toThrow(/agent gateway http:\/\/127\.0\.0\.1:\d+/);
+    await expect(client.listTools()).rejects.toThrow(
+      /agent gateway http:\/\/127\.0\.0\.1:\d+: .*401.*does not know the token in GEODE_AGENT_TOKEN/,
+    );
     expect(stderr()).toContain("tools/list");
     expect(stderr()).not.toContain("geode_agent_wrong");
   });

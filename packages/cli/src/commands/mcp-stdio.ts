@@ -87,7 +87,13 @@ function upstream(endpoint: URL, token: string, log: (line: string) => void): Up
 function passOn(err: unknown, endpoint: URL): ProtocolError {
   if (err instanceof ProtocolError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  return new ProtocolError(ProtocolErrorCode.InternalError, `agent gateway ${endpoint.origin}: ${message}`);
+  const hint = /\b401\b/.test(message)
+    ? `; it does not know the token in ${TOKEN_ENV} (see 'geode agents ls')`
+    : "";
+  return new ProtocolError(
+    ProtocolErrorCode.InternalError,
+    `agent gateway ${endpoint.origin}: ${message}${hint}`,
+  );
 }
 
 /**

@@ -37,7 +37,7 @@ function serverName(value: string | undefined): string {
   return value;
 }
 
-/** `NAME=VALUE` options (`--effect 'read_*=read'`) as a record; `what` names the option in errors. */
+/** `NAME=VALUE` options (`--effect 'read_*=read'`) as a record; a value without `=` is a UsageError. */
 function pairs(values: string[] | undefined, flag: string, example: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const v of values ?? []) {

@@ -44,6 +44,13 @@ export class ToolStore {
     return value?.value ?? null;
   }
 
+  /** Every definition, by name; `onMalformed` hears of keys holding something else. */
+  async list(onMalformed?: (key: string) => void): Promise<ToolDefinition[]> {
+    return (await this.records.list(">", onMalformed))
+      .map((r) => r.value)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   /** Follows the definitions; one stored under another tool's name counts as malformed. */
   watch(
     apply: (change: RecordChange<ToolDefinition>) => void,

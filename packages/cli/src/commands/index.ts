@@ -186,6 +186,39 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./policy-test.js")).policyTestCommand,
   },
   {
+    path: ["mcp", "add"],
+    summary:
+      "add (or replace) an upstream MCP server the mcp-bridge connects to: a stdio command or an HTTP URL",
+    usage:
+      "geode mcp add <name> [--tools <glob>]… [--effect '<glob>=read|mutation|communication|admin']… [--approve <glob>]… [--group <group>]… ([--env <VAR>]… -- <command> [args…] | --url <http(s)://…> [--header '<Header>=$VAR']…)",
+    load: async () => (await import("./mcp.js")).mcpAddCommand,
+  },
+  {
+    path: ["mcp", "ls"],
+    summary: "list the upstream MCP servers with their state, tools and last error (from the mcp-bridge)",
+    usage: "geode mcp ls [--json]",
+    load: async () => (await import("./mcp.js")).mcpLsCommand,
+  },
+  {
+    path: ["mcp", "tools"],
+    summary: "list the registered MCP tools (name, upstream tool, effect, approval, annotations)",
+    usage: "geode mcp tools [<server>] [--json]",
+    load: async () => (await import("./mcp.js")).mcpToolsCommand,
+  },
+  {
+    path: ["mcp", "rm"],
+    summary: "remove an upstream MCP server: the mcp-bridge stops it and removes its tools",
+    usage: "geode mcp rm <name>",
+    load: async () => (await import("./mcp.js")).mcpRmCommand,
+  },
+  {
+    path: ["mcp", "stdio"],
+    summary:
+      "an MCP server on stdio forwarding to the agent gateway's /v1/mcp with GEODE_AGENT_TOKEN (for clients that start only stdio servers)",
+    usage: "geode mcp stdio [--url <gateway url>]",
+    load: async () => (await import("./mcp-stdio.js")).mcpStdioCommand,
+  },
+  {
     path: ["ns", "ls"],
     summary:
       "list namespaces found in NATS and Postgres (streams, buckets, replicas, messages, bytes, activity rows)",

@@ -1,5 +1,4 @@
 import { readFile } from "node:fs/promises";
-import { userInfo } from "node:os";
 import { parseArgs } from "node:util";
 import { connectBus, loadConfig } from "@geode/bus";
 import {
@@ -19,6 +18,7 @@ import {
 } from "@geode/policy";
 import { PolicyStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
+import { operatorName } from "../operator-name.js";
 import { renderTable } from "../render-table.js";
 import { checkOrExplain } from "./policy-check.js";
 
@@ -79,23 +79,12 @@ export const policyAddCommand: CommandModule = {
       });
     }
     if (!checkOrExplain(name, text, mode, io)) return 1;
-    const record = policyRecord(name, text, mode, updatedBy(io));
+    const record = policyRecord(name, text, mode, operatorName(io));
     await withPolicies(io, (store) => store.put(record));
     io.out(`policy set ${name} stored (${mode}, sha256 ${record.sha256.slice(0, 12)})\n`);
     return 0;
   },
 };
-
-/** Who wrote a set: `GEODE_OPERATOR`, else the login name. */
-function updatedBy(io: CommandIO): string {
-  const named = io.env["GEODE_OPERATOR"];
-  if (named) return named.slice(0, 128);
-  try {
-    return userInfo().username.slice(0, 128);
-  } catch {
-    return "unknown";
-  }
-}
 
 const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
 

@@ -1,0 +1,282 @@
+/**
+ * `geode mcp add|ls|tools|rm` (DESIGN section 19) run as users run them: the compiled `geode`
+ * against a real NATS, the records read back from KV `{ns}_mcp_servers` as the mcp-bridge reads
+ * them, the registered tools written to `{ns}_tools` as the bridge writes them.
+ */
+import { execFile } from "node:child_process";
+import { ensureBucket } from "@geode/bus";
+import { type HealthReply, McpServerRecordSchema, type ToolDefinition } from "@geode/contracts";
+import { GEODE_BIN, useTestEnv } from "@geode/testing";
+import { describe, expect, it } from "vitest";
+
+const env = useTestEnv();
+
+/** Runs `geode <args>` to its end: exit code, stdout and stderr apart. */
+function geode(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [GEODE_BIN, ...args],
+      { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        resolve({ code, out: stdout, err: stderr });
+      },
+    );
+  });
+}
+
+async function stored(name: string): Promise<unknown> {
+  const kv = await ensureBucket(env().nc, env().names, "mcpServers");
+  const entry = await kv.get(name);
+  return entry?.operation === "PUT" ? entry.json() : null;
+}
+
+describe("geode mcp add", () => {
+  it("writes a stdio record the bridge can read, with its options and who wrote it", async () => {
+    const r = await geode([
+      "mcp",
+      "add",
+      "fs",
+      "--tools",
+      "read_*",
+      "--tools",
+      "list_*",
+      "--effect",
+      "write_*=mutation",
+      "--approve",
+      "write_*",
+      "--group",
+      "devs",
+      "--env",
+      "HOME",
+      "--",
+      "npx",
+      "-y",
+      "@modelcontextprotocol/server-filesystem",
+      "/srv/docs",
+    ]);
+    expect(r.err).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("MCP server fs added");
+    const record = McpServerRecordSchema.parse(await stored("fs"));
+    expect(record).toMatchObject({
+      name: "fs",
+      transport: "stdio",
+      command: "npx",
+      args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"],
+      env: ["HOME"],
+      tools: ["read_*", "list_*"],
+      effects: { "write_*": "mutation" },
+      approve: ["write_*"],
+      groups: ["devs"],
+      updated_by: "ops-alice",
+    });
+    expect(Date.now() - record.created_at).toBeLessThan(600_000);
+  });
+
+  it("writes an http record whose header names a variable", async () => {
+    const r = await geode([
+      "mcp",
+      "add",
+      "gh",
+      "--url",
+      "https://mcp.example.com/mcp",
+      "--header",
+      "Authorization=$GH_TOKEN",
+    ]);
+    expect(r.code).toBe(0);
+    expect(McpServerRecordSchema.parse(await stored("gh"))).toMatchObject({
+      transport: "http",
+      url: "https://mcp.example.com/mcp",
+      headers: { Authorization: "$GH_TOKEN" },
+    });
+  });
+
+  it("refuses a bad record with the field named, exit 2, and writes nothing", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [["mcp", "add", "Bad-Name", "--", "true"], /MCP server names match/],
+      [["mcp", "add", "nocmd"], /command: a stdio server needs a command/],
+      [
+        ["mcp", "add", "nourl", "--header", "Authorization=$TOKEN"],
+        /url: an http server needs an http\(s\) url/,
+      ],
+      [
+        ["mcp", "add", "ftp", "--url", "ftp://files.example.com"],
+        /url: an http server needs an http\(s\) url/,
+      ],
+      [
+        ["mcp", "add", "both", "--url", "https://a.example", "--", "true"],
+        /command: an http server has no command/,
+      ],
+      [["mcp", "add", "eff", "--effect", "x=sometimes", "--", "true"], /effects\.x: /],
+    ];
+    for (const [args, message] of cases) {
+      const r = await geode(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.err).toMatch(message);
+      expect(r.err).toContain("Usage: geode mcp add");
+      expect(r.out).toBe("");
+    }
+    for (const name of ["nocmd", "nourl", "ftp", "both", "eff"]) expect(await stored(name)).toBeNull();
+  });
+
+  it("refuses a literal header value without echoing it", async () => {
+    const secret = "ghp_0123456789abcdefSECRET";
+    const r = await geode([
+      "mcp",
+      "add",
+      "leak",
+      "--url",
+      "https://mcp.example.com/mcp",
+      "--header",
+      `Authorization=Bearer ${secret}`,
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("headers.Authorization");
+    expect(r.err).toContain("$VARIABLE");
+    expect(r.err + r.out).not.toContain(secret);
+    expect(await stored("leak")).toBeNull();
+  });
+});
+
+describe("geode mcp ls", () => {
+  it("shows each record's transport and target; without a bridge the state is unknown and said so", async () => {
+    const r = await geode(["mcp", "ls"]);
+    expect(r.code).toBe(0);
+    const line = (name: string) => r.out.split("\n").find((l) => l.startsWith(`${name} `)) ?? "";
+    expect(line("fs")).toMatch(
+      /stdio\s+npx -y @modelcontextprotocol\/server-filesystem \/srv\/docs\s+unknown/,
+    );
+    expect(line("gh")).toMatch(/http\s+https:\/\/mcp\.example\.com\/mcp\s+unknown/);
+    expect(r.out).toContain("the mcp-bridge is not running");
+
+    const json = await geode(["mcp", "ls", "--json"]);
+    expect(json.code).toBe(0);
+    const rows = JSON.parse(json.out) as Array<Record<string, unknown>>;
+    expect(rows.map((x) => [x["name"], x["transport"], x["state"]])).toEqual([
+      ["fs", "stdio", "unknown"],
+      ["gh", "http", "unknown"],
+    ]);
+    expect(json.err).toContain("the mcp-bridge is not running");
+  });
+  it("shows the state, tools and last error the bridge's health reply gives (served here, as the bridge would)", async () => {
+    const now = Date.now();
+    const reply: HealthReply = {
+      service: "mcp-bridge",
+      status: "degraded",
+      version: "0.1.0",
+      started_at: now,
+      reason: "1 of 2 MCP servers failing",
+      metrics_url: null,
+      servers: [
+        {
+          name: "fs",
+          transport: "stdio",
+          state: "connected",
+          tools: 14,
+          protocol_version: "2025-11-25",
+          last_error: null,
+          attempts: 0,
+          since: now,
+        },
+        {
+          name: "gh",
+          transport: "http",
+          state: "failed",
+          tools: 0,
+          protocol_version: null,
+          last_error: "401 Unauthorized",
+          attempts: 3,
+          since: now,
+        },
+      ],
+    };
+    const sub = env().nc.subscribe(env().names.health("mcp-bridge"), {
+      callback: (_e, m) => {
+        m.respond(JSON.stringify(reply));
+      },
+    });
+    try {
+      const r = await geode(["mcp", "ls"]);
+      expect(r.code).toBe(0);
+      const line = (name: string) => r.out.split("\n").find((l) => l.startsWith(`${name} `)) ?? "";
+      expect(line("fs")).toMatch(/connected\s+14\s+devs\s+-$/);
+      expect(line("gh")).toMatch(/failed\s+0\s+all\s+401 Unauthorized$/);
+      expect(r.out).not.toContain("not running");
+      const rows = JSON.parse((await geode(["mcp", "ls", "--json"])).out) as Array<Record<string, unknown>>;
+      expect(rows[1]).toMatchObject({
+        name: "gh",
+        state: "failed",
+        last_error: "401 Unauthorized",
+        attempts: 3,
+      });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+});
+
+describe("geode mcp tools", () => {
+  it("lists the registered MCP tools of all servers or one, not other remote tools", async () => {
+    const kv = await ensureBucket(env().nc, env().names, "tools");
+    const tool = (name: string, extra: Partial<ToolDefinition>): ToolDefinition => ({
+      name,
+      description: name,
+      input_schema: { type: "object" },
+      effect: "read",
+      requires_approval: false,
+      ...extra,
+    });
+    for (const def of [
+      tool("fs_read_text_file", {
+        mcp: { server: "fs", tool: "read_text_file", annotations: { readOnlyHint: true } },
+      }),
+      tool("fs_write_file", {
+        effect: "mutation",
+        requires_approval: true,
+        mcp: { server: "fs", tool: "write_file", annotations: { destructiveHint: true } },
+      }),
+      tool("gh_create_issue", {
+        effect: "communication",
+        mcp: { server: "gh", tool: "create_issue", annotations: { openWorldHint: true } },
+      }),
+      tool("mail.send", { effect: "communication" }),
+    ])
+      await kv.put(def.name, JSON.stringify(def));
+
+    const all = await geode(["mcp", "tools"]);
+    expect(all.code).toBe(0);
+    const line = (name: string) => all.out.split("\n").find((l) => l.startsWith(`${name} `)) ?? "";
+    expect(line("fs_read_text_file")).toMatch(/fs\s+read_text_file\s+read\s+-\s+read-only/);
+    expect(line("fs_write_file")).toMatch(/fs\s+write_file\s+mutation\s+required\s+destructive/);
+    expect(line("gh_create_issue")).toMatch(/gh\s+create_issue\s+communication\s+-\s+open-world/);
+    expect(all.out).not.toContain("mail.send");
+
+    const one = await geode(["mcp", "tools", "fs", "--json"]);
+    expect(one.code).toBe(0);
+    expect(JSON.parse(one.out)).toEqual([
+      expect.objectContaining({
+        name: "fs_read_text_file",
+        server: "fs",
+        tool: "read_text_file",
+        effect: "read",
+      }),
+      expect.objectContaining({ name: "fs_write_file", tool: "write_file", requires_approval: true }),
+    ]);
+  });
+});
+
+describe("geode mcp rm", () => {
+  it("deletes a record; an unknown name is a clear error, exit 1", async () => {
+    const r = await geode(["mcp", "rm", "gh"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("removed MCP server gh");
+    expect(await stored("gh")).toBeNull();
+    const again = await geode(["mcp", "rm", "gh"]);
+    expect(again.code).toBe(1);
+    expect(again.err).toContain("no MCP server gh");
+    const ls = await geode(["mcp", "ls", "--json"]);
+    expect((JSON.parse(ls.out) as Array<{ name: string }>).map((x) => x.name)).toEqual(["fs"]);
+  });
+});

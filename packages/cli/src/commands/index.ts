@@ -236,7 +236,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway, fail-closed unless --fail-open; --check proves Claude Code runs them",
     usage:
-      "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <mcp.json>] [--print]",
+      "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <mcp.json>] [--print | --check]",
     load: async () => withMcp("claude-code", (await import("./connect.js")).connectClaudeCodeCommand),
   },
   {
@@ -244,7 +244,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a Codex config, trusted; --managed: as managed hooks) the Codex hooks that go through the agent gateway; --check proves Codex runs them",
     usage:
-      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-open] [--check] [--codex <codex binary>] | --mcp [--url <gateway url>] [--write <config.toml>] [--print]",
+      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-open] [--check] [--codex <codex binary>] | --mcp [--url <gateway url>] [--write <config.toml>] [--print | --check]",
     load: async () => withMcp("codex", (await import("./connect-codex.js")).connectCodexCommand),
   },
   {
@@ -252,7 +252,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a Gemini CLI settings file; --system: its system settings) the Gemini CLI hooks that go through the agent gateway; --check proves Gemini runs them",
     usage:
-      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print]",
+      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check]",
     load: async () =>
       withMcp("gemini-cli", (await import("./connect-gemini-cli.js")).connectGeminiCliCommand),
   },
@@ -261,7 +261,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "write (or --print) the Copilot CLI hooks that go through the agent gateway into ~/.copilot/hooks/geode.json (or --write PATH); --check proves Copilot runs them",
     usage:
-      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <mcp-config.json>] [--print]",
+      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <mcp-config.json>] [--print | --check]",
     load: async () => withMcp("copilot", (await import("./connect-copilot.js")).connectCopilotCommand),
   },
   {

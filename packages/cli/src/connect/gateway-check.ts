@@ -8,7 +8,11 @@ import { TOKEN_ENV } from "./hook-command.js";
  * the empty body, which invokes nothing; an unknown one 401). Null when both hold, else the one
  * line that says what is wrong.
  */
-async function gatewayProblem(endpoint: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+export async function gatewayProblem(
+  endpoint: string,
+  env: NodeJS.ProcessEnv,
+  probe: { body: string; headers?: Record<string, string> } = { body: "{}" },
+): Promise<string | null> {
   const url = new URL(endpoint);
   const health = new URL("/healthz", url);
   try {
@@ -25,12 +29,15 @@ async function gatewayProblem(endpoint: string, env: NodeJS.ProcessEnv): Promise
     return `${TOKEN_ENV} is not set: the hooks would send no token (geode agents add NAME prints one)`;
   const res = await fetch(url, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: "{}",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...probe.headers },
+    body: probe.body,
     signal: AbortSignal.timeout(5_000),
   });
+  await res.body?.cancel();
   if (res.status === 401)
     return `the gateway does not know the token in ${TOKEN_ENV} (geode agents ls; geode agents add NAME)`;
+  if (res.status === 403)
+    return `the gateway refuses the Host or Origin of ${url.origin} (HTTP 403): use the gateway's own address`;
   if (res.status !== 400 && res.status !== 200)
     return `the gateway answered HTTP ${res.status} at ${url.pathname}`;
   return null;
@@ -74,7 +81,7 @@ export async function reportCheck(
  * `geode agents ls` and the console show each agent's last check. Best effort: a gateway that
  * cannot be reached, or does not know the token, keeps no record, and the check says so itself.
  */
-async function recordCheck(
+export async function recordCheck(
   endpoint: string,
   env: NodeJS.ProcessEnv,
   report: AgentCheckReport,

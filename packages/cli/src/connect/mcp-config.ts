@@ -116,9 +116,9 @@ function replaceBlock(text: string, begin: string, end: string, body: string): s
 }
 
 /**
- * `geode connect <agent> --mcp [--url URL] [--write PATH]`: writes the agent's MCP configuration
+ * `geode connect <agent> --mcp [--url URL] [--write PATH] [--check]`: writes the agent's MCP configuration
  * for the gateway's `/v1/mcp` (server `geode`, the agent token from `GEODE_AGENT_TOKEN`, never
- * its value), or prints it with `--print`.
+ * its value), or prints it with `--print`; `--check` proves the agent lists the gateway's tools.
  */
 export async function connectMcp(agent: ShimAgent, args: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -129,9 +129,11 @@ export async function connectMcp(agent: ShimAgent, args: string[], io: CommandIO
       url: { type: "string" },
       write: { type: "string" },
       print: { type: "boolean", default: false },
+      check: { type: "boolean", default: false },
     },
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+  if (values.check && values.print) throw new UsageError("--check and --print contradict each other");
   let endpoint: string;
   try {
     endpoint = hookEndpoint(values.url, io.env, agent, MCP_PATH);
@@ -142,6 +144,7 @@ export async function connectMcp(agent: ShimAgent, args: string[], io: CommandIO
   // A call may wait for a person: the agent must wait longer than the gateway's approval timeout.
   const toolTimeoutMs = loadConfig(io.env).approvalTimeoutMs + 30_000;
   const file = path.resolve(values.write ?? target.defaultFile(io.env));
+  if (values.check) return (await import("./mcp-check.js")).checkMcp(agent, file, values.url, io);
   if (values.print) {
     io.out(target.merge("", endpoint, toolTimeoutMs));
     return 0;

@@ -69,6 +69,7 @@ describe("each role can do its own job", () => {
     await ensureBucket(guard, n, "policies");
     await ensureBucket(guard, n, "agents");
     await ensureBucket(guard, n, "sessions");
+    await ensureBucket(guard, n, "tools");
     const jsm = await jetstreamManager(await as("operator"));
     const streams: string[] = [];
     for await (const s of jsm.streams.names()) streams.push(s);

@@ -299,8 +299,9 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
     }),
     // The policy-guard is the hook handler `policy` of its four hooks: it serves their handler
     // subjects (and probes them, the replica check on close), keeps its own registrations, reads
-    // the policy sets, the agents (groups) and the session records (whose agent a session is). It
-    // publishes no event, executes no tool and answers no approval.
+    // the policy sets, the agents (groups), the session records (whose agent a session is) and the
+    // tool definitions (which tools are MCP tools, with their annotations). It publishes no event,
+    // executes no tool and answers no approval.
     user("policy-guard", "policy-guard", {
       publish: [
         ...POLICY_GUARD_HOOKS.map((h) => n.hookHandler(h, POLICY_HANDLER)),
@@ -315,6 +316,8 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...provisionBucket(b.agents),
         ...readBucket(b.sessions),
         ...provisionBucket(b.sessions),
+        ...readBucket(b.tools),
+        ...provisionBucket(b.tools),
       ],
       subscribe: [
         ...POLICY_GUARD_HOOKS.map((h) => n.hookHandler(h, POLICY_HANDLER)),

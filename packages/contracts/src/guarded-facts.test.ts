@@ -38,7 +38,19 @@ describe("guardedArguments", () => {
       note: "n",
     });
     expect(g).toEqual({ arguments: { cmd, source: "a", destination: "b", uri: "https://x" }, oversize: [] });
-    expect(guardedArguments("some_tool", { cmd, path: ".env" }).arguments).toEqual({});
+    expect(guardedArguments("SomeTool", { cmd, path: ".env" }).arguments).toEqual({});
+  });
+
+  it("takes the MCP fields of a name of the form the mcp-bridge registers its tools under", () => {
+    const cmd = padded("rm -rf /");
+    // Whether `shell_run` is an MCP tool only the guard's view of KV says: the facts travel anyway.
+    expect(guardedArguments("shell_run", { cmd, note: "n" }).arguments).toEqual({ cmd });
+    expect(guardedArguments("fs_move", { source: ".env", destination: "b" }).arguments).toEqual({
+      source: ".env",
+      destination: "b",
+    });
+    for (const name of ["Shell_run", "_fs_x", "fs-x", `${"a".repeat(17)}_x`])
+      expect(guardedArguments(name, { cmd }).arguments, name).toEqual({});
   });
 
   it("takes each owner's fields for a name several tables know (Copilot's glob: paths, Gemini's: dir_path)", () => {

@@ -1,3 +1,4 @@
+import { hasMcpToolNameForm } from "./mcp.js";
 import { maskSecrets } from "./sanitize.js";
 import { AGENT_TOOLS, isMcpToolName, MCP_GUARDED_FIELDS, type ToolOwner, toolKindOf } from "./tool-kinds.js";
 import { wellFormed } from "./well-formed.js";
@@ -38,11 +39,13 @@ interface GuardedFields {
 /**
  * The argument names that hold a tool's command, paths or URL in any owner's tool-kind table: the
  * dispatcher does not know whose tool a call is, and a guard reads the fields of its own owner.
+ * A name of an agent's MCP tool, or of the form the mcp-bridge registers its tools under, adds the
+ * MCP fields: which registered tools are MCP tools only the guard's view of KV `{ns}_tools` says.
  */
 function guardedFields(toolName: string): GuardedFields {
   const whole = new Set<string>();
   let urlInText = false;
-  if (isMcpToolName(toolName))
+  if (isMcpToolName(toolName) || hasMcpToolNameForm(toolName))
     for (const f of [...MCP_GUARDED_FIELDS.command, ...MCP_GUARDED_FIELDS.paths, ...MCP_GUARDED_FIELDS.url])
       whole.add(f);
   for (const owner of OWNERS) {

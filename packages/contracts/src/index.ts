@@ -227,6 +227,7 @@ export {
 } from "./hook-payloads.js";
 export { maskSecretsDeep } from "./mask-json.js";
 export {
+  hasMcpToolNameForm,
   MCP_FORWARDED_METHODS,
   MCP_SERVER_NAME_PATTERN,
   type McpForwardedMethod,
@@ -247,6 +248,7 @@ export {
   McpToolOriginSchema,
   mcpToolEffect,
   mcpToolName,
+  registeredMcpOrigin,
 } from "./mcp.js";
 export {
   AGENT_NAME_PATTERN,
@@ -349,6 +351,7 @@ export {
   agentMcpTool,
   isMcpToolName,
   MCP_GUARDED_FIELDS,
+  mcpToolFacts,
   safetyLevelOfKind,
   TOOL_KINDS,
   TOOL_TARGET_CHARS,

@@ -115,6 +115,28 @@ export function mcpToolName(server: string, tool: string): string {
 }
 
 /**
+ * The MCP origin of a tool definition (KV `{ns}_tools`) the mcp-bridge registered: its `mcp`, when
+ * its name is the one the bridge gives that upstream tool ({@link mcpToolName}); else undefined,
+ * and the tool is no MCP tool for policies (DESIGN section 19).
+ */
+export function registeredMcpOrigin(definition: {
+  name: string;
+  mcp?: McpToolOrigin | undefined;
+}): McpToolOrigin | undefined {
+  const origin = definition.mcp;
+  return origin && mcpToolName(origin.server, origin.tool) === definition.name ? origin : undefined;
+}
+
+/**
+ * Whether a tool name has the form of a registered MCP tool (`{server}_{tool}`, as
+ * {@link mcpToolName} gives it). The form alone proves nothing: only a definition in KV
+ * `{ns}_tools` carrying `mcp` makes a tool an MCP tool; the form says where to look.
+ */
+export function hasMcpToolNameForm(name: string): boolean {
+  return /^[a-z][a-z0-9]{0,15}_/.test(name) && TOOL_NAME_PATTERN.test(name);
+}
+
+/**
  * The effect of an upstream tool (DESIGN section 19): the record's `effects` first, else
  * `readOnlyHint` → `read`, else `openWorldHint: true` → `communication`, else `mutation`, so a
  * receipt guards every tool that does not say it only reads.

@@ -173,7 +173,7 @@ export function toolFacts(
   args: Record<string, unknown>,
 ): ToolFacts {
   const entry = toolKindOf(owner, toolName);
-  if (entry.kind === "mcp" && isMcpToolName(toolName)) return mcpFacts(args);
+  if (entry.kind === "mcp" && isMcpToolName(toolName)) return mcpToolFacts(args);
   const facts: ToolFacts = { kind: entry.kind };
   if (entry.command !== undefined && typeof args[entry.command] === "string")
     facts.command = args[entry.command] as string;
@@ -200,8 +200,11 @@ function stringsOf(args: Record<string, unknown>, fields: readonly string[]): st
   });
 }
 
-/** An MCP call's facts from its arguments named as in {@link MCP_GUARDED_FIELDS}. */
-function mcpFacts(args: Record<string, unknown>): ToolFacts {
+/**
+ * An MCP call's facts from its arguments named as in {@link MCP_GUARDED_FIELDS}: an agent's MCP
+ * tool (by its name's form) or a tool the mcp-bridge registered (by its definition).
+ */
+export function mcpToolFacts(args: Record<string, unknown>): ToolFacts {
   const facts: ToolFacts = { kind: "mcp" };
   const first = (fields: readonly string[]): string | undefined =>
     fields.map((f) => args[f]).find((v): v is string => typeof v === "string");

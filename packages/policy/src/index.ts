@@ -25,6 +25,8 @@ export {
   MAX_PATHS_EVALUATED,
   POLICY_HOOKS,
   type PolicyHook,
+  registeredToolApplies,
+  type TrustedFacts,
 } from "./policy-request.js";
 export {
   type CompiledPolicy,

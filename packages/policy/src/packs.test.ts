@@ -1,6 +1,12 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { AGENT_TOOLS, type AgentKind, type ToolKindEntry } from "@geode/contracts";
+import {
+  AGENT_TOOLS,
+  type AgentKind,
+  type McpToolOrigin,
+  mcpToolName,
+  type ToolKindEntry,
+} from "@geode/contracts";
 import { describe, expect, it } from "vitest";
 import { PolicyEngine } from "./policy-engine.js";
 import { packNames, packText, policiesDir, schemaText } from "./policy-files.js";
@@ -8,10 +14,12 @@ import { checkPolicySet } from "./policy-set.js";
 
 /**
  * One row of a pack's examples table: a shell command, a file path or a URL, or an MCP tool call
- * (`tool`, an agent's MCP tool name, and its `arguments`).
+ * (`tool`, an agent's MCP tool name, and its `arguments`), or a call of a tool the mcp-bridge
+ * registered (`mcp`: its definition's origin and annotations, named `{server}_{tool}`).
  */
 interface Example {
   tool?: string;
+  mcp?: McpToolOrigin;
   arguments?: Record<string, unknown>;
   command?: string;
   path?: string;
@@ -23,7 +31,8 @@ interface ExampleTable {
   pass?: Example[];
 }
 
-const AGENTS: AgentKind[] = ["claude-code", "codex", "gemini-cli", "copilot"];
+/** The hooked agents, and the gateway's MCP clients (which name registered MCP tools only). */
+const AGENTS: AgentKind[] = ["claude-code", "codex", "gemini-cli", "copilot", "mcp"];
 
 function toolOf(agent: AgentKind, want: (e: ToolKindEntry) => boolean): [string, ToolKindEntry] | undefined {
   return Object.entries(AGENT_TOOLS[agent]).find(([, e]) => want(e));
@@ -34,6 +43,8 @@ function callOf(
   agent: AgentKind,
   ex: Example,
 ): { tool_name: string; arguments: Record<string, unknown> } | undefined {
+  if (ex.mcp !== undefined)
+    return { tool_name: mcpToolName(ex.mcp.server, ex.mcp.tool), arguments: ex.arguments ?? {} };
   if (ex.tool !== undefined) return { tool_name: ex.tool, arguments: ex.arguments ?? {} };
   if (ex.command !== undefined) {
     const t = toolOf(agent, (e) => e.kind === "shell" && e.command !== undefined);
@@ -81,11 +92,8 @@ describe("the shipped packs", () => {
             for (const ex of table[group] ?? []) {
               const call = callOf(agent, ex);
               if (!call) continue;
-              const result = engine.evaluate("PreToolUse", call, "s1", {
-                agent: "dev",
-                agentKind: agent,
-                groups: [],
-              });
+              const caller = { agent: "dev", agentKind: agent, groups: [] };
+              const result = engine.evaluate("PreToolUse", call, "s1", caller, { registered: ex.mcp });
               expect({ ex, tool: call.tool_name, action: result.enforce.action }).toEqual({
                 ex,
                 tool: call.tool_name,
@@ -94,9 +102,34 @@ describe("the shipped packs", () => {
               checked++;
             }
           }
-          expect(checked).toBeGreaterThan(3);
+          const registered = (["refuse", "ask", "pass"] as const).some((g) =>
+            (table[g] ?? []).some((ex) => ex.mcp !== undefined),
+          );
+          expect(checked).toBeGreaterThanOrEqual(agent !== "mcp" ? 4 : registered ? 1 : 0);
         });
       }
     });
   }
+
+  it("have rows of bridge-registered MCP tools where they guard MCP tools", () => {
+    const rows = (name: string, group: keyof ExampleTable) => {
+      const file = path.join(policiesDir(), "packs", `${name}.examples.json`);
+      const table = JSON.parse(readFileSync(file, "utf8")) as ExampleTable;
+      return (table[group] ?? []).flatMap((ex) => (ex.mcp ? [ex.mcp.annotations] : []));
+    };
+    // mcp-safety: destructive or unannotated tools are asked about; read-only and non-destructive pass.
+    expect(rows("mcp-safety", "ask")).toEqual(
+      expect.arrayContaining([{ destructiveHint: true }, {}, { readOnlyHint: false }]),
+    );
+    expect(rows("mcp-safety", "pass")).toEqual(
+      expect.arrayContaining([{ readOnlyHint: true }, { readOnlyHint: false, destructiveHint: false }]),
+    );
+    // The packs that read paths and commands refuse registered tools by their arguments, read-only or not.
+    expect(rows("secrets-read", "refuse")).toEqual(expect.arrayContaining([{ readOnlyHint: true }]));
+    expect(rows("secrets-read", "pass").length).toBeGreaterThan(0);
+    expect(rows("destructive-shell", "refuse")).toEqual(
+      expect.arrayContaining([{ readOnlyHint: false, destructiveHint: false }]),
+    );
+    expect(rows("destructive-shell", "pass").length).toBeGreaterThan(0);
+  });
 });

@@ -1,6 +1,12 @@
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { HookName } from "@geode/contracts";
-import { type CallerIdentity, type CedarRequest, cedarRequests, type PolicyHook } from "./policy-request.js";
+import {
+  type CallerIdentity,
+  type CedarRequest,
+  cedarRequests,
+  type PolicyHook,
+  type TrustedFacts,
+} from "./policy-request.js";
 import type { CompiledPolicy, CompiledSet } from "./policy-set.js";
 
 /** What a group of policies decides for one call. */
@@ -87,20 +93,21 @@ export class PolicyEngine {
   }
 
   /**
-   * Evaluates one hook call against every loaded set: its sanitized payload, and the guarded
-   * argument fields of its whole input (`{}` when the call has none; see `cedarRequests`).
+   * Evaluates one hook call against every loaded set: its sanitized payload, and the trusted facts
+   * (the guarded argument fields of its whole input, a registered MCP tool's origin; see
+   * `cedarRequests`).
    */
   evaluate(
     hook: PolicyHook,
     payload: Record<string, unknown>,
     sessionId: string,
     caller: CallerIdentity,
-    guarded: Record<string, unknown> = {},
+    trusted: TrustedFacts = {},
   ): PolicyEvaluation {
     if (this.byId.size === 0) return { enforce: NONE, audit: NONE, errors: [] };
     const matched = new Set<CompiledPolicy>();
     const errors = new Set<string>();
-    for (const request of cedarRequests(hook, payload, sessionId, caller, guarded))
+    for (const request of cedarRequests(hook, payload, sessionId, caller, trusted))
       this.matches(request, matched, errors);
     const ordered = [...this.byId.values()].filter((p) => matched.has(p));
     return {

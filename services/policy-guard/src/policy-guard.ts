@@ -1,6 +1,13 @@
 import type { GeodeConnection, Logger, RunningService, ServiceHealth } from "@geode/bus";
-import type { HookEnvelope, Names } from "@geode/contracts";
-import { isPolicyHook, POLICY_HOOKS, policyAnswer, schemaText } from "@geode/policy";
+import { type HookEnvelope, HookName, type Names } from "@geode/contracts";
+import {
+  type CallerIdentity,
+  isPolicyHook,
+  POLICY_HOOKS,
+  policyAnswer,
+  registeredToolApplies,
+  schemaText,
+} from "@geode/policy";
 import {
   AgentStore,
   type HookAnswer,
@@ -9,9 +16,11 @@ import {
   type ServedHook,
   SessionStore,
   serveHookAnswers,
+  ToolStore,
 } from "@geode/state";
 import { observe } from "@geode/telemetry";
 import { CallerDirectory } from "./caller-directory.js";
+import { McpToolDirectory } from "./mcp-tool-directory.js";
 import { PolicyLoader } from "./policy-loader.js";
 
 /** The handler name, priority and failure mode of DESIGN section 17. */
@@ -35,7 +44,8 @@ export interface PolicyGuard extends RunningService {
  * The policy-guard: loads the policy sets of KV `{ns}_policies` (and follows them), and answers
  * PreToolUse, PermissionRequest, UserPromptSubmit and PostToolUse as the handler `policy`
  * (priority 10, `failure_mode: closed`; replicas share the queue group `policy`). Each call is
- * evaluated against every loaded set; see `policyAnswer` for what it returns.
+ * evaluated against every loaded set, with the MCP tools the mcp-bridge registered in KV
+ * `{ns}_tools` known as MCP tools; see `policyAnswer` for what it returns.
  */
 export async function startPolicyGuard(options: PolicyGuardOptions): Promise<PolicyGuard> {
   const { nc, names, log } = options;
@@ -43,6 +53,14 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
   const loader = new PolicyLoader(await PolicyStore.open(conn), options.schema ?? schemaText(), log);
   await loader.start();
   const callers = new CallerDirectory(await SessionStore.open(conn), await AgentStore.open(conn));
+  const mcpTools = await McpToolDirectory.open(await ToolStore.open(conn), log);
+
+  /** The registered MCP origin of the call's tool, looked up only where it would apply. */
+  const registeredOf = async (payload: Record<string, unknown>, caller: CallerIdentity) => {
+    const tool = payload["tool_name"];
+    if (typeof tool !== "string" || !registeredToolApplies(caller, tool)) return undefined;
+    return mcpTools.origin(tool);
+  };
 
   const answer = async (envelope: HookEnvelope, call: HookCall): Promise<HookAnswer> => {
     const hook = envelope.name;
@@ -53,7 +71,11 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
       envelope.payload,
       envelope.correlation.session_id,
       caller,
-      call.guardedArguments,
+      {
+        guarded: call.guardedArguments,
+        registered:
+          hook === HookName.UserPromptSubmit ? undefined : await registeredOf(envelope.payload, caller),
+      },
     );
     if (evaluation.errors.length > 0)
       log.warn({ hook, policies: evaluation.errors }, "policies failed to evaluate and were skipped");
@@ -81,6 +103,7 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
       );
   } catch (err) {
     await Promise.all(served.map((s) => s.close()));
+    await mcpTools.stop();
     await loader.stop();
     throw err;
   }
@@ -91,6 +114,7 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
     },
     async stop() {
       await Promise.all(served.map((s) => s.close()));
+      await mcpTools.stop();
       await loader.stop();
     },
   };

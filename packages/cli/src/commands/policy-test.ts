@@ -8,6 +8,8 @@ import {
   GUARDED_INPUT_TOO_LARGE,
   guardedArguments,
   HookName,
+  type McpToolOrigin,
+  registeredMcpOrigin,
   validateHookPayload,
 } from "@geode/contracts";
 import {
@@ -19,8 +21,9 @@ import {
   type PolicyHook,
   type PolicyTestResult,
   policyTestResult,
+  registeredToolApplies,
 } from "@geode/policy";
-import { AgentStore, PolicyStore } from "@geode/state";
+import { AgentStore, PolicyStore, ToolStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { readJsonOption } from "./json-option.js";
 import { packOrRefuse, refusedLine, setsInForce } from "./policy.js";
@@ -30,11 +33,16 @@ import { invokeLive, liveText } from "./policy-live.js";
 /** Exit code of a result that blocks or denies, as `geode hook invoke` has it. */
 const BLOCKED_EXIT = 3;
 
-/** The stored sets (each checked as the guard checks it) and the agent's groups from KV. */
+/**
+ * The stored sets (each checked as the guard checks it), the agent's groups from KV, and the MCP
+ * origin of the payload's tool when the mcp-bridge registered it (`tool`, given only where the
+ * guard would look it up).
+ */
 async function storedSets(
   io: CommandIO,
   agent: string | undefined,
-): Promise<{ sets: CompiledSet[]; groups: string[] }> {
+  tool: string | undefined,
+): Promise<{ sets: CompiledSet[]; groups: string[]; registered: McpToolOrigin | undefined }> {
   const config = loadConfig(io.env);
   const nc = await connectBus(config, "geode-policy-test");
   try {
@@ -45,7 +53,12 @@ async function storedSets(
       return s.enforced ? [s.enforced.set] : [];
     });
     const record = agent ? await (await AgentStore.open(conn)).get(agent) : null;
-    return { sets, groups: record?.groups ?? [] };
+    const definition = tool === undefined ? null : await (await ToolStore.open(conn)).get(tool);
+    return {
+      sets,
+      groups: record?.groups ?? [],
+      registered: definition ? registeredMcpOrigin(definition) : undefined,
+    };
   } finally {
     await nc.close();
   }
@@ -62,6 +75,7 @@ function evaluateAsThePlane(
   raw: unknown,
   session: string,
   caller: CallerIdentity,
+  registered: McpToolOrigin | undefined,
 ): PolicyTestResult {
   const checked = validateHookPayload(hook, raw);
   if (!checked.ok) throw new UsageError(`--payload is not a valid ${hook} payload: ${checked.error}`);
@@ -78,7 +92,9 @@ function evaluateAsThePlane(
       policies: [],
       reason: GUARDED_INPUT_TOO_LARGE,
     };
-  return policyTestResult(engine.evaluate(hook, checked.payload, session, caller, guarded.arguments));
+  return policyTestResult(
+    engine.evaluate(hook, checked.payload, session, caller, { guarded: guarded.arguments, registered }),
+  );
 }
 
 /** What `--live` cannot be combined with, and why. */
@@ -142,6 +158,8 @@ export const policyTestCommand: CommandModule = {
     }
     let sets: CompiledSet[];
     let groups = values.group ?? [];
+    let registered: McpToolOrigin | undefined;
+    const caller: CallerIdentity = { agent: values.agent ?? "runtime", agentKind: kind?.data, groups };
     if (values.pack !== undefined || values.file !== undefined) {
       const name = values.pack ?? "file";
       const text =
@@ -154,12 +172,24 @@ export const policyTestCommand: CommandModule = {
       if (!compiled) return 1;
       sets = [compiled];
     } else {
-      const stored = await storedSets(io, values.agent);
+      const tool = (payload as { tool_name?: unknown } | null)?.tool_name;
+      const lookup =
+        typeof tool === "string" && hook !== HookName.UserPromptSubmit && registeredToolApplies(caller, tool)
+          ? tool
+          : undefined;
+      const stored = await storedSets(io, values.agent, lookup);
       sets = stored.sets;
+      registered = stored.registered;
       if (groups.length === 0) groups = stored.groups;
     }
-    const caller: CallerIdentity = { agent: values.agent ?? "runtime", agentKind: kind?.data, groups };
-    const result = evaluateAsThePlane(new PolicyEngine(sets), hook, payload, values.session ?? "", caller);
+    const result = evaluateAsThePlane(
+      new PolicyEngine(sets),
+      hook,
+      payload,
+      values.session ?? "",
+      { ...caller, groups },
+      registered,
+    );
     if (values.json) io.out(`${JSON.stringify(result)}\n`);
     else
       io.out(

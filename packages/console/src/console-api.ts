@@ -18,6 +18,7 @@ import type { Caller } from "./console-auth.js";
 import type { ApiRequest, ConsoleDeps, Route } from "./console-route.js";
 import { handlerViews, recentHandlerCalls, webhookHosts } from "./handler-stats.js";
 import { ApiError, badRequest, paged, pageOf, readBody, sendJson } from "./http-io.js";
+import { MCP_ROUTES } from "./mcp-servers.js";
 import { POLICY_ROUTES } from "./policy-routes.js";
 import { recorderLag } from "./recorder-lag.js";
 import { cursorToken, followRunTimeline, parseCursorToken, readRunTimeline } from "./run-timeline.js";
@@ -65,6 +66,7 @@ export const ROUTES: Route[] = [
   ...SESSION_ROUTES,
   ...POLICY_ROUTES,
   ...AGENT_ROUTES,
+  ...MCP_ROUTES,
   {
     method: "POST",
     pattern: /^\/api\/sessions\/resolve$/,

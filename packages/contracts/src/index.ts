@@ -88,6 +88,7 @@ export {
   ConsoleTimelinePageSchema,
   OPERATOR_PATTERN,
 } from "./console-api.js";
+export { type ConsoleMcpServer, type ConsoleMcpServers, ConsoleMcpServersSchema } from "./console-mcp.js";
 export {
   type ConsolePolicies,
   ConsolePoliciesQuerySchema,

@@ -37,7 +37,7 @@ async function putServer(record: Record<string, unknown> & { name: string }): Pr
 function serveBridgeHealth(servers: McpServerState[]): () => void {
   const { nc, names } = plane().env;
   const sub = nc.subscribe(names.health("mcp-bridge"), {
-    callback: (_e, m) =>
+    callback: (_e, m) => {
       m.respond(
         JSON.stringify({
           service: "mcp-bridge",
@@ -46,7 +46,8 @@ function serveBridgeHealth(servers: McpServerState[]): () => void {
           started_at: Date.now(),
           servers,
         }),
-      ),
+      );
+    },
   });
   return () => sub.unsubscribe();
 }

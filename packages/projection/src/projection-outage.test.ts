@@ -53,6 +53,27 @@ describe("ProjectionOutage", () => {
     expect(lines).toHaveLength(2);
   });
 
+  it("a success of an attempt older than the outage does not end it", () => {
+    let now = 0;
+    const { lines, log } = recorder();
+    const outage = new ProjectionOutage(log, () => now);
+    const inFlight = outage.attempt();
+    now = 10;
+    outage.failed(1, new Error("terminating connection due to administrator command"));
+    now = 20;
+    outage.succeeded(inFlight);
+    expect(outage.health.status).toBe("degraded");
+    now = 30;
+    outage.failed(2, new Error("the database system is shutting down"), outage.attempt());
+    now = 500;
+    outage.succeeded(outage.attempt());
+    expect(outage.health.status).toBe("ok");
+    expect(lines.map((l) => `${l.level} ${l.msg}`)).toEqual([
+      "error projection unavailable; retrying with backoff",
+      "info projection available again after 0.5 s (2 batches waited)",
+    ]);
+  });
+
   it("backs off exponentially up to the cap, with jitter", () => {
     const policy = { initialMs: 100, maxMs: 2_000 };
     for (let attempt = 0; attempt < 40; attempt++) {

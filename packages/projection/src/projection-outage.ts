@@ -76,10 +76,14 @@ export class ProjectionOutage {
     this.log.error({ reason: this.reason }, "projection unavailable; retrying with backoff");
   }
 
-  /** An attempt that started at `startedAt` succeeded: ends the outage, if there was one. */
+  /**
+   * An attempt that started at `startedAt` succeeded: ends the outage, if there was one and the
+   * attempt started after it did. One that was already under way when the outage began (a
+   * transaction on a connection the stopping database had not closed yet) says nothing about now.
+   */
   succeeded(startedAt: number = this.now()): void {
     this.lastSuccessStart = Math.max(this.lastSuccessStart, startedAt);
-    if (this.downSince === undefined) return;
+    if (this.downSince === undefined || startedAt < this.downSince) return;
     const downMs = this.now() - this.downSince;
     this.log.info(
       { down_ms: downMs, waited_batches: this.waiting.size, failed_attempts: this.failedAttempts },

@@ -16,6 +16,8 @@ export interface ServiceHealth {
   status: HealthReply["status"];
   reason?: string | undefined;
   note?: string | undefined;
+  /** The mcp-bridge's upstream servers (`HealthReply.servers`); absent for every other service. */
+  servers?: HealthReply["servers"];
 }
 
 /**
@@ -32,8 +34,8 @@ export function serveHealth(
   const startedAt = Date.now();
   return serveRequests(nc, n.health(service), { request: HealthLeg.request }, (): HealthReply => {
     const h = health();
-    const { status, reason, note } =
-      typeof h === "string" ? { status: h, reason: undefined, note: undefined } : h;
+    const { status, reason, note, servers } =
+      typeof h === "string" ? { status: h, reason: undefined, note: undefined, servers: undefined } : h;
     return {
       service,
       status,
@@ -42,6 +44,7 @@ export function serveHealth(
       metrics_url: options.metricsUrl ?? null,
       ...(status === "degraded" && reason ? { reason } : {}),
       ...(note ? { note } : {}),
+      ...(servers ? { servers } : {}),
     };
   });
 }

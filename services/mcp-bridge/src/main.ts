@@ -1,0 +1,10 @@
+import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
+import { MCP_BRIDGE_ENV, startMcpBridge } from "./index.js";
+
+await runService(
+  "mcp-bridge",
+  { env: MCP_BRIDGE_ENV, telemetry: serviceTelemetry },
+  ({ nc, names, log, settings, config }) =>
+    startMcpBridge({ nc, names, log, limits: settings, resultInlineBytes: config.resultInlineBytes }),
+);

@@ -1,0 +1,374 @@
+import type { GeodeConnection, Logger, Responder, RuntimeEventBus } from "@geode/bus";
+import { serveRequests } from "@geode/bus";
+import {
+  ErrorCode,
+  GeodeError,
+  type McpServerRecord,
+  type McpServerState,
+  type McpToolAnnotations,
+  McpToolAnnotationsSchema,
+  mcpToolEffect,
+  mcpToolName,
+  type ToolDefinition,
+  ToolTerminalLeg,
+  toolGlob,
+} from "@geode/contracts";
+import type { ResultStore, ToolStore } from "@geode/state";
+import { Client, StreamableHTTPClientTransport, type Tool } from "@modelcontextprotocol/client";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import type { McpBridgeLimits } from "./mcp-bridge-config.js";
+
+const LAST_ERROR_MAX = 1024;
+const STDERR_LINE_MAX = 300;
+const DESCRIPTION_MAX = 4096;
+
+/** What an upstream needs from the bridge. */
+export interface UpstreamDeps {
+  conn: GeodeConnection;
+  tools: ToolStore;
+  results: ResultStore;
+  events: RuntimeEventBus;
+  log: Logger;
+  limits: McpBridgeLimits;
+  resultInlineBytes: number;
+  env: NodeJS.ProcessEnv;
+}
+
+interface ServedEntry {
+  definition: ToolDefinition;
+  upstreamTool: string;
+  responder: Responder;
+}
+
+/** One line, bounded: what an error says without stacks or newlines. */
+function oneLine(text: string, max = LAST_ERROR_MAX): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+function annotationsOf(tool: Tool): McpToolAnnotations {
+  const raw = (tool.annotations ?? {}) as Record<string, unknown>;
+  const picked: Record<string, unknown> = {};
+  for (const key of ["title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"])
+    if (raw[key] !== undefined) picked[key] = raw[key];
+  const parsed = McpToolAnnotationsSchema.safeParse(picked);
+  return parsed.success ? parsed.data : {};
+}
+
+/**
+ * One upstream MCP server: its SDK client (a stdio child the bridge starts, or an HTTP
+ * connection), its tools registered in `{ns}_tools` and served on their terminals, restarts with
+ * backoff after a failure.
+ */
+export class Upstream {
+  private client: Client | undefined;
+  private epoch = 0;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly served = new Map<string, ServedEntry>();
+  private stderrLine = "";
+  private refreshing: Promise<void> = Promise.resolve();
+  private status: McpServerState;
+
+  constructor(
+    readonly record: McpServerRecord,
+    private readonly deps: UpstreamDeps,
+  ) {
+    this.status = {
+      name: record.name,
+      transport: record.transport,
+      state: "connecting",
+      tools: 0,
+      protocol_version: null,
+      last_error: null,
+      attempts: 0,
+      since: Date.now(),
+    };
+  }
+
+  /** Its live state, as the health reply carries it. */
+  state(): McpServerState {
+    return { ...this.status, tools: this.served.size };
+  }
+
+  /** The connected client, or a coded error saying the server is not connected. */
+  connected(): Client {
+    if (!this.client || this.status.state !== "connected")
+      throw new GeodeError(ErrorCode.Unavailable, `MCP server ${this.record.name} is not connected`);
+    return this.client;
+  }
+
+  start(): void {
+    void this.attempt();
+  }
+
+  private transport() {
+    const r = this.record;
+    if (r.transport === "stdio") {
+      const env: Record<string, string> = { ...getDefaultEnvironment() };
+      for (const name of r.env ?? []) {
+        const value = this.deps.env[name];
+        if (value !== undefined) env[name] = value;
+      }
+      const t = new StdioClientTransport({
+        command: r.command ?? "",
+        args: r.args ?? [],
+        env,
+        stderr: "pipe",
+        maxBufferSize: this.deps.limits.resultMaxBytes + 64 * 1024,
+      });
+      // Drained always; only the last line is kept, bounded, for the last error.
+      t.stderr?.on("data", (chunk: Buffer) => {
+        const lines = chunk
+          .toString("utf8")
+          .split("\n")
+          .filter((l) => l.trim() !== "");
+        const last = lines.at(-1);
+        if (last !== undefined) this.stderrLine = oneLine(last, STDERR_LINE_MAX);
+      });
+      return t;
+    }
+    const headers: Record<string, string> = {};
+    for (const [header, ref] of Object.entries(r.headers ?? {})) {
+      const value = this.deps.env[ref.slice(1)];
+      if (value !== undefined) headers[header] = value;
+    }
+    return new StreamableHTTPClientTransport(new URL(r.url ?? ""), { requestInit: { headers } });
+  }
+
+  private async attempt(): Promise<void> {
+    if (this.stopped) return;
+    const epoch = ++this.epoch;
+    this.status = { ...this.status, state: "connecting", since: Date.now() };
+    this.stderrLine = "";
+    const client = new Client(
+      { name: "geode-mcp-bridge", version: "0.1.0" },
+      {
+        ...(this.record.transport === "http" ? { versionNegotiation: { mode: "auto" as const } } : {}),
+        listChanged: {
+          tools: {
+            autoRefresh: false,
+            onChanged: () => {
+              if (epoch === this.epoch && this.status.state === "connected") this.queueRefresh(epoch);
+            },
+          },
+        },
+      },
+    );
+    client.onclose = () => {
+      if (epoch === this.epoch && !this.stopped) void this.fail(epoch, new Error("connection closed"));
+    };
+    this.client = client;
+    const { connectTimeoutMs } = this.deps.limits;
+    try {
+      await client.connect(this.transport() as never, { timeout: connectTimeoutMs });
+      if (epoch !== this.epoch) return;
+      await this.refreshTools(epoch);
+      if (epoch !== this.epoch) return;
+      const protocol = client.getNegotiatedProtocolVersion() ?? "";
+      this.status = {
+        ...this.status,
+        state: "connected",
+        protocol_version: protocol,
+        last_error: null,
+        attempts: 0,
+        since: Date.now(),
+      };
+      this.deps.log.info({ server: this.record.name, tools: this.served.size }, "MCP server connected");
+      void this.deps.events.emit("mcp_server_connected", {
+        server: this.record.name,
+        transport: this.record.transport,
+        protocol_version: protocol.slice(0, 64),
+        tools: this.served.size,
+      });
+    } catch (err) {
+      await this.fail(epoch, err);
+    }
+  }
+
+  private async fail(epoch: number, err: unknown): Promise<void> {
+    if (epoch !== this.epoch || this.stopped) return;
+    this.epoch++;
+    const base = err instanceof Error ? err.message : String(err);
+    const error = oneLine(this.stderrLine ? `${base}: ${this.stderrLine}` : base);
+    const attempts = this.status.attempts + 1;
+    const { restartMinMs, restartMaxMs } = this.deps.limits;
+    const retry = Math.min(restartMaxMs, restartMinMs * 2 ** Math.min(attempts - 1, 30));
+    this.status = { ...this.status, state: "failed", last_error: error, attempts, since: Date.now() };
+    this.deps.log.warn(
+      { server: this.record.name, error, attempt: attempts, retry_in_ms: retry },
+      "MCP server failed",
+    );
+    const client = this.client;
+    this.client = undefined;
+    await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);
+    void this.deps.events.emit("mcp_server_failed", {
+      server: this.record.name,
+      transport: this.record.transport,
+      error,
+      attempt: attempts,
+      retry_in_ms: retry,
+    });
+    if (!this.stopped) this.timer = setTimeout(() => void this.attempt(), retry);
+  }
+
+  /** Stops for good: the tools removed, the client closed (a stdio child stopped). */
+  async stop(reason = "server removed"): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.epoch++;
+    if (this.timer) clearTimeout(this.timer);
+    const client = this.client;
+    this.client = undefined;
+    await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);
+    void this.deps.events.emit("mcp_server_failed", {
+      server: this.record.name,
+      transport: this.record.transport,
+      error: reason,
+      attempt: Math.max(1, this.status.attempts),
+      retry_in_ms: null,
+    });
+  }
+
+  private queueRefresh(epoch: number): void {
+    this.refreshing = this.refreshing
+      .then(() => this.refreshTools(epoch))
+      .catch((err) => this.fail(epoch, err));
+  }
+
+  /** Lists the upstream's tools (every page, bounded) and makes `{ns}_tools` say the same. */
+  private async refreshTools(epoch: number): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    const { maxTools, schemaMaxBytes, connectTimeoutMs } = this.deps.limits;
+    const allowed = this.record.tools ? toolGlob(this.record.tools) : () => true;
+    const approve = toolGlob(this.record.approve ?? []);
+    const listed: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 64; page++) {
+      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: connectTimeoutMs });
+      listed.push(...res.tools);
+      cursor = res.nextCursor;
+      if (!cursor || listed.length >= maxTools * 4) break;
+    }
+    if (epoch !== this.epoch) return;
+    const wanted = new Map<string, ServedEntry["definition"] & { upstream: string }>();
+    for (const tool of listed) {
+      if (!allowed(tool.name)) continue;
+      if (wanted.size >= maxTools) {
+        this.deps.log.warn(
+          { server: this.record.name, max_tools: maxTools },
+          "MCP server has more tools than allowed; the rest left out",
+        );
+        break;
+      }
+      const schema = (tool.inputSchema ?? { type: "object" }) as Record<string, unknown>;
+      if (Buffer.byteLength(JSON.stringify(schema)) > schemaMaxBytes) {
+        this.deps.log.warn(
+          { server: this.record.name, tool: oneLine(tool.name, 128) },
+          "MCP tool input schema too large; left out",
+        );
+        continue;
+      }
+      const annotations = annotationsOf(tool);
+      const name = mcpToolName(this.record.name, tool.name);
+      wanted.set(name, {
+        name,
+        description: (tool.description ?? "").slice(0, DESCRIPTION_MAX),
+        input_schema: schema,
+        effect: mcpToolEffect(this.record, tool.name, annotations, (g, n) => toolGlob([g])(n)),
+        requires_approval: approve(tool.name),
+        // The bridge answers first (its own call limit), so the executor hears an error, not a timeout.
+        timeout_ms: this.deps.limits.callTimeoutMs + 5_000,
+        mcp: { server: this.record.name, tool: tool.name.slice(0, 1024), annotations },
+        upstream: tool.name,
+      });
+    }
+    for (const [name, entry] of [...this.served]) {
+      if (wanted.has(name)) continue;
+      this.served.delete(name);
+      await entry.responder.drain();
+      await this.deps.tools.remove(name).catch(() => undefined);
+    }
+    for (const [name, w] of wanted) {
+      const { upstream, ...definition } = w;
+      const existing = this.served.get(name);
+      if (existing) {
+        if (JSON.stringify(existing.definition) !== JSON.stringify(definition)) {
+          existing.definition = definition;
+          existing.upstreamTool = upstream;
+          await this.deps.tools.publish(definition);
+        }
+        continue;
+      }
+      const entry: ServedEntry = { definition, upstreamTool: upstream, responder: this.serveTerminal(name) };
+      this.served.set(name, entry);
+      await this.deps.conn.nc.flush();
+      await this.deps.tools.publish(definition);
+    }
+  }
+
+  /** `{ns}.tool.terminal.{name}`: one upstream `tools/call` per approved call, never retried. */
+  private serveTerminal(name: string): Responder {
+    const { conn, log, limits, results, resultInlineBytes } = this.deps;
+    return serveRequests(
+      conn.nc,
+      conn.names.toolTerminal(name),
+      { queue: `tool.${name}`, request: ToolTerminalLeg.request, log },
+      async (call) => {
+        if (call.tool_name !== name)
+          throw new GeodeError(
+            ErrorCode.InvalidRequest,
+            `this terminal serves ${name}, not ${call.tool_name}`,
+          );
+        const entry = this.served.get(name);
+        if (!entry) throw new GeodeError(ErrorCode.Unavailable, `${name} is no longer served`);
+        const client = this.connected();
+        let result: Record<string, unknown>;
+        try {
+          result = (await client.callTool(
+            { name: entry.upstreamTool, arguments: call.arguments },
+            { timeout: limits.callTimeoutMs },
+          )) as Record<string, unknown>;
+        } catch (err) {
+          throw upstreamError(this.record.name, err);
+        }
+        const bytes = Buffer.byteLength(JSON.stringify(result));
+        if (bytes > limits.resultMaxBytes)
+          throw new GeodeError(
+            ErrorCode.Internal,
+            `the result of ${name} is ${bytes} bytes, over GEODE_MCP_RESULT_MAX_BYTES (${limits.resultMaxBytes})`,
+          );
+        const out = await results.offload(result, {
+          inlineBytes: resultInlineBytes,
+          writer: { tool: name },
+          toolName: name,
+        });
+        return ToolTerminalLeg.reply.encode({ result: out.result, has_error: result["isError"] === true });
+      },
+    );
+  }
+
+  private async removeTools(): Promise<void> {
+    const entries = [...this.served];
+    this.served.clear();
+    await Promise.all(
+      entries.map(async ([name, entry]) => {
+        await entry.responder.drain();
+        await this.deps.tools.remove(name).catch(() => undefined);
+      }),
+    );
+  }
+}
+
+/** An upstream failure as a coded error: a timeout, a lost connection, or what the server said. */
+export function upstreamError(server: string, err: unknown): GeodeError {
+  if (err instanceof GeodeError) return err;
+  const message = oneLine(err instanceof Error ? err.message : String(err), 512);
+  const code = (err as { code?: unknown }).code;
+  if (code === "REQUEST_TIMEOUT")
+    return new GeodeError(ErrorCode.Timeout, `MCP server ${server} did not answer in time`);
+  if (code === "CONNECTION_CLOSED" || code === "NOT_CONNECTED" || code === "SEND_FAILED")
+    return new GeodeError(ErrorCode.Unavailable, `MCP server ${server} went away: ${message}`);
+  return new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server}: ${message}`);
+}

@@ -283,4 +283,26 @@ describe("resources", () => {
       );
     });
   });
+
+  it("a read the upstream refuses or of no server is -32602 with why; a server not there is -32603", async () => {
+    const client = await v2("legacy");
+    await expect(client.getPrompt({ name: "docs_missing" })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("no"),
+    });
+    await expect(client.readResource({ uri: "nosuch_file:///a" })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("no MCP server for uri nosuch_file:///a"),
+    });
+    await expect(client.getPrompt({ name: "ops_restart" })).rejects.toMatchObject({ code: -32602 });
+    await putServer({ name: "idle" });
+    await waitFor(async () => {
+      const err = await client.readResource({ uri: "idle_x" }).catch((e: unknown) => e);
+      return (err as { code?: number }).code === -32603;
+    });
+    await expect(client.readResource({ uri: "idle_x" })).rejects.toMatchObject({
+      code: -32603,
+      message: expect.stringContaining("MCP server idle is not available"),
+    });
+  });
 });

@@ -232,6 +232,58 @@ describe("Object.prototype names on the wire", () => {
     }
   }, 60_000);
 
+  it("the MCP endpoint answers each name as a method, a tool, a resource or a prompt as any unknown one", async () => {
+    const rpc = async (method: string, params: Record<string, unknown>) => {
+      const res = await fetch(`${plane.gateway.url}/v1/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      const text = await res.text();
+      const line = text.split("\n").find((l) => l.startsWith("data: "));
+      return {
+        status: res.status,
+        reply: JSON.parse(line ? line.slice(6) : text) as Record<string, unknown>,
+      };
+    };
+    const shape = (r: { status: number; reply: Record<string, unknown> }) =>
+      JSON.stringify({
+        status: r.status,
+        code: (r.reply["error"] as { code?: unknown } | undefined)?.code ?? null,
+        isError: (r.reply["result"] as { isError?: unknown } | undefined)?.isError ?? null,
+      });
+    const unknown = {
+      method: shape(await rpc("no-such/method", {})),
+      tool: shape(await rpc("tools/call", { name: "nosuchtool", arguments: {} })),
+      resource: shape(await rpc("resources/read", { uri: "nosuch_file:///a" })),
+      prompt: shape(await rpc("prompts/get", { name: "nosuch_p" })),
+    };
+    expect(JSON.parse(unknown.method).code).toBe(-32601);
+    expect(JSON.parse(unknown.tool).isError).toBe(true);
+    expect(JSON.parse(unknown.resource).code).toBe(-32602);
+    expect(JSON.parse(unknown.prompt).code).toBe(-32602);
+    const answers: Record<string, string> = {};
+    const expected: Record<string, string> = {};
+    for (const name of PROTO_NAMES) {
+      answers[`method ${name}`] = shape(await rpc(name, {}));
+      expected[`method ${name}`] = unknown.method;
+      const tool = await rpc("tools/call", { name, arguments: {} });
+      answers[`tool ${name}`] = shape(tool);
+      expected[`tool ${name}`] = unknown.tool;
+      expect(JSON.stringify(tool.reply)).not.toMatch(/function|\[object|nats|subject/i);
+      answers[`resource ${name}`] = shape(await rpc("resources/read", { uri: `${name}_file:///a` }));
+      expected[`resource ${name}`] = unknown.resource;
+      answers[`prompt ${name}`] = shape(await rpc("prompts/get", { name: `${name}_p` }));
+      expected[`prompt ${name}`] = unknown.prompt;
+    }
+    expect(answers).toEqual(expected);
+  }, 120_000);
+
   it("keeps serving: a real call still goes through every service", async () => {
     const r = await post(CLAUDE_CODE_HOOK_PATH, ccInput("UserPromptSubmit", { prompt: "hi" }));
     expect(r).toEqual({ status: 200, body: {} });

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { type Logger, requestJson } from "@geode/bus";
 import {
   type Correlation,
+  ErrorCode,
+  GeodeError,
   isResultRef,
   MCP_SERVER_NAME_PATTERN,
   type McpForwardedMethod,
@@ -11,7 +13,13 @@ import {
   type ToolExecuteReply,
 } from "@geode/contracts";
 import { McpServerStore, ResultStore, ToolStore } from "@geode/state";
-import { createMcpHandler, type McpHttpHandler, Server } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  type McpHttpHandler,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+} from "@modelcontextprotocol/server";
 import { correlationOf } from "../agent-adapter.js";
 import type { SessionTracker } from "../agent-plane/session-tracker.js";
 import type { Plane } from "../plane.js";
@@ -163,20 +171,27 @@ export class McpEndpoint {
         const cut = target.indexOf("_");
         const srv = cut > 0 ? target.slice(0, cut) : "";
         if (!MCP_SERVER_NAME_PATTERN.test(srv) || !this.visible(agent, srv))
-          throw new Error(`no MCP server for ${field} ${target}`);
+          throw new ProtocolError(
+            ProtocolErrorCode.InvalidParams,
+            `no MCP server for ${field} ${oneLine(target, 256)}`,
+          );
         params[field] = target.slice(cut + 1);
         this.deps.plane.timeline(
           "mcp.read",
           { server: srv, method, uri_or_name: target.slice(0, 2048) },
           corr,
         );
-        const reply = await requestJson<{ result: Record<string, unknown> }>(
-          this.deps.plane.nc,
-          this.deps.plane.names.mcpForward(srv),
-          { method, params },
-          { timeoutMs: this.deps.hookTimeoutMs, signal: ctx.mcpReq.signal },
-        );
-        return reply.result as never;
+        try {
+          const reply = await requestJson<{ result: Record<string, unknown> }>(
+            this.deps.plane.nc,
+            this.deps.plane.names.mcpForward(srv),
+            { method, params },
+            { timeoutMs: this.deps.hookTimeoutMs, signal: ctx.mcpReq.signal },
+          );
+          return reply.result as never;
+        } catch (err) {
+          throw forwardError(srv, err);
+        }
       };
     server.setRequestHandler("resources/list", forward("resources/list", "resources"));
     server.setRequestHandler(
@@ -275,4 +290,25 @@ export class McpEndpoint {
     for (const text of reply.additional_context) out.content.push({ type: "text", text });
     return out;
   }
+}
+
+/**
+ * A forwarded read's failure as the JSON-RPC error the client reads: what the upstream refused
+ * (unknown uri or name, bad arguments) is -32602 with its message; a server that is not there or
+ * did not answer is -32603 saying so.
+ */
+function forwardError(server: string, err: unknown): ProtocolError {
+  const message = oneLine(err instanceof Error ? err.message : String(err), 512);
+  if (err instanceof GeodeError && err.code === ErrorCode.InvalidRequest)
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, message);
+  if (err instanceof GeodeError && err.code === ErrorCode.Unavailable)
+    return new ProtocolError(ProtocolErrorCode.InternalError, `MCP server ${server} is not available`);
+  if (err instanceof GeodeError && err.code === ErrorCode.Timeout)
+    return new ProtocolError(ProtocolErrorCode.InternalError, `MCP server ${server} did not answer in time`);
+  return new ProtocolError(ProtocolErrorCode.InternalError, `MCP server ${server}: ${message}`);
+}
+
+function oneLine(text: string, max: number): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }

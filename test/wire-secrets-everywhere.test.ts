@@ -2,12 +2,14 @@
  * Secrets an agent sends (an API key, a bearer token, a JWT, a PEM private key, an AWS access key,
  * `password=…`, a `--token VALUE` flag) through every agent endpoint and every field it fills
  * (prompts, tool commands, tool results, the SessionStart model, the SessionEnd reason, the last
- * assistant message, compaction and sub-agent fields) reach no stream message, no KV value (any
+ * assistant message, compaction and sub-agent fields; an MCP client's name, tool arguments and
+ * result, resource URIs and prompt names on `/v1/mcp`) reach no stream message, no KV value (any
  * key, any revision kept), no Postgres row of the namespace and no run JSONL file.
  */
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { ensureBucket } from "@geode/bus";
 import {
   CLAUDE_CODE_HOOK_PATH,
   CODEX_HOOK_PATH,
@@ -16,7 +18,9 @@ import {
   GEMINI_CLI_HOOK_PATH,
   HookName,
 } from "@geode/contracts";
+import { serveTool } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Kvm } from "@nats-io/kv";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -123,6 +127,52 @@ async function copilot(): Promise<void> {
   await send("sessionEnd", { reason: S });
 }
 
+/**
+ * An MCP client whose name, tool arguments, resource URI and prompt name hold every secret, calling
+ * an MCP tool (served here, as the mcp-bridge would) whose result holds them too.
+ */
+async function mcp(): Promise<void> {
+  const { nc, names } = env();
+  const kv = await ensureBucket(nc, names, "mcpServers");
+  await kv.put(
+    "vault",
+    JSON.stringify({ name: "vault", transport: "stdio", command: "true", created_at: 1, updated_by: "test" }),
+  );
+  const served = await serveTool(
+    { nc, names },
+    {
+      name: "vault_run",
+      description: "runs a command",
+      input_schema: { type: "object", properties: { command: { type: "string" } } },
+      effect: "read",
+      requires_approval: false,
+      mcp: { server: "vault", tool: "run", annotations: { readOnlyHint: true } },
+    },
+    () => ({ result: { content: [{ type: "text", text: S }] } }),
+  );
+  const sub = nc.subscribe(names.mcpForward("vault"));
+  void (async () => {
+    for await (const m of sub) m.respond(JSON.stringify({ result: { contents: [], messages: [] } }));
+  })();
+  const client = new Client({ name: `client ${S}`, version: S });
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${plane.gateway.url}/v1/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    await waitFor(async () => (await client.listTools()).tools.some((t) => t.name === "vault_run"));
+    const r = await client.callTool({ name: "vault_run", arguments: { command: `echo ${S}`, note: S } });
+    if (r.isError) throw new Error(`vault_run: ${JSON.stringify(r.content)}`);
+    await client.readResource({ uri: `vault_file:///${encodeURIComponent(S)}` });
+    await client.getPrompt({ name: `vault_${S}`, arguments: { text: S } });
+  } finally {
+    await client.close();
+    sub.unsubscribe();
+    await served.close();
+  }
+}
+
 /** Each agent's answer in a session that does not end, so its parked candidate stays in KV `verify`. */
 async function parkedAnswers(): Promise<void> {
   const id = () => ({ session_id: randomUUID(), cwd: "/w", permission_mode: "default" });
@@ -189,6 +239,7 @@ describe("secrets an agent sends", () => {
     await geminiCli();
     await copilot();
     await parkedAnswers();
+    await mcp();
     // The recorder has applied every record: Postgres and the JSONL files hold all there is.
     await waitFor(async () => {
       const r = (await plane.api("/api/recorder")).body as ConsoleRecorder;

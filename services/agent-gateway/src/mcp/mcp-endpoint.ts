@@ -8,6 +8,7 @@ import {
   MCP_SERVER_NAME_PATTERN,
   type McpForwardedMethod,
   type McpServerRecord,
+  sanitizeText,
   type ToolDefinition,
   ToolExecuteLeg,
   type ToolExecuteReply,
@@ -178,7 +179,7 @@ export class McpEndpoint {
         params[field] = target.slice(cut + 1);
         this.deps.plane.timeline(
           "mcp.read",
-          { server: srv, method, uri_or_name: target.slice(0, 2048) },
+          { server: srv, method, uri_or_name: sanitizeText(percentDecoded(target), 2048) },
           corr,
         );
         try {
@@ -311,4 +312,13 @@ function forwardError(server: string, err: unknown): ProtocolError {
 function oneLine(text: string, max: number): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/** A URI as a reader sees it, so a secret hidden by percent-encoding is masked too. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

@@ -226,4 +226,23 @@ describe("Codex CLI governed through the agent gateway", () => {
     );
     expect(badToken.code).toBe(1);
   });
+
+  it("--write to a file Codex does not read exits 1 with the wording every agent uses", CLI, async () => {
+    const api = await startResponsesStandIn([]);
+    cleanups.push(() => api.close());
+    const { home } = await codexHome(api.url);
+    const elsewhere = path.join(home, "not-read-by-codex.toml");
+    const at = { HOME: home, CODEX_HOME: home, GEODE_AGENT_TOKEN: plane.token() };
+    const r = await geode(
+      ["connect", "codex", "--url", plane.gateway().url, "--write", elsewhere, "--codex", CODEX],
+      at,
+    );
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/^wrote fail-closed hooks for \d+ Codex events to /);
+    expect(r.err).toMatch(
+      /^the hooks are written, but Codex will not run them: they are not trusted \(Codex does not list the hooks written to .*not-read-by-codex\.toml/,
+    );
+    expect(existsSync(elsewhere)).toBe(true);
+  });
 });
+

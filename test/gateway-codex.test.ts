@@ -245,4 +245,3 @@ describe("Codex CLI governed through the agent gateway", () => {
     expect(existsSync(elsewhere)).toBe(true);
   });
 });
-

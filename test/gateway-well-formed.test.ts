@@ -1,7 +1,8 @@
 /**
  * A lone UTF-16 surrogate (`\ud800`, which JSON carries as that escape) in what an agent sends
  * (a prompt, a command, a SessionStart model, a SessionEnd reason) reaches handlers, KV and the
- * projection as U+FFFD on every agent endpoint, and the rows land (docs/hooks.md#limits).
+ * projection as U+FFFD on every agent endpoint and on `/v1/mcp` (a client's name, a tool's
+ * arguments), and the rows land (docs/hooks.md#limits).
  */
 import { randomUUID } from "node:crypto";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
@@ -14,8 +15,9 @@ import {
   HookName,
 } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
-import type { HookEnvelope } from "@geode/sdk";
+import { type HookEnvelope, serveTool } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
+import { startToolExecutor } from "@geode/tool-executor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ccInput, useGatewayFixture } from "./gateway-support.js";
 
@@ -211,4 +213,83 @@ describe("agent endpoints: lone surrogates become U+FFFD and the rows land", () 
       expect(JSON.stringify(events)).not.toMatch(/\\ud[89a-f]/i);
       expect(recorder.stats().events.quarantined + recorder.stats().timeline.quarantined).toBe(0);
     });
+
+  it("mcp: a client's name and a tool's arguments", { timeout: 60_000 }, async () => {
+    await watch();
+    const { nc, names } = fx.env();
+    const executor = await startToolExecutor({ nc, names, tools: [] });
+    const kv = await ensureBucket(nc, names, "mcpServers");
+    await kv.put(
+      "wf",
+      JSON.stringify({ name: "wf", transport: "stdio", command: "true", created_at: 1, updated_by: "test" }),
+    );
+    const received: Array<Record<string, unknown>> = [];
+    const served = await serveTool(
+      { nc, names },
+      {
+        name: "wf_run",
+        description: "runs",
+        input_schema: { type: "object" },
+        effect: "read",
+        requires_approval: false,
+        mcp: { server: "wf", tool: "run", annotations: { readOnlyHint: true } },
+      },
+      (args) => {
+        received.push(args);
+        return { result: { content: [{ type: "text", text: "ran" }] } };
+      },
+    );
+    try {
+      const call = async () => {
+        const res = await fetch(`${fx.gateway().url}/v1/mcp`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${fx.token()}`,
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "wf_run",
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: {
+              name: "wf_run",
+              arguments: { command: `echo ${LONE}` },
+              _meta: {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": { name: `c${LONE}`, version: "1" },
+                "io.modelcontextprotocol/clientCapabilities": {},
+              },
+            },
+          }),
+        });
+        return res.text();
+      };
+      await waitFor(async () => (await call()).includes('"ran"'), 30_000, 100);
+      expect(received.at(-1)).toEqual({ command: `echo ${FIXED}` });
+      const pre = seen.get(HookName.PreToolUse)?.filter((e) => e.payload["tool_name"] === "wf_run") ?? [];
+      expect((pre.at(-1)?.payload["arguments"] as { command?: string })?.command).toBe(`echo ${FIXED}`);
+      const session = String(pre.at(-1)?.correlation.session_id);
+      const rows = await waitFor(
+        async () => {
+          const r = await db.db
+            .selectFrom("session_events")
+            .selectAll()
+            .where("session_id", "=", session)
+            .execute();
+          return r.some((e) => e.kind === "tool.completed") ? r : undefined;
+        },
+        30_000,
+        50,
+      );
+      expect(JSON.stringify(rows)).not.toMatch(/\\ud[89a-f]/i);
+      expect(recorder.stats().events.quarantined + recorder.stats().timeline.quarantined).toBe(0);
+    } finally {
+      await served.close();
+      await executor.stop();
+    }
+  });
 });

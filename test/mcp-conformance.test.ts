@@ -135,7 +135,7 @@ beforeAll(async () => {
     const servers = bridge?.servers() ?? [];
     return servers.length === 2 && servers.every((s) => s.state === "connected");
   }, 30_000).catch(() => false);
-  expect(connected, JSON.stringify(bridge?.servers())).toBe(true);
+  expect(connected, JSON.stringify({ servers: bridge?.servers(), log: bridgeLog.slice(-5) })).toBe(true);
 });
 
 /** The names `tools/list` on `url` answers (one stateless 2025-11-25 request). */

@@ -270,7 +270,13 @@ async function expectRecorded(sessions: string[], client: RegExp): Promise<void>
       console_?.url ?? "",
       `/api/sessions/${encodeURIComponent(sessionId)}/story`,
     );
-    return story.steps.filter((s) => s.kind === "tool_call" && s.outcome !== null).length >= 2;
+    const calls = story.steps.filter((s) => s.kind === "tool_call");
+    return (
+      calls.length === 3 &&
+      calls[0]?.outcome != null &&
+      calls[2]?.outcome != null &&
+      calls[2]?.decided_by != null
+    );
   }, 30_000);
   const steps = story?.steps.filter((s) => s.kind === "tool_call") ?? [];
   expect(
@@ -281,8 +287,16 @@ async function expectRecorded(sessions: string[], client: RegExp): Promise<void>
     { tool: TOOL, verdict: "blocked" },
     { tool: TOOL, verdict: "approved" },
   ]);
+  expect(steps.map((s) => s.outcome)).toEqual(["completed", "not run", "completed"]);
+  expect(steps[1]).toMatchObject({ decided_by: "policy", reason: expect.stringContaining(REFUSAL) });
   expect(steps[2]?.decided_by).toBe(OPERATOR);
-  expect(story?.session).toMatchObject({ agent: AGENT, agent_kind: "mcp", tool_calls: 3, blocked: 1 });
+  expect(story?.session).toMatchObject({
+    agent: AGENT,
+    agent_kind: "mcp",
+    tool_calls: 3,
+    blocked: 1,
+    approved: 1,
+  });
   // The table names the agent on every row, and the person who allowed the asked call.
   const table = await plane.geode(["audit", "--session", sessionId, "--limit", "200"]);
   expect(table.out).toContain(`${AGENT} (mcp)`);

@@ -7,7 +7,7 @@
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
 import { type AgentProcess, runAgentProcess, scratchFolders } from "./agent-process-support.js";
-import { startStandInServer } from "./stand-in-server.js";
+import { type StandInGate, startStandInServer } from "./stand-in-server.js";
 
 /** The pinned Claude Code as docs/claude-code.md runs it: its native binary, put there by its postinstall. */
 const CLAUDE_BIN = path.join(REPO_ROOT, "node_modules/.bin/claude");
@@ -101,9 +101,9 @@ function messageEvents(turn: Turn, model: string, n: number): SseEvent[] {
 
 /**
  * Serves the Messages API on 127.0.0.1: main-loop request i gets `script[i]` (then "Done."), side
- * requests get a short text; `count_tokens` is answered too.
+ * requests get a short text; `count_tokens` is answered too. Each request waits for `gate`.
  */
-export async function startAnthropicStandIn(script: Turn[]): Promise<AnthropicStandIn> {
+export async function startAnthropicStandIn(script: Turn[], gate?: StandInGate): Promise<AnthropicStandIn> {
   const requests: RecordedRequest[] = [];
   let mainCount = 0;
   let sent = 0;
@@ -143,7 +143,7 @@ export async function startAnthropicStandIn(script: Turn[]): Promise<AnthropicSt
     for (const [event, data] of messageEvents(turn, model, n))
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     res.end();
-  });
+  }, gate);
   return {
     url: server.url,
     requests,

@@ -16,7 +16,7 @@ import {
   runAgentProcess,
   scratchFolders,
 } from "./agent-process-support.js";
-import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
+import { type StandInGate, type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's launcher: it runs the native binary of the platform package. */
 const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/codex.js");
@@ -24,10 +24,13 @@ const CODEX_BIN = createRequire(import.meta.url).resolve("@openai/codex/bin/code
 /** The `codex` launcher `geode connect codex --codex` is given (to record trust as Codex does). */
 export const CODEX = path.join(REPO_ROOT, "node_modules/.bin/codex");
 
-/** One scripted answer of the model: a shell command to run, or text that ends the turn. */
+/**
+ * One scripted answer of the model: a shell command to run, another function call (an MCP tool's
+ * in the `namespace` Codex lists it under, `mcp__<server>`), or text that ends the turn.
+ */
 export type CodexTurn =
   | { shell: string }
-  | { call: { name: string; arguments: Record<string, unknown> } }
+  | { call: { name: string; arguments: Record<string, unknown>; namespace?: string } }
   | { text: string };
 
 export interface ResponsesStandIn {
@@ -45,12 +48,14 @@ function itemOf(turn: CodexTurn, n: number): Record<string, unknown> {
       status: "completed",
       content: [{ type: "output_text", text: turn.text, annotations: [] }],
     };
-  const call = "shell" in turn ? { name: "exec_command", arguments: { cmd: turn.shell } } : turn.call;
+  const call: { name: string; arguments: Record<string, unknown>; namespace?: string } =
+    "shell" in turn ? { name: "exec_command", arguments: { cmd: turn.shell } } : turn.call;
   return {
     type: "function_call",
     id: `fc_standin_${n}`,
     call_id: `call_standin_${n}`,
     name: call.name,
+    ...(call.namespace ? { namespace: call.namespace } : {}),
     arguments: JSON.stringify(call.arguments),
     status: "completed",
   };
@@ -84,8 +89,11 @@ function eventsOf(turn: CodexTurn, n: number): Array<[string, Record<string, unk
   ];
 }
 
-/** Serves `POST /v1/responses` on 127.0.0.1: request i gets `script[i]` (then "Done."). */
-export async function startResponsesStandIn(script: CodexTurn[]): Promise<ResponsesStandIn> {
+/** Serves `POST /v1/responses` on 127.0.0.1: request i gets `script[i]` (then "Done."), each after `gate`. */
+export async function startResponsesStandIn(
+  script: CodexTurn[],
+  gate?: StandInGate,
+): Promise<ResponsesStandIn> {
   const requests: StandInRequest[] = [];
   let n = 0;
   const server = await startStandInServer(({ url, body, raw }, res) => {
@@ -101,7 +109,7 @@ export async function startResponsesStandIn(script: CodexTurn[]): Promise<Respon
     for (const [event, data] of eventsOf(turn, i))
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     res.end();
-  });
+  }, gate);
   return {
     url: server.url,
     requests,
@@ -200,10 +208,13 @@ export async function codexSession(
   return { run, api, work, home, sessionId: String(started?.["thread_id"] ?? "") };
 }
 
-/** What the stand-in was told after a tool ran (the function calls' output, as Codex sent it). */
+/**
+ * What the stand-in was told after a tool ran (the function calls' output, as Codex sent it: a
+ * text, or as JSON the content items it sends for an MCP tool's error result).
+ */
 export const codexToolOutputs = (api: ResponsesStandIn): string[] =>
   api.requests.flatMap((r) =>
     ((r.body["input"] as Array<Record<string, unknown>>) ?? [])
       .filter((i) => i["type"] === "function_call_output")
-      .map((i) => String(i["output"])),
+      .map((i) => (typeof i["output"] === "string" ? i["output"] : JSON.stringify(i["output"]))),
   );

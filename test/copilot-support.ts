@@ -10,7 +10,7 @@ import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
 import { type AgentPlane, type AgentSessionOptions, connectAgent } from "./agent-plane-support.js";
 import { type AgentProcess, runAgentProcess, scratchFolders } from "./agent-process-support.js";
-import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
+import { type StandInGate, type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's loader: it runs the native binary of the platform package. */
 const COPILOT_BIN = path.join(REPO_ROOT, "node_modules/.bin/copilot");
@@ -21,8 +21,20 @@ const COPILOT_BIN = path.join(REPO_ROOT, "node_modules/.bin/copilot");
  */
 const PKG_CACHE = path.join(REPO_ROOT, "node_modules/.cache/copilot");
 
-/** One scripted answer of the model: a shell command to run, or text that ends the turn. */
-export type CopilotTurn = { shell: string } | { text: string };
+/** One scripted answer of the model: a shell command to run, another tool call, or text that ends the turn. */
+export type CopilotTurn =
+  | { shell: string }
+  | { call: { name: string; arguments: Record<string, unknown> } }
+  | { text: string };
+
+/** The function a tool-call turn names: `bash` for a shell command. */
+function functionOf(turn: Exclude<CopilotTurn, { text: string }>): { name: string; arguments: string } {
+  if ("call" in turn) return { name: turn.call.name, arguments: JSON.stringify(turn.call.arguments) };
+  return {
+    name: "bash",
+    arguments: JSON.stringify({ command: turn.shell, description: "run", mode: "sync", initial_wait: 10 }),
+  };
+}
 
 /** The chat-completions stand-in and the requests it was sent. */
 export interface ChatStandIn {
@@ -38,39 +50,24 @@ function framesOf(turn: CopilotTurn, n: number): Array<Record<string, unknown>> 
     choices: [{ index: 0, delta, finish_reason: finish }],
   });
   const first =
-    "shell" in turn
-      ? choice(
+    "text" in turn
+      ? choice({ role: "assistant", content: turn.text }, null)
+      : choice(
           {
             role: "assistant",
-            tool_calls: [
-              {
-                index: 0,
-                id: `call_standin_${n}`,
-                type: "function",
-                function: {
-                  name: "bash",
-                  arguments: JSON.stringify({
-                    command: turn.shell,
-                    description: "run",
-                    mode: "sync",
-                    initial_wait: 10,
-                  }),
-                },
-              },
-            ],
+            tool_calls: [{ index: 0, id: `call_standin_${n}`, type: "function", function: functionOf(turn) }],
           },
           null,
-        )
-      : choice({ role: "assistant", content: turn.text }, null);
+        );
   return [
     first,
-    choice({}, "shell" in turn ? "tool_calls" : "stop"),
+    choice({}, "text" in turn ? "stop" : "tool_calls"),
     { ...base, choices: [], usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 } },
   ];
 }
 
-/** Serves `POST /v1/chat/completions` on 127.0.0.1: request i gets `script[i]` (then "Done."). */
-export async function startChatStandIn(script: CopilotTurn[]): Promise<ChatStandIn> {
+/** Serves `POST /v1/chat/completions` on 127.0.0.1: request i gets `script[i]` (then "Done."), each after `gate`. */
+export async function startChatStandIn(script: CopilotTurn[], gate?: StandInGate): Promise<ChatStandIn> {
   const requests: StandInRequest[] = [];
   const server = await startStandInServer((request, res) => {
     if (!request.url.startsWith("/v1/chat/completions")) {
@@ -83,7 +80,7 @@ export async function startChatStandIn(script: CopilotTurn[]): Promise<ChatStand
     for (const frame of framesOf(script[i] ?? { text: "Done." }, i))
       res.write(`data: ${JSON.stringify(frame)}\n\n`);
     res.end("data: [DONE]\n\n");
-  });
+  }, gate);
   return { url: server.url, requests, close: server.close };
 }
 

@@ -16,7 +16,7 @@ import {
   runAgentProcess,
   scratchFolders,
 } from "./agent-process-support.js";
-import { type StandInRequest, startStandInServer } from "./stand-in-server.js";
+import { type StandInGate, type StandInRequest, startStandInServer } from "./stand-in-server.js";
 
 /** The npm package's entry point (the `.bin` launcher is a shell script). */
 const GEMINI_BIN = path.join(REPO_ROOT, "node_modules/@google/gemini-cli/bundle/gemini.js");
@@ -52,8 +52,8 @@ const chunk = (part: Record<string, unknown>) => ({
   modelVersion: GEMINI_MODEL,
 });
 
-/** Serves the Gemini API on 127.0.0.1: chat request i gets `script[i]` (then "Done."). */
-export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiStandIn> {
+/** Serves the Gemini API on 127.0.0.1: chat request i gets `script[i]` (then "Done."), each after `gate`. */
+export async function startGeminiStandIn(script: GeminiTurn[], gate?: StandInGate): Promise<GeminiStandIn> {
   const requests: StandInRequest[] = [];
   const others: StandInRequest[] = [];
   let n = 0;
@@ -74,7 +74,7 @@ export async function startGeminiStandIn(script: GeminiTurn[]): Promise<GeminiSt
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { code: 404, message: `no route ${url}` } }));
     }
-  });
+  }, gate);
   return {
     url: server.url,
     requests,

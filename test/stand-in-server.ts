@@ -10,11 +10,18 @@ export interface StandInRequest {
 }
 
 /**
- * Serves `answer` on 127.0.0.1 (a free port) once each request's body is read; `close` drops the
- * open connections too (agents keep theirs alive).
+ * Runs before a request is answered; the answer waits for it (a test changes the plane between two
+ * model turns of one agent session). A gate that throws leaves the request answered anyway (the test keeps its own errors).
+ */
+export type StandInGate = (request: StandInRequest) => Promise<void> | void;
+
+/**
+ * Serves `answer` on 127.0.0.1 (a free port) once each request's body is read (and `gate`, when
+ * given, has let it through); `close` drops the open connections too (agents keep theirs alive).
  */
 export async function startStandInServer(
   answer: (request: StandInRequest, res: ServerResponse) => void,
+  gate?: StandInGate,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     let raw = "";
@@ -27,7 +34,12 @@ export async function startStandInServer(
       } catch {
         // not JSON: answered like any other request
       }
-      answer({ url: req.url ?? "/", body, raw }, res);
+      const request = { url: req.url ?? "/", body, raw };
+      if (!gate) return answer(request, res);
+      void Promise.resolve()
+        .then(() => gate(request))
+        .catch(() => undefined)
+        .then(() => answer(request, res));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -523,9 +523,11 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       expect(await move.locator('[data-field="blocks"]').textContent()).toBe("⊘ 1");
       const read = page.locator('tr[data-mcp-tool="fs_read_text_file"]');
       expect(await read.textContent()).toContain("read-only");
-      // Unfolded stays unfolded across the view's refreshes.
-      await page.waitForResponse((r) => r.url().endsWith("/api/mcp/servers"), WAIT);
-      expect(await page.locator('details[data-mcp-tools="fs"]').getAttribute("open")).toBe("");
+      // Unfolded stays unfolded across the view's refreshes (the next refresh draws a new element).
+      const folded = 'details[data-mcp-tools="fs"]';
+      await page.locator(folded).evaluate((d) => d.setAttribute("data-drawn-before", ""));
+      await page.locator(`${folded}:not([data-drawn-before])`).waitFor(WAIT);
+      expect(await page.locator(folded).getAttribute("open")).toBe("");
       await shot("mcp-servers");
 
       // The story: each MCP call as server · tool, with what it acted on, its verdict and who decided.

@@ -5,10 +5,17 @@ import os from "node:os";
 import path from "node:path";
 import { ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { startConsole, WEB_DIST } from "@geode/console";
-import { names as buildNames } from "@geode/contracts";
+import { names as buildNames, type ConsoleMcpServers } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
 import { PolicyStore, ReceiptStore, RunStore, WebhookStore } from "@geode/state";
-import { cleanupNamespace, REPO_ROOT, uniqueNamespace, useFixture, waitFor } from "@geode/testing";
+import {
+  cleanupNamespace,
+  REPO_ROOT,
+  spawnService,
+  uniqueNamespace,
+  useFixture,
+  waitFor,
+} from "@geode/testing";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanupDemo, runDemo } from "../packages/cli/src/demo/run-demo.js";
@@ -414,6 +421,144 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
           .tools.dispatcher.handlers()
           .every((h) => h.name !== "policy"),
       );
+    }
+  });
+
+  it("the MCP servers view: how to add one, then a real server with its tools, calls and blocks, a failing one's error as text; the story names server · tool", async () => {
+    await open("mcp");
+    await page.locator("#mcp-empty").waitFor(WAIT);
+    expect(await page.textContent("#mcp-empty")).toContain("geode mcp add NAME -- COMMAND");
+    expect(await page.getAttribute('#nav a[data-page="mcp"]', "aria-current")).toBe("page");
+    const { env } = plane();
+    const docs = mkdtempSync(path.join(os.tmpdir(), "geode-mcp-docs-"));
+    writeFileSync(path.join(docs, "notes.txt"), "draft\n");
+    // A stdio server that cannot start: its command (and so the bridge's error) holds markup.
+    const broken = `/opt/nowhere/<img src=x onerror="window.__xss = 4">`;
+    const kv = await ensureBucket(env.nc, env.names, "mcpServers");
+    const put = (record: Record<string, unknown>) =>
+      kv.put(
+        String(record["name"]),
+        JSON.stringify({ created_at: Date.now(), updated_by: "ana", ...record }),
+      );
+    await put({
+      name: "fs",
+      transport: "stdio",
+      command: "mcp-server-filesystem",
+      args: [docs],
+      env: ["PATH"],
+    });
+    await put({ name: "legacy", transport: "stdio", command: broken });
+    // The real mcp-bridge, as `geode up` runs it, starting the real filesystem server from npm.
+    const bridge = spawnService("services/mcp-bridge/src/main.ts", {
+      ...env.env,
+      PATH: `${path.join(REPO_ROOT, "node_modules/.bin")}${path.delimiter}${process.env["PATH"] ?? ""}`,
+      GEODE_MCP_RESTART_MIN_MS: "60000",
+    });
+    const guard = await plane().tools.hook("PreToolUse", { name: "mcp-guard", priority: 2 }, (e) =>
+      e.payload["tool_name"] === "fs_move_file"
+        ? { action: "block", reason: "files stay where they are" }
+        : null,
+    );
+    const servers = async () => (await plane().api("/api/mcp/servers")).body as ConsoleMcpServers;
+    try {
+      await waitFor(async () => {
+        const [fs, legacy] = (await servers()).items;
+        return (
+          fs?.state === "connected" &&
+          fs.tools.some((t) => t.name === "fs_write_file") &&
+          legacy?.state === "failed"
+        );
+      }, 60_000);
+      const sessionId = `mcp-browser-${randomUUID()}`;
+      const corr = (id: string) => ({ session_id: sessionId, turn_id: "t1", tool_call_id: id });
+      const wrote = await plane().callTool(
+        "fs_write_file",
+        { path: path.join(docs, "notes.txt"), content: "final\n" },
+        corr("w1"),
+      );
+      expect(wrote.status).toBe("completed");
+      const moved = await plane().callTool(
+        "fs_move_file",
+        { source: path.join(docs, "notes.txt"), destination: path.join(docs, "old.txt") },
+        corr("m1"),
+      );
+      expect(moved).toMatchObject({ status: "blocked", reason: "mcp-guard: files stay where they are" });
+      await waitFor(async () => {
+        const tools = (await servers()).items[0]?.tools ?? [];
+        const calls = (n: string) => tools.find((t) => t.name === n);
+        return calls("fs_write_file")?.calls === 1 && calls("fs_move_file")?.blocks === 1;
+      }, 30_000);
+      const [fs] = (await servers()).items;
+
+      await page.reload();
+      const fsRow = page.locator('tr[data-mcp-server="fs"]');
+      await fsRow.waitFor(WAIT);
+      expect(await fsRow.locator('[data-field="state"]').textContent()).toBe("● connected");
+      const fsText = (await fsRow.textContent()) ?? "";
+      for (const text of [
+        "stdio",
+        `mcp-server-filesystem ${docs}`,
+        `${fs!.tools_count}`,
+        "2 calls, 1 blocked",
+      ])
+        expect(fsText).toContain(text);
+      expect(await fsRow.locator('[data-field="last-error"]').textContent()).toBe("-");
+      // A failing server: a red row, its error as the bridge said it, markup shown as text.
+      const legacyRow = page.locator('tr[data-mcp-server="legacy"]');
+      expect(await legacyRow.getAttribute("class")).toBe("bad-row");
+      expect(await legacyRow.locator('[data-field="state"]').textContent()).toBe("✖ failed");
+      expect(await legacyRow.locator('[data-field="last-error"]').textContent()).toContain(broken);
+      expect(await page.locator("main img").count()).toBe(0);
+      expect(await page.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
+      // The tools fold under their server: unfolded, each with its effect, calls and blocks.
+      await page.getByText(`Tools of fs (${fs!.tools.length})`).click();
+      const write = page.locator('tr[data-mcp-tool="fs_write_file"]');
+      await write.waitFor(WAIT);
+      expect(await write.textContent()).toContain("write_file");
+      expect(await write.textContent()).toContain("mutation");
+      expect(await write.locator('[data-field="calls"]').textContent()).toBe("1");
+      expect(await write.locator('[data-field="blocks"]').textContent()).toBe("0");
+      const move = page.locator('tr[data-mcp-tool="fs_move_file"]');
+      expect(await move.locator('[data-field="calls"]').textContent()).toBe("1");
+      expect(await move.locator('[data-field="blocks"]').textContent()).toBe("⊘ 1");
+      const read = page.locator('tr[data-mcp-tool="fs_read_text_file"]');
+      expect(await read.textContent()).toContain("read-only");
+      // Unfolded stays unfolded across the view's refreshes (the next refresh draws a new element).
+      const folded = 'details[data-mcp-tools="fs"]';
+      await page.locator(folded).evaluate((d) => d.setAttribute("data-drawn-before", ""));
+      await page.locator(`${folded}:not([data-drawn-before])`).waitFor(WAIT);
+      expect(await page.locator(folded).getAttribute("open")).toBe("");
+      await shot("mcp-servers");
+
+      // The story: each MCP call as server · tool, with what it acted on, its verdict and who decided.
+      await open(`session/${sessionId}`);
+      const written = page.locator('tr[data-call="w1"]');
+      await written.waitFor(WAIT);
+      for (const part of [
+        "Tool call",
+        "fs · write_file",
+        path.join(docs, "notes.txt"),
+        "allowed",
+        "completed",
+      ])
+        expect(await written.textContent()).toContain(part);
+      expect(await written.textContent()).not.toContain("fs_write_file");
+      const blocked = page.locator('tr[data-call="m1"]');
+      expect(await blocked.getAttribute("class")).toBe("bad-row");
+      for (const part of ["fs · move_file", "blocked", "mcp-guard", "not run"])
+        expect(await blocked.textContent()).toContain(part);
+      expect(await blocked.locator(".step-reason").textContent()).toBe(
+        "mcp-guard: files stay where they are",
+      );
+      expect(await blocked.locator("code.step-target").textContent()).toBe(
+        `${path.join(docs, "notes.txt")}, ${path.join(docs, "old.txt")}`,
+      );
+    } finally {
+      await guard.close();
+      await bridge.stop();
+      await kv.delete("fs");
+      await kv.delete("legacy");
+      rmSync(docs, { recursive: true, force: true });
     }
   });
 

@@ -2,10 +2,16 @@
  * `GET /api/mcp/servers` against real NATS and Postgres: records in KV `{ns}_mcp_servers`, MCP
  * tools registered in `{ns}_tools` with their terminals served here, calls through the real
  * tool-executor so the projection counts them, and the mcp-bridge's health reply stood in for by a
- * NATS subscription answering a valid reply.
+ * NATS subscription answering a valid reply. Then the same calls in the session story: each named
+ * by its server and tool, with its target, verdict and who decided.
  */
 import { ensureBucket } from "@geode/bus";
-import { ConsoleMcpServersSchema, type McpServerState, type ToolDefinition } from "@geode/contracts";
+import {
+  ConsoleMcpServersSchema,
+  ConsoleSessionStorySchema,
+  type McpServerState,
+  type ToolDefinition,
+} from "@geode/contracts";
 import { serveHook, serveTool } from "@geode/sdk";
 import { useFixture, waitFor } from "@geode/testing";
 import { afterAll, describe, expect, it } from "vitest";
@@ -17,13 +23,13 @@ afterAll(async () => {
   for (const s of stops) await s();
 });
 
-function mcpTool(server: string, tool: string, readOnly: boolean): ToolDefinition {
+function mcpTool(server: string, tool: string, readOnly: boolean, requiresApproval = false): ToolDefinition {
   return {
     name: `${server}_${tool}`,
     description: `${tool} of ${server}`,
-    input_schema: { type: "object", properties: { text: { type: "string" } } },
+    input_schema: { type: "object", properties: { text: { type: "string" }, path: { type: "string" } } },
     effect: readOnly ? "read" : "mutation",
-    requires_approval: false,
+    requires_approval: requiresApproval,
     mcp: { server, tool, annotations: { readOnlyHint: readOnly, destructiveHint: !readOnly } },
   };
 }
@@ -172,5 +178,55 @@ describe("GET /api/mcp/servers", () => {
 
   it("answers 401 without the token", async () => {
     expect((await plane().api("/api/mcp/servers", { token: null })).status).toBe(401);
+  });
+});
+
+describe("MCP calls in the session story", () => {
+  it("names each call server · tool, with what it acted on, its verdict and who decided", async () => {
+    const { nc, names } = plane().env;
+    const write = mcpTool("fs", "write_file", false, true);
+    const served = await serveTool({ nc, names }, write, (args) => ({
+      result: { content: [{ type: "text", text: `wrote ${String(args["path"])}` }] },
+    }));
+    stops.push(() => served.close());
+    const corr = { session_id: "mcp-story", turn_id: "t1", tool_call_id: "w1" };
+    // It needs a person: the console (an approver) lists it, and an operator allows it.
+    const call = plane().callTool("fs_write_file", { path: "/srv/notes.txt", text: "hello" }, corr);
+    let approvalId = "";
+    await waitFor(async () => {
+      const r = await plane().api("/api/approvals");
+      approvalId =
+        r.body.items.find((a: { tool_name: string }) => a.tool_name === "fs_write_file")?.approval_id ?? "";
+      return approvalId !== "";
+    }, 20_000);
+    const answer = await plane().api("/api/approvals/answer", {
+      body: { approval_id: approvalId, decision: "allow", operator: "ana" },
+    });
+    expect(answer.status).toBe(200);
+    expect((await call).status).toBe("completed");
+    const story = async (id: string) => {
+      const r = await plane().api(`/api/sessions/${id}/story`);
+      return r.status === 200 ? ConsoleSessionStorySchema.parse(r.body) : null;
+    };
+    await waitFor(async () => (await story("mcp-story"))?.steps[0]?.outcome === "completed", 30_000);
+    const [written] = (await story("mcp-story"))!.steps;
+    expect(written).toMatchObject({
+      kind: "tool_call",
+      tool_name: "fs_write_file",
+      tool_kind: "mcp",
+      mcp: { server: "fs", tool: "write_file" },
+      target: "/srv/notes.txt",
+      verdict: "approved",
+      decided_by: "ana",
+      outcome: "completed",
+    });
+    // The earlier session: the guard's block of docs_wipe names its server and tool too.
+    const earlier = (await story("mcp-s1"))!.steps;
+    expect(earlier.map((s) => [s.mcp?.server, s.mcp?.tool, s.verdict, s.decided_by])).toEqual([
+      ["docs", "echo", "allowed", null],
+      ["docs", "echo", "allowed", null],
+      ["docs", "wipe", "blocked", "mcpguard"],
+    ]);
+    expect(earlier[2]).toMatchObject({ tool_kind: "mcp", reason: "mcpguard: no wiping", outcome: "not run" });
   });
 });

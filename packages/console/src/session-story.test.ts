@@ -390,4 +390,95 @@ describe("storySteps", () => {
     expect(byCall.get("n1")).toMatchObject({ verdict: "allowed", decided_by: "the agent (nobody answered)" });
     expect(byCall.get("n2")).toMatchObject({ verdict: "denied", decided_by: "nobody answered" });
   });
+
+  it("names an MCP call by its server and tool, from its records or an agent's MCP tool name", () => {
+    const mcpSession = { agent_kind: "mcp" as const, started_at: T0 };
+    const steps = storySteps(
+      rows({
+        records: [
+          record({
+            kind: "tool.called",
+            tool_call_id: "m1",
+            payload: {
+              tool_name: "fs_write_file",
+              effect: "mutation",
+              target: "/srv/notes.txt",
+              mcp: { server: "fs", tool: "write_file" },
+            },
+          }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: "m1",
+            payload: { tool_name: "fs_write_file", status: "completed", executed: true },
+          }),
+          record({
+            kind: "tool.completed",
+            tool_call_id: "m2",
+            payload: {
+              tool_name: "fs_move_file",
+              status: "blocked",
+              executed: false,
+              reason: "guard: no moving",
+              target: "/srv/a, /srv/b",
+              mcp: { server: "fs", tool: "move_file" },
+            },
+          }),
+          // Not an MCP tool: a bad server name in its record, and a name without the agents' form.
+          record({
+            kind: "tool.called",
+            tool_call_id: "m3",
+            payload: { tool_name: "echo", mcp: { server: "Bad Server", tool: "x" } },
+          }),
+          record({
+            kind: "tool.called",
+            tool_call_id: "m4",
+            payload: { tool_name: "fs_long", mcp: { server: "fs", tool: "t".repeat(300) } },
+          }),
+        ],
+        invocations: [audit({ name: "PreToolUse", extension: "guard", status: "block", tool_call_id: "m2" })],
+      }),
+      mcpSession,
+    );
+    const byCall = new Map(steps.map((s) => [s.tool_call_id, s]));
+    expect(byCall.get("m1")).toMatchObject({
+      tool_name: "fs_write_file",
+      tool_kind: "mcp",
+      mcp: { server: "fs", tool: "write_file" },
+      target: "/srv/notes.txt",
+      verdict: "allowed",
+      outcome: "completed",
+    });
+    expect(byCall.get("m2")).toMatchObject({
+      tool_kind: "mcp",
+      mcp: { server: "fs", tool: "move_file" },
+      target: "/srv/a, /srv/b",
+      verdict: "blocked",
+      decided_by: "guard",
+      reason: "guard: no moving",
+    });
+    expect(byCall.get("m3")).toMatchObject({ mcp: null, tool_kind: "other" });
+    expect(byCall.get("m4")?.mcp?.tool).toBe("t".repeat(128));
+    // A Claude Code session's own MCP tool: the name spells the server and the tool.
+    const [agent] = storySteps(
+      rows({
+        records: [
+          record({
+            kind: "tool.called",
+            tool_call_id: "a1",
+            payload: { tool_name: "mcp__github__create_issue" },
+          }),
+        ],
+      }),
+      session,
+    );
+    expect(agent).toMatchObject({ tool_kind: "mcp", mcp: { server: "github", tool: "create_issue" } });
+    // Every other step has none.
+    const [bash] = storySteps(
+      rows({
+        records: [record({ kind: "tool.called", tool_call_id: "b1", payload: { tool_name: "Bash" } })],
+      }),
+      session,
+    );
+    expect(bash).toMatchObject({ tool_kind: "shell", mcp: null });
+  });
 });

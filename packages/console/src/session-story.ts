@@ -1,7 +1,9 @@
 import {
+  agentMcpTool,
   type ConsoleSessionStory,
   type ConsoleSessionSummary,
   type ConsoleStoryStep,
+  MCP_SERVER_NAME_PATTERN,
   TOOL_TARGET_CHARS,
   type ToolOwner,
   toolKindOf,
@@ -13,6 +15,8 @@ import { type ConsoleProjection, sessionSummary, tables } from "./session-list.j
 const MAX_ROWS = 5000;
 /** A refusal's reason is shown cut to this many characters (as the dispatcher cuts audit reasons). */
 const REASON_CHARS = 512;
+/** An MCP tool's upstream name is shown cut to this many characters. */
+const MCP_TOOL_CHARS = 128;
 
 /** A runtime event of the session (only the payload fields a story shows; never a prompt's text). */
 export interface StoryEvent {
@@ -75,6 +79,7 @@ function step(kind: ConsoleStoryStep["kind"], ts: number, turnId: string): Conso
     tool_call_id: null,
     tool_name: null,
     tool_kind: null,
+    mcp: null,
     target: null,
     length: null,
     verdict: null,
@@ -162,12 +167,30 @@ function callVerdict(c: CallParts): Verdict {
   return { verdict: "allowed", decided_by: null };
 }
 
+/**
+ * The upstream of an MCP call: the `mcp` its records carry (a tool the mcp-bridge registered, as
+ * the tool-executor records it), else the server and tool an agent's MCP tool name spells.
+ */
+function mcpOf(c: CallParts, named: string | null, owner: ToolOwner): ConsoleStoryStep["mcp"] {
+  for (const r of c.records) {
+    const m = r.payload["mcp"] as { server?: unknown; tool?: unknown } | null | undefined;
+    const server = str(m?.server);
+    const tool = str(m?.tool);
+    if (server !== null && tool !== null && MCP_SERVER_NAME_PATTERN.test(server))
+      return { server, tool: [...tool].slice(0, MCP_TOOL_CHARS).join("") };
+  }
+  if (named === null || toolKindOf(owner, named).kind !== "mcp") return null;
+  const agent = agentMcpTool(named);
+  return agent ? { server: agent.server, tool: [...agent.tool].slice(0, MCP_TOOL_CHARS).join("") } : null;
+}
+
 function toolCallStep(c: CallParts, owner: ToolOwner): ConsoleStoryStep {
   const s = step("tool_call", c.ts, c.turn);
   s.tool_call_id = c.id;
   const named = [...c.records, ...c.events].map((x) => str(x.payload["tool_name"])).find((n) => n !== null);
   s.tool_name = named ?? null;
-  s.tool_kind = named ? toolKindOf(owner, named).kind : null;
+  s.mcp = mcpOf(c, s.tool_name, owner);
+  s.tool_kind = s.mcp ? "mcp" : named ? toolKindOf(owner, named).kind : null;
   s.target = cut(
     c.records.map((r) => str(r.payload["target"])).find((t) => t !== null) ?? null,
     TOOL_TARGET_CHARS,

@@ -127,6 +127,12 @@ export const ConsoleStoryStepSchema = z.strictObject({
   /** The tool (tool calls), the sub-agent's task type (sub-agents); null when not recorded. */
   tool_name: z.string().nullable(),
   tool_kind: z.enum(TOOL_KINDS).nullable(),
+  /**
+   * An MCP tool call's upstream: the server and the upstream's own name of the tool (at most 128
+   * characters), from the call's records (a tool the mcp-bridge registered) or an agent's MCP tool
+   * name (`mcp__server__tool`); null for any other step.
+   */
+  mcp: z.strictObject({ server: z.string(), tool: z.string() }).nullable(),
   /** A prompt's length in characters. */
   length: count.nullable(),
   /**

@@ -5,8 +5,10 @@ import {
   safetyLevelOfKind,
   TOOL_KINDS,
   TOOL_TARGET_CHARS,
+  toolCalledPayload,
   toolFacts,
   toolKindOf,
+  toolRefusedPayload,
   toolTarget,
 } from "./tool-kinds.js";
 
@@ -99,6 +101,27 @@ describe("toolTarget", () => {
     expect(long.endsWith("…")).toBe(true);
     expect(long).not.toContain("sk-liv");
     expect(toolTarget("claude-code", "Bash", { command: "x".repeat(5000) })).toHaveLength(TOOL_TARGET_CHARS);
+  });
+
+  it("reads a registered MCP tool's target from its arguments' common names, and its records carry its upstream", () => {
+    const mcp = { server: "fs", tool: "write_file", annotations: { readOnlyHint: false } };
+    const args = { path: "/srv/notes.txt", content: "x" };
+    // Without its origin a registered name is a runtime tool the table does not know: no target.
+    expect(toolTarget("runtime", "fs_write_file", args)).toBeUndefined();
+    expect(toolTarget("runtime", "fs_write_file", args, mcp)).toBe("/srv/notes.txt");
+    expect(toolCalledPayload("runtime", "fs_write_file", "mutation", args, "abc", mcp)).toEqual({
+      tool_name: "fs_write_file",
+      effect: "mutation",
+      arguments_sha256: "abc",
+      target: "/srv/notes.txt",
+      mcp: { server: "fs", tool: "write_file" },
+    });
+    expect(toolRefusedPayload("runtime", "fs_write_file", args, "blocked", "no", mcp)).toMatchObject({
+      status: "blocked",
+      target: "/srv/notes.txt",
+      mcp: { server: "fs", tool: "write_file" },
+    });
+    expect(toolCalledPayload("runtime", "echo", "read", { text: "hi" }, "abc")).not.toHaveProperty("mcp");
   });
 });
 

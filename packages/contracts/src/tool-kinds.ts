@@ -1,4 +1,5 @@
 import type { AgentKind } from "./agent-record.js";
+import type { McpToolOrigin } from "./mcp.js";
 import { ownEntry } from "./own-entry.js";
 import { maskSecrets } from "./sanitize.js";
 
@@ -223,8 +224,15 @@ export const TOOL_TARGET_CHARS = 120;
 const TARGET_SCAN_CHARS = 2048;
 
 /**
+ * The upstream of a tool the mcp-bridge registered (`registeredMcpOrigin` of its definition): the
+ * records of its calls carry it, so a story names the call `server · tool`.
+ */
+type ToolMcpOrigin = Pick<McpToolOrigin, "server" | "tool">;
+
+/**
  * What a call acts on, in one short line for people: its shell command, else its file paths
- * (joined by ", "), else its URL, as the tool-kind table finds them; undefined for a tool without
+ * (joined by ", "), else its URL, as the tool-kind table finds them (a tool the mcp-bridge
+ * registered, given its `mcp`: as {@link mcpToolFacts} does); undefined for a tool without
  * any. Secret-looking parts are masked before it is cut (a cut secret could escape the masks),
  * whitespace and control characters collapse to one space, and a text over
  * {@link TOOL_TARGET_CHARS} ends in `…`.
@@ -233,8 +241,9 @@ export function toolTarget(
   owner: ToolOwner | undefined,
   toolName: string,
   args: Record<string, unknown>,
+  mcp?: ToolMcpOrigin,
 ): string | undefined {
-  const facts = toolFacts(owner, toolName, args);
+  const facts = mcp ? mcpToolFacts(args) : toolFacts(owner, toolName, args);
   const raw = facts.command ?? facts.paths?.join(", ") ?? facts.url;
   if (raw === undefined) return undefined;
   const text = maskSecrets([...raw].slice(0, TARGET_SCAN_CHARS).join(""))
@@ -245,9 +254,14 @@ export function toolTarget(
   return chars.length <= TOOL_TARGET_CHARS ? text : `${chars.slice(0, TOOL_TARGET_CHARS - 1).join("")}…`;
 }
 
+/** The `mcp` field of a call's record: the server and the upstream's own name of the tool. */
+const mcpField = (mcp: ToolMcpOrigin | undefined) =>
+  mcp === undefined ? {} : { mcp: { server: mcp.server, tool: mcp.tool } };
+
 /**
  * The payload of a `tool.called` timeline record (a call that goes ahead): the tool, its effect,
- * its arguments' digest and, when it has one, what it acts on (`toolTarget`).
+ * its arguments' digest, when it has one what it acts on (`toolTarget`) and, for a tool the
+ * mcp-bridge registered, its upstream (`mcp`; its target then read as an MCP tool's).
  */
 export function toolCalledPayload(
   owner: ToolOwner | undefined,
@@ -255,20 +269,22 @@ export function toolCalledPayload(
   effect: string,
   args: Record<string, unknown>,
   argumentsSha256: string,
+  mcp?: ToolMcpOrigin,
 ): Record<string, unknown> {
-  const target = toolTarget(owner, toolName, args);
+  const target = toolTarget(owner, toolName, args, mcp);
   return {
     tool_name: toolName,
     effect,
     arguments_sha256: argumentsSha256,
     ...(target === undefined ? {} : { target }),
+    ...mcpField(mcp),
   };
 }
 
 /**
  * The payload of the `tool.completed` record of a call refused before it ran (blocked at
- * PreToolUse, or denied): its only record naming the tool, with the reason and what the call
- * would have acted on.
+ * PreToolUse, or denied): its only record naming the tool, with the reason, what the call would
+ * have acted on and, for a tool the mcp-bridge registered, its upstream (`mcp`).
  */
 export function toolRefusedPayload(
   owner: ToolOwner | undefined,
@@ -276,8 +292,9 @@ export function toolRefusedPayload(
   args: Record<string, unknown>,
   status: "blocked" | "denied",
   reason: string,
+  mcp?: ToolMcpOrigin,
 ): Record<string, unknown> {
-  const target = toolTarget(owner, toolName, args);
+  const target = toolTarget(owner, toolName, args, mcp);
   return {
     tool_name: toolName,
     status,
@@ -285,6 +302,7 @@ export function toolRefusedPayload(
     executed: false,
     reason,
     ...(target === undefined ? {} : { target }),
+    ...mcpField(mcp),
   };
 }
 

@@ -6,6 +6,7 @@
 import { agentsView } from "./views/agents-view.js";
 import { approvalsView } from "./views/approvals-view.js";
 import { handlersView } from "./views/handlers-view.js";
+import { mcpView } from "./views/mcp-view.js";
 import { pausedView } from "./views/paused-view.js";
 import { policiesView } from "./views/policies-view.js";
 import { receiptsView } from "./views/receipts-view.js";
@@ -34,6 +35,7 @@ export const VIEWS: View[] = [
   { route: "handlers", label: "Handlers", render: () => handlersView() },
   { route: "policies", label: "Policies", render: () => policiesView() },
   { route: "agents", label: "Agents", render: () => agentsView() },
+  { route: "mcp", label: "MCP servers", render: () => mcpView() },
 ];
 
 /** The view shown after sign-in and for an unknown address. */

@@ -2,6 +2,7 @@ import {
   isResultRef,
   type Receipt,
   receiptReply,
+  registeredMcpOrigin,
   sha256,
   type ToolExecuteReply,
   toolCalledPayload,
@@ -20,7 +21,14 @@ export async function admission(call: ToolCall): Promise<ToolExecuteReply | unde
   const argumentsSha = sha256(call.args);
   void deps.events.timeline(
     "tool.called",
-    toolCalledPayload("runtime", definition.name, definition.effect, call.args, argumentsSha),
+    toolCalledPayload(
+      "runtime",
+      definition.name,
+      definition.effect,
+      call.args,
+      argumentsSha,
+      registeredMcpOrigin(definition),
+    ),
     correlation,
   );
   if (!call.effectful) return undefined;

@@ -10,6 +10,7 @@ import {
   type Names,
   operationKeyOf,
   type ResultRef,
+  registeredMcpOrigin,
   TOOL_NAME_PATTERN,
   type ToolCallStatus,
   type ToolDefinition,
@@ -210,7 +211,8 @@ export function completedTimeline(call: ToolCall, status: ToolCallStatus, hasErr
 /**
  * A call refused before it ran (PreToolUse blocked it; the policy, a PermissionRequest handler or
  * an approver denied it): its reply, and its only record naming the tool, a `tool.completed` (not
- * executed) with the reason and what the call would have acted on (`toolTarget`).
+ * executed) with the reason, what the call would have acted on (`toolTarget`) and, for a resolved
+ * tool the mcp-bridge registered, its upstream.
  */
 export function refuse(
   call: ToolCall,
@@ -218,9 +220,17 @@ export function refuse(
   reason: string,
   tool: { name: string; args: Record<string, unknown> } = { name: call.request.tool_name, args: call.args },
 ): ToolExecuteReply {
+  const definition = call.resolvedName === tool.name ? call.definition : undefined;
   void call.deps.events.timeline(
     "tool.completed",
-    toolRefusedPayload("runtime", tool.name, tool.args, status, reason),
+    toolRefusedPayload(
+      "runtime",
+      tool.name,
+      tool.args,
+      status,
+      reason,
+      definition && registeredMcpOrigin(definition),
+    ),
     call.correlation,
   );
   return toolReply(status, { reason });

@@ -12,12 +12,13 @@ const KIND_LABEL: Record<ConsoleStoryStep["kind"], string> = {
   verification: "Verification",
 };
 
-/** What a step was about, in a few words (never a prompt's text: only its length). */
+/** What a step was about, in a few words (never a prompt's text: only its length); an MCP call is `server · tool`. */
 function what(s: ConsoleStoryStep): string {
   switch (s.kind) {
     case "prompt":
       return s.length === null ? "a prompt" : counted(s.length, "character");
     case "tool_call":
+      if (s.mcp) return `${s.mcp.server} · ${s.mcp.tool}`;
       return `${s.tool_name ?? "(tool not recorded)"}${s.tool_kind ? ` · ${s.tool_kind}` : ""}`;
     case "subagent":
       return s.tool_name ?? "a sub-agent";
@@ -49,7 +50,9 @@ function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
     el(
       "td",
       {},
-      what(s),
+      s.mcp
+        ? el("span", { class: "step-mcp", title: `MCP tool ${s.tool_name ?? ""}`.trim() }, what(s))
+        : what(s),
       s.target === null ? null : el("code", { class: "step-target", title: s.target }, s.target),
     ),
     el(

@@ -27,6 +27,10 @@ const LOOK: Record<string, { icon: string; tone: "bad" | "good" | "warn" | "plai
   ok: { icon: "✓", tone: "good" },
   problem: { icon: "✖", tone: "bad" },
   ungoverned: { icon: "⚠", tone: "bad" },
+  connected: { icon: "●", tone: "good" },
+  connecting: { icon: "◌", tone: "warn" },
+  unknown: { icon: "?", tone: "warn" },
+  "not seen": { icon: "?", tone: "warn" },
 };
 
 /** A badge: icon (hidden from screen readers) and the word itself. */

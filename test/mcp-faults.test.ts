@@ -17,6 +17,7 @@ import { startToolExecutor, type ToolExecutor } from "@geode/tool-executor";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addAgent, useGatewayFixture } from "./gateway-support.js";
+import { eventsOf } from "./verify-support.js";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/faulty-mcp-server.mjs", import.meta.url));
 const CALL_TIMEOUT_MS = 1_500;
@@ -95,10 +96,22 @@ async function call(name: string, args: Record<string, unknown>, key?: unknown, 
   })) as Result;
 }
 
+const TOOLS = ["echo", "write", "crash", "hang", "flood", "garbage"];
+
+/** Until the gateway lists every tool of `server` (after a restart they come back one by one). */
+async function toolsBack(server: string): Promise<void> {
+  const lister = await client();
+  await waitFor(async () => {
+    const { tools } = await lister.listTools();
+    return TOOLS.every((t) => tools.some((x) => x.name === `${server}_${t}`));
+  });
+}
+
 /** A normal call of each server answers as it should: the plane survived the fault. */
 async function stillServing(): Promise<void> {
   for (const server of ["fa", "fb"]) {
     await waitFor(() => connected(server));
+    await toolsBack(server);
     const text = `still ${randomUUID()}`;
     const r = await call(`${server}_echo`, { text });
     expect(r.isError).toBeFalsy();
@@ -148,10 +161,8 @@ beforeAll(async () => {
   await bridge.waitForOutput(/mcp-bridge started/);
   await addServer("fa");
   await addServer("fb");
-  await waitFor(async () => {
-    const { tools } = await (await client()).listTools();
-    return ["fa_write", "fa_echo", "fb_echo"].every((n) => tools.some((t) => t.name === n));
-  });
+  await toolsBack("fa");
+  await toolsBack("fb");
 }, 90_000);
 
 afterAll(async () => {
@@ -233,7 +244,13 @@ describe("an upstream that fails mid-call", () => {
   it("hanging past the call timeout: indeterminate, and the retry never runs it again", async () => {
     const before = effects("fa").length;
     const key = `hang-${randomUUID()}`;
-    const first = await call("fa_hang", { text: "zzz" }, key);
+    const pending = call("fa_hang", { text: "zzz" }, key);
+    // While the upstream holds it, a retry runs nothing (in_progress, or indeterminate once given up).
+    await waitFor(() => effects("fa").length > before);
+    const during = await call("fa_hang", { text: "zzz" }, key);
+    expect(during.isError).toBe(true);
+    expect(textOf(during)).toMatch(/still running|outcome is unknown/);
+    const first = await pending;
     expect(first.isError).toBe(true);
     expect(textOf(first)).toContain(`did not answer within ${CALL_TIMEOUT_MS} ms`);
     const retry = await call("fa_hang", { text: "zzz" }, key);
@@ -272,6 +289,7 @@ describe("an upstream that fails mid-call", () => {
     expect(effects("fb").length).toBe(before);
     rmSync(path.join(dir, "fb.down"));
     await waitFor(() => connected("fb"));
+    await toolsBack("fb");
     const retry = await call("fb_write", { text: "later" }, key);
     expect(retry).toEqual({ content: [{ type: "text", text: "wrote later" }] });
     expect(effects("fb").slice(before)).toEqual(["write later"]);
@@ -307,6 +325,13 @@ describe("bad output and load", () => {
     const result = await garbage;
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain("not a JSON-RPC message");
+    // Marked failed, with the reason, and restarted.
+    await waitFor(async () =>
+      (await eventsOf(fx.env().jsm, fx.env().names.eventsStream)).some((e) => {
+        const p = e.payload as { server?: string; error?: string };
+        return e.event === "mcp_server_failed" && p.server === "fa" && /not a JSON-RPC/.test(p.error ?? "");
+      }),
+    );
     await waitFor(() => starts("fa").length > started);
     await stillServing();
   });

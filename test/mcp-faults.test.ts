@@ -180,6 +180,9 @@ describe("receipts of MCP calls", () => {
     expect(first).toEqual({ content: [{ type: "text", text: "wrote once" }] });
     const again = await call("fa_write", { text: "once" }, key);
     expect(again.content).toEqual([{ type: "text", text: "wrote once" }]);
+    // The same in protocol 2026-07-28, where `_meta` also carries the request's envelope.
+    const modern = await call("fa_write", { text: "once" }, key, await client(fx.token(), "auto"));
+    expect(modern.content).toEqual([{ type: "text", text: "wrote once" }]);
     expect(effects("fa").length).toBe(before + 1);
     await stillServing();
   });

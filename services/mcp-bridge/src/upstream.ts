@@ -162,7 +162,10 @@ export class Upstream {
     );
     client.onclose = () => {
       if (epoch === this.epoch && !this.stopped)
-        void this.fail(epoch, new Error(this.stdio?.failure ?? "connection closed"));
+        void this.fail(
+          epoch,
+          new Error(this.stdio?.failure ? `connection closed (${this.stdio.failure})` : "connection closed"),
+        );
     };
     this.client = client;
     const { connectTimeoutMs } = this.deps.limits;

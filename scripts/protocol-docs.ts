@@ -289,7 +289,8 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
   unknown_tool: "no built-in or remote tool has that name",
   policy_denied: "the operator's tool policy denies the call",
   schema_invalid: "tool arguments do not match the tool's input schema",
-  indeterminate: "the outcome of an effectful call is unknown (lapsed receipt lease, terminal timeout)",
+  indeterminate:
+    "the outcome of an effectful call is unknown (lapsed receipt lease, terminal timeout); a tool terminal replies it when it passed the call on and lost it (the executor then keeps the receipt `admitted`, as for a timeout)",
   session_paused: "the session awaits external verification",
   budget_exhausted: "the revision budget of the root turn is spent",
   unavailable: "a dependency (NATS, a responder, storage) cannot be reached; retry later",
@@ -304,6 +305,8 @@ const KIND_MEANINGS: Record<ErrorKind, string> = {
     "a reply that is not what its leg promises (code `internal`); raised by the caller, never sent",
   reply_too_large:
     "what a responder sends at once instead of a reply over the server's `max_payload` (code `internal`: the request was fine, and the same request would produce the same reply; `details.bytes`, `details.max_payload`); large tool results travel by reference instead (see [Large results](#large-results))",
+  not_started:
+    "a tool terminal never began the call (code `unavailable`: nothing was passed on, no effect happened); the executor gives an effectful call's admission back, so a retry with the same operation key may run it",
 };
 
 function errorsSection(): string {

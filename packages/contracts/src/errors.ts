@@ -25,12 +25,15 @@ const ErrorCodeSchema = z.enum(ERROR_CODES);
  * reply a handler SDK sends for a decision it refused (audited as `InvalidDecision`);
  * `malformed_reply` is a reply that was not what its leg promises (never sent, raised by a caller);
  * `reply_too_large` (code `internal`) is what a responder sends instead of a reply over the bus's
- * `max_payload`, with `details.bytes` and `details.max_payload`.
+ * `max_payload`, with `details.bytes` and `details.max_payload`; `not_started` is what a tool
+ * terminal replies when it never began the call (nothing was sent on, no effect), so the executor
+ * gives the call's admission back and a retry with the same operation key may run it.
  */
 export const ErrorKind = {
   InvalidDecision: "invalid_decision",
   MalformedReply: "malformed_reply",
   ReplyTooLarge: "reply_too_large",
+  NotStarted: "not_started",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 

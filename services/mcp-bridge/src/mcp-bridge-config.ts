@@ -22,7 +22,7 @@ export const MCP_BRIDGE_ENV = envSpec({
   callTimeoutMs: envVar("GEODE_MCP_CALL_TIMEOUT_MS", read.int(D.callTimeoutMs, 1), {
     default: `\`${D.callTimeoutMs}\``,
     meaning:
-      "time limit of one upstream `tools/call` or forwarded resources/prompts request; past it the call is an error result, never retried (mcp-bridge)",
+      "time limit of one upstream `tools/call` or forwarded resources/prompts request; past it a call's outcome is unknown (`indeterminate` for an effectful tool, an error result for a read tool), never retried (mcp-bridge)",
   }),
   maxTools: envVar("GEODE_MCP_MAX_TOOLS", read.int(D.maxTools, 1), {
     default: `\`${D.maxTools}\``,
@@ -37,7 +37,7 @@ export const MCP_BRIDGE_ENV = envSpec({
   resultMaxBytes: envVar("GEODE_MCP_RESULT_MAX_BYTES", read.int(D.resultMaxBytes, 1), {
     default: `\`${D.resultMaxBytes}\` (16 MiB)`,
     meaning:
-      "the largest upstream result or message; a larger tool result is an error result (results over `GEODE_RESULT_INLINE_BYTES` travel through `{ns}_results`) (mcp-bridge)",
+      "the largest upstream result or message; a larger tool result is an error result, and a stdio message over it (plus 64 KiB) ends the connection, which restarts the server (results over `GEODE_RESULT_INLINE_BYTES` travel through `{ns}_results`) (mcp-bridge)",
   }),
   restartMinMs: envVar("GEODE_MCP_RESTART_MIN_MS", read.int(D.restartMinMs, 1), {
     default: `\`${D.restartMinMs}\``,

@@ -2,6 +2,7 @@ import type { GeodeConnection, Logger, Responder, RuntimeEventBus } from "@geode
 import { serveRequests } from "@geode/bus";
 import {
   ErrorCode,
+  ErrorKind,
   GeodeError,
   type McpServerRecord,
   type McpServerState,
@@ -15,8 +16,9 @@ import {
 } from "@geode/contracts";
 import type { ResultStore, ToolStore } from "@geode/state";
 import { Client, StreamableHTTPClientTransport, type Tool } from "@modelcontextprotocol/client";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { getDefaultEnvironment } from "@modelcontextprotocol/client/stdio";
 import type { McpBridgeLimits } from "./mcp-bridge-config.js";
+import { StrictStdioTransport } from "./stdio-transport.js";
 
 const LAST_ERROR_MAX = 1024;
 const STDERR_LINE_MAX = 300;
@@ -67,6 +69,8 @@ export class Upstream {
   private timer: NodeJS.Timeout | undefined;
   private readonly served = new Map<string, ServedEntry>();
   private stderrLine = "";
+  /** The current stdio connection, whose `failure` says why it ended itself. */
+  private stdio: StrictStdioTransport | undefined;
   private refreshing: Promise<void> = Promise.resolve();
   private status: McpServerState;
 
@@ -91,10 +95,10 @@ export class Upstream {
     return { ...this.status, tools: this.served.size };
   }
 
-  /** The connected client, or a coded error saying the server is not connected. */
+  /** The connected client, or a coded error saying the server is not connected (nothing was sent). */
   connected(): Client {
     if (!this.client || this.status.state !== "connected")
-      throw new GeodeError(ErrorCode.Unavailable, `MCP server ${this.record.name} is not connected`);
+      throw notStarted(`MCP server ${this.record.name} is not connected`);
     return this.client;
   }
 
@@ -110,15 +114,15 @@ export class Upstream {
         const value = this.deps.env[name];
         if (value !== undefined) env[name] = value;
       }
-      const t = new StdioClientTransport({
+      const t = new StrictStdioTransport({
         command: r.command ?? "",
         args: r.args ?? [],
         env,
-        stderr: "pipe",
-        maxBufferSize: this.deps.limits.resultMaxBytes + 64 * 1024,
+        maxMessageBytes: this.deps.limits.resultMaxBytes + 64 * 1024,
       });
+      this.stdio = t;
       // Drained always; only the last line is kept, bounded, for the last error.
-      t.stderr?.on("data", (chunk: Buffer) => {
+      t.stderr.on("data", (chunk: Buffer) => {
         const lines = chunk
           .toString("utf8")
           .split("\n")
@@ -141,6 +145,7 @@ export class Upstream {
     const epoch = ++this.epoch;
     this.status = { ...this.status, state: "connecting", since: Date.now() };
     this.stderrLine = "";
+    this.stdio = undefined;
     const client = new Client(
       { name: "geode-mcp-bridge", version: "0.1.0" },
       {
@@ -156,7 +161,11 @@ export class Upstream {
       },
     );
     client.onclose = () => {
-      if (epoch === this.epoch && !this.stopped) void this.fail(epoch, new Error("connection closed"));
+      if (epoch === this.epoch && !this.stopped)
+        void this.fail(
+          epoch,
+          new Error(this.stdio?.failure ? `connection closed (${this.stdio.failure})` : "connection closed"),
+        );
     };
     this.client = client;
     const { connectTimeoutMs } = this.deps.limits;
@@ -322,8 +331,9 @@ export class Upstream {
             `this terminal serves ${name}, not ${call.tool_name}`,
           );
         const entry = this.served.get(name);
-        if (!entry) throw new GeodeError(ErrorCode.Unavailable, `${name} is no longer served`);
+        if (!entry) throw notStarted(`${name} is no longer served`);
         const client = this.connected();
+        const stdio = this.stdio;
         let result: Record<string, unknown>;
         try {
           result = (await client.callTool(
@@ -331,7 +341,7 @@ export class Upstream {
             { timeout: limits.callTimeoutMs },
           )) as Record<string, unknown>;
         } catch (err) {
-          throw upstreamError(this.record.name, err);
+          throw callError(this.record.name, err, limits.callTimeoutMs, stdio?.failure);
         }
         const bytes = Buffer.byteLength(JSON.stringify(result));
         if (bytes > limits.resultMaxBytes)
@@ -359,6 +369,33 @@ export class Upstream {
       }),
     );
   }
+}
+
+/** The terminal never began the call: the executor gives its admission back (a retry may run it). */
+function notStarted(message: string): GeodeError {
+  return new GeodeError(ErrorCode.Unavailable, message, { details: { kind: ErrorKind.NotStarted } });
+}
+
+/**
+ * A failed upstream `tools/call` as the terminal's error reply. Not sent (no connection):
+ * `not_started`, nothing happened. The server answered with an error: an error result. Sent, then
+ * no answer in time or the connection lost (the server died, wrote what is not JSON-RPC, or a
+ * message over the limit): `indeterminate`, since the call may have taken effect; the executor
+ * keeps an effectful call's receipt admitted and never runs it again by itself.
+ */
+function callError(server: string, err: unknown, timeoutMs: number, failure?: string): GeodeError {
+  if (err instanceof GeodeError) return err;
+  const message = oneLine(err instanceof Error ? err.message : String(err), 512);
+  const code = (err as { code?: unknown }).code;
+  if (code === "NOT_CONNECTED") return notStarted(`MCP server ${server} is not connected`);
+  const lost =
+    code === "REQUEST_TIMEOUT"
+      ? `did not answer within ${timeoutMs} ms (GEODE_MCP_CALL_TIMEOUT_MS)`
+      : code === "CONNECTION_CLOSED" || code === "SEND_FAILED" || code === undefined
+        ? `went away during the call (${oneLine(failure ?? message, 512)})`
+        : undefined;
+  if (lost === undefined) return new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server}: ${message}`);
+  return new GeodeError(ErrorCode.Indeterminate, `MCP server ${server} ${lost} after the call was sent`);
 }
 
 /** An upstream failure as a coded error: a timeout, a lost connection, or what the server said. */

@@ -53,6 +53,48 @@ type CallToolResult = { content: Record<string, unknown>[]; isError?: boolean; [
 
 const errorResult = (text: string): CallToolResult => ({ isError: true, content: [{ type: "text", text }] });
 
+/**
+ * The `_meta` key of a `tools/call` that names its logical operation: a retry with the same key is
+ * answered from the operation's receipt (replayed, `in_progress` or `indeterminate`), never run again.
+ */
+const OPERATION_KEY_META = "geode/operation_key";
+/** The longest operation key a client may send (its scoped form stays within the executor's 256). */
+const OPERATION_KEY_MAX = 128;
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * The executor's `operation_key` of a call: the client's key scoped by the agent's name, so two
+ * agents never share an operation; undefined without one (each call is then its own operation).
+ * A malformed key is `-32602`, and nothing runs.
+ */
+function scopedOperationKey(agent: string, meta: unknown): string | undefined {
+  const raw =
+    meta !== null && typeof meta === "object"
+      ? (meta as Record<string, unknown>)[OPERATION_KEY_META]
+      : undefined;
+  if (raw === undefined) return undefined;
+  const field = `_meta["${OPERATION_KEY_META}"]`;
+  const wrong =
+    typeof raw !== "string"
+      ? `is ${raw === null ? "null" : typeof raw}, not a string`
+      : raw.length === 0
+        ? "is empty"
+        : raw.length > OPERATION_KEY_MAX
+          ? `has ${raw.length} characters, over ${OPERATION_KEY_MAX}`
+          : CONTROL_CHARACTERS.test(raw)
+            ? "has control characters"
+            : null;
+  if (wrong !== null)
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `${field} ${wrong}: an operation key is a string of 1 to ${OPERATION_KEY_MAX} characters without control characters`,
+    );
+  return `mcp.${agent}.${raw as string}`;
+}
+
+/** Room left in a bus message beside a call's arguments, for what the legs after the gateway add. */
+const ARGUMENTS_MARGIN_BYTES = 16 * 1024;
+
 /** The part of a client name that may go into a session id. */
 const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40) || "client";
 
@@ -149,6 +191,7 @@ export class McpEndpoint {
     }));
     server.setRequestHandler("tools/call", async (request, ctx) => {
       const { name } = request.params;
+      const operationKey = scopedOperationKey(agent, request.params._meta);
       const tool = this.tools.get(name);
       if (!tool || !this.visible(agent, tool.mcp.server)) return errorResult(`unknown tool ${name}`) as never;
       const corr = await this.correlation(agent, client(), ctx.mcpReq.signal);
@@ -156,6 +199,7 @@ export class McpEndpoint {
         tool,
         request.params.arguments ?? {},
         { ...corr, tool_call_id: randomUUID() },
+        operationKey,
         ctx.mcpReq.signal,
       );
       return result as never;
@@ -256,23 +300,40 @@ export class McpEndpoint {
     tool: ToolDefinition,
     args: Record<string, unknown>,
     correlation: Correlation,
+    operationKey: string | undefined,
     signal: AbortSignal,
   ): Promise<CallToolResult> {
     const limit = tool.timeout_ms ?? this.deps.toolTimeoutMs;
     const waitMs =
       (limit === 0 ? 86_400_000 : limit) + this.deps.plane.approvalTimeoutMs + this.deps.hookTimeoutMs;
+    const request = ToolExecuteLeg.request.encode({
+      tool_name: tool.name,
+      arguments: args,
+      correlation,
+      ...(operationKey === undefined ? {} : { operation_key: operationKey }),
+    });
+    // Arguments travel inline on every leg (only results go by reference): refused here, clearly,
+    // when they would not fit in one bus message, before anything is admitted or run.
+    const bytes = Buffer.byteLength(JSON.stringify(request));
+    const maxPayload = this.deps.plane.nc.info?.max_payload;
+    if (maxPayload !== undefined && bytes + ARGUMENTS_MARGIN_BYTES > maxPayload)
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `the arguments of ${tool.name} take ${bytes} bytes, over what one message of the plane's bus carries (max_payload ${maxPayload} bytes, less ${ARGUMENTS_MARGIN_BYTES} for the call's envelope): arguments this large are refused`,
+      );
     let reply: ToolExecuteReply;
     try {
-      reply = await requestJson(
-        this.deps.plane.nc,
-        this.deps.plane.names.toolExecute,
-        ToolExecuteLeg.request.encode({ tool_name: tool.name, arguments: args, correlation }),
-        { timeoutMs: waitMs, signal, reply: ToolExecuteLeg.reply },
-      );
+      reply = await requestJson(this.deps.plane.nc, this.deps.plane.names.toolExecute, request, {
+        timeoutMs: waitMs,
+        signal,
+        reply: ToolExecuteLeg.reply,
+      });
     } catch (err) {
       return errorResult(err instanceof Error ? err.message : String(err));
     }
-    if (reply.status !== "completed" && reply.status !== "replayed")
+    // `failed` is an error result of the terminal (the upstream's own `isError` result, or what
+    // the bridge said went wrong): the model reads it like a completed call's.
+    if (reply.status !== "completed" && reply.status !== "replayed" && reply.status !== "failed")
       return errorResult(reply.reason || `the call was ${reply.status}`);
     let result: Record<string, unknown> = reply.result;
     if (isResultRef(result)) {
@@ -282,12 +343,15 @@ export class McpEndpoint {
         return errorResult(err instanceof Error ? err.message : String(err));
       }
     }
+    const error = result["error"];
     const out: CallToolResult = Array.isArray(result["content"])
       ? { ...result, content: [...(result["content"] as Record<string, unknown>[])] }
-      : {
-          content: [{ type: "text", text: JSON.stringify(result) }],
-          ...(reply.has_error ? { isError: true } : {}),
-        };
+      : reply.has_error && typeof error === "string"
+        ? errorResult(error)
+        : {
+            content: [{ type: "text", text: JSON.stringify(result) }],
+            ...(reply.has_error ? { isError: true } : {}),
+          };
     for (const text of reply.additional_context) out.content.push({ type: "text", text });
     return out;
   }

@@ -1,10 +1,18 @@
 import { RequestFailedError, requestJson } from "@geode/bus";
-import { type Correlation, GeodeError, isResultRef, type ResultRef, ToolTerminalLeg } from "@geode/contracts";
+import {
+  type Correlation,
+  ErrorCode,
+  ErrorKind,
+  GeodeError,
+  isResultRef,
+  type ResultRef,
+  ToolTerminalLeg,
+} from "@geode/contracts";
 import type { ToolCallResult } from "@geode/middleware";
 import type { ResolvedTool } from "../tool-registry.js";
 import { type BoundaryDeps, errorResult } from "./tool-call.js";
 
-/** Thrown by a terminal that ran out of time: its outcome is unknown. */
+/** Thrown by a terminal that ran out of time, or that says it lost the call: its outcome is unknown. */
 export class TerminalTimeoutError extends Error {
   override readonly name = "TerminalTimeoutError";
 }
@@ -15,7 +23,9 @@ const NO_LIMIT_MS = 86_400_000;
 /**
  * Calls the terminal once with its time limit (the tool's `timeout_ms`, else the configured one):
  * a built-in in-process, a remote tool on `{ns}.tool.terminal.{tool}`. `released`: the effect
- * certainly did not happen (no responders), so an admission may be given back. A result that came
+ * certainly did not happen (no responders, or the terminal's error reply of kind `not_started`), so
+ * an admission may be given back. An error reply `indeterminate` (the terminal passed the call on
+ * and lost it) counts as a timeout: the outcome is unknown. A result that came
  * by reference is read back (`ref`), checked to be this tool's own and to match its size and
  * sha256; a reference that is not is an error result (the effect did run).
  */
@@ -44,7 +54,10 @@ export async function callTerminal(
     if (err instanceof RequestFailedError && err.failure === "no_responders")
       return { result: errorResult(`no responders for tool ${tool.definition.name}`), released: true };
     if (err instanceof RequestFailedError && err.failure === "timeout") throw timedOut();
-    if (err instanceof GeodeError) return { result: errorResult(err.message), released: false };
+    if (err instanceof GeodeError && err.code === ErrorCode.Indeterminate)
+      throw new TerminalTimeoutError(err.message);
+    if (err instanceof GeodeError)
+      return { result: errorResult(err.message), released: err.details["kind"] === ErrorKind.NotStarted };
     throw err;
   }
 }

@@ -1,4 +1,5 @@
-import { encodeJson, ensureBucket } from "@geode/bus";
+import { encodeJson, ensureBucket, serveRequests } from "@geode/bus";
+import { ErrorCode, ErrorKind, GeodeError } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
 import { beforeAll, describe, expect, it } from "vitest";
 import { admission } from "./admission.js";
@@ -30,6 +31,21 @@ beforeAll(async () => {
     requires_approval: false,
   };
   await tools.put("ghost.write", encodeJson(ghost));
+  // Remote terminals that lost a call they passed on, and that never began one.
+  for (const [name, err] of [
+    ["lost.write", new GeodeError(ErrorCode.Indeterminate, "upstream went away during the call")],
+    [
+      "down.write",
+      new GeodeError(ErrorCode.Unavailable, "upstream is not connected", {
+        details: { kind: ErrorKind.NotStarted },
+      }),
+    ],
+  ] as const) {
+    await tools.put(name, encodeJson({ ...ghost, name }));
+    serveRequests(env().nc, env().names.toolTerminal(name), {}, async () => {
+      throw err;
+    });
+  }
 });
 
 async function admitted(name: string, key: string) {
@@ -106,5 +122,22 @@ describe("terminal stage", () => {
     });
     expect(ghost.lease).toBeNull();
     expect(await h().deps.receipts.get("ghost-1")).toBeNull();
+  });
+
+  it("a terminal's indeterminate reply keeps the admission; a not_started one gives it back", async () => {
+    const lost = await admitted("lost.write", "lost-1");
+    expect(await terminal(lost)).toMatchObject({
+      status: "indeterminate",
+      executed: true,
+      reason: expect.stringContaining("upstream went away during the call"),
+      receipt: { state: "admitted" },
+    });
+    expect((await h().deps.receipts.get("lost-1"))?.receipt.state).toBe("admitted");
+
+    const down = await admitted("down.write", "down-1");
+    expect(await terminal(down)).toBeUndefined();
+    expect(down.result).toEqual({ result: { error: "upstream is not connected" }, has_error: true });
+    expect(down.lease).toBeNull();
+    expect(await h().deps.receipts.get("down-1")).toBeNull();
   });
 });

@@ -57,6 +57,7 @@ export {
   configuredReplicas,
   ensureBucket,
   ensureDurableConsumer,
+  ensureCheckpointStream,
   ensureEventStreams,
   ensureResultStore,
   isRevisionConflict,

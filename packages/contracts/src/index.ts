@@ -197,6 +197,16 @@ export {
   type HandlerRegistration,
   HandlerRegistrationSchema,
 } from "./handler-registration.js";
+export {
+  type AuditCheckpointMessage,
+  AuditCheckpointSchema,
+  type AuditGap,
+  AuditGapSchema,
+  type AuditHealth,
+  AuditHealthSchema,
+  type AuditLogState,
+  AuditLogStateSchema,
+} from "./audit-messages.js";
 export { type HealthReply, HealthReplySchema } from "./health-reply.js";
 export {
   type AttributedDecision,
@@ -253,6 +263,8 @@ export {
 } from "./mcp.js";
 export {
   AGENT_NAME_PATTERN,
+  AUDIT_LOGS,
+  type AuditLogName,
   DEFAULT_NAMESPACE,
   HANDLER_NAME_PATTERN,
   INVOCATION_ID_HEADER,

@@ -33,6 +33,7 @@ import {
   INVOCATION_ID_PATTERN,
   McpServerRecordSchema,
   NAMESPACE_PATTERN,
+  NotaryLeaseSchema,
   names,
   PolicyRecordSchema,
   PROBE_HEADER,
@@ -427,6 +428,11 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
     key: "the upstream MCP server's name (`[a-z][a-z0-9]{0,15}`)",
     writer: "the operator (`geode mcp add`, `geode mcp rm`); read by the mcp-bridge and the agent gateway",
     value: McpServerRecordSchema,
+  },
+  notary: {
+    key: "`lease` (the only key)",
+    writer: "the active notary (taken, renewed every third of `GEODE_AUDIT_LEASE_MS`, released on stop)",
+    value: NotaryLeaseSchema,
   },
   policies: {
     key: "the policy set's name (`[a-z0-9][a-z0-9_-]{0,63}`)",

@@ -53,3 +53,12 @@ export const AuditHealthSchema = z.strictObject({
   logs: z.array(AuditLogStateSchema).max(AUDIT_LOGS.length),
 });
 export type AuditHealth = z.infer<typeof AuditHealthSchema>;
+
+/** The value of the one key `lease` of `{ns}_notary`: the active notary and when its lease ends. */
+export const NotaryLeaseSchema = z.strictObject({
+  /** The instance holding it (a random id per process). */
+  holder: z.string().min(1).max(128),
+  /** Epoch milliseconds. */
+  lease_until: z.number().int(),
+});
+export type NotaryLease = z.infer<typeof NotaryLeaseSchema>;

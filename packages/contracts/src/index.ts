@@ -23,6 +23,18 @@ export {
   ApprovalRequestSchema,
 } from "./approval-request.js";
 export {
+  type AuditCheckpointMessage,
+  AuditCheckpointSchema,
+  type AuditGap,
+  AuditGapSchema,
+  type AuditHealth,
+  AuditHealthSchema,
+  type AuditLogState,
+  AuditLogStateSchema,
+  type NotaryLease,
+  NotaryLeaseSchema,
+} from "./audit-messages.js";
+export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,
@@ -197,16 +209,6 @@ export {
   type HandlerRegistration,
   HandlerRegistrationSchema,
 } from "./handler-registration.js";
-export {
-  type AuditCheckpointMessage,
-  AuditCheckpointSchema,
-  type AuditGap,
-  AuditGapSchema,
-  type AuditHealth,
-  AuditHealthSchema,
-  type AuditLogState,
-  AuditLogStateSchema,
-} from "./audit-messages.js";
 export { type HealthReply, HealthReplySchema } from "./health-reply.js";
 export {
   type AttributedDecision,

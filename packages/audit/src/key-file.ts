@@ -3,6 +3,9 @@ import path from "node:path";
 import { AuditError, AuditErrorCode } from "./errors.js";
 import { generateNoteKey, type NoteSigner, noteSigner } from "./note-key.js";
 
+/** Where the notary reads its key when `GEODE_AUDIT_KEY_FILE` is unset, and where `geode up` makes one. */
+export const DEFAULT_AUDIT_KEY_FILE = ".geode/audit.key";
+
 /** The name of a key made without one (`geode up`, `geode audit keygen` without `--name`). */
 export const DEFAULT_AUDIT_KEY_NAME = "geode-notary";
 

@@ -10,7 +10,6 @@ export { type Notary, type NotaryOptions, startNotary } from "./notary.js";
 export {
   CHECKPOINT_MAX_LEAVES,
   DEFAULT_AUDIT_BATCH_SIZE,
-  DEFAULT_AUDIT_KEY_FILE,
   DEFAULT_CHECKPOINT_MS,
   DEFAULT_LEASE_MS,
   NOTARY_ENV,

@@ -1,7 +1,6 @@
+import { DEFAULT_AUDIT_KEY_FILE } from "@geode/audit";
 import { envSpec, envVar, read } from "@geode/bus";
 
-/** Where the signing key is read when `GEODE_AUDIT_KEY_FILE` is unset (`geode up` makes it). */
-export const DEFAULT_AUDIT_KEY_FILE = ".geode/audit.key";
 /** At most one checkpoint per log this often, and only when the log grew (DESIGN section 20). */
 export const DEFAULT_CHECKPOINT_MS = 5_000;
 /** At least one checkpoint per this many leaves, whatever the interval (DESIGN section 20). */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type NoteSigner, readAuditKeyFile } from "@geode/audit";
+import { DEFAULT_AUDIT_KEY_FILE, type NoteSigner, readAuditKeyFile } from "@geode/audit";
 import {
   ensureBucket,
   ensureCheckpointStream,
@@ -17,12 +17,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { AuditStore, migrateAudit } from "./audit-store.js";
 import { DbOutage } from "./db-outage.js";
 import { LogFollower } from "./log-follower.js";
-import {
-  DEFAULT_AUDIT_BATCH_SIZE,
-  DEFAULT_AUDIT_KEY_FILE,
-  DEFAULT_CHECKPOINT_MS,
-  DEFAULT_LEASE_MS,
-} from "./notary-config.js";
+import { DEFAULT_AUDIT_BATCH_SIZE, DEFAULT_CHECKPOINT_MS, DEFAULT_LEASE_MS } from "./notary-config.js";
 import { NotaryLease } from "./notary-lease.js";
 
 export interface NotaryOptions {

@@ -7,8 +7,6 @@ import {
   gapLeaf,
   inclusionProof,
   leafHash,
-  MerkleFrontier,
-  messageLeaf,
   noteVerifier,
   openCheckpoint,
   readAuditKeyFile,
@@ -30,9 +28,9 @@ import {
 import { AuditStore, type Notary, startNotary } from "@geode/notary";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
-import { DeliverPolicy } from "@nats-io/jetstream";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recomputeTree } from "./notary-support.js";
 
 const env = useTestEnv();
 const dir = mkdtempSync(path.join(tmpdir(), "geode-notary-"));
@@ -92,31 +90,7 @@ async function publishEvents(count: number): Promise<void> {
   }
 }
 
-/** The stream's tree recomputed from its retained messages alone (a gap leaf for each missing sequence). */
-async function recomputedRoot(log: AuditLogName): Promise<{ size: number; root: Uint8Array }> {
-  const { js, jsm, names } = env();
-  const stream = names.auditStream(log);
-  const info = await jsm.streams.info(stream);
-  const frontier = new MerkleFrontier();
-  if (info.state.messages === 0) return { size: 0, root: frontier.root() };
-  const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.All });
-  let expected = info.state.first_seq;
-  const iter = await consumer.consume();
-  for await (const m of iter) {
-    for (; expected < m.seq; expected++) frontier.append(leafHash(encodeAuditLeaf(gapLeaf(expected))));
-    const leaf = messageLeaf({
-      seq: m.seq,
-      subject: m.subject,
-      msgId: m.headers?.get("Nats-Msg-Id") ?? "",
-      data: m.data,
-    });
-    frontier.append(leafHash(encodeAuditLeaf(leaf)));
-    expected = m.seq + 1;
-    if (m.seq >= info.state.last_seq) break;
-  }
-  await iter.close();
-  return { size: frontier.size, root: frontier.root() };
-}
+const recomputedRoot = (log: AuditLogName) => recomputeTree(env(), log);
 
 async function waitForSize(log: AuditLogName, size: number, timeoutMs = 60_000): Promise<void> {
   await waitFor(

@@ -176,12 +176,15 @@ export class LogFollower {
       };
       return pending;
     };
+    // Every message of the fetch is taken (at most `room`; gap leaves may add more): the ordered
+    // consumer's cursor is past each one delivered, so one left in the fetch would read as a gap.
     for await (const m of iter) {
       const p = begin();
       if (m.seq <= p.lastSeq) continue; // delivered again after a consumer reset
       this.appendGaps(p, m.seq - 1);
       this.appendMessage(p, m);
-      if (p.frontier.size - from.size >= room) break;
+      // Stopping: what was taken is a prefix of the stream, committed as one; the rest is dropped
+      // with the consumer and read again by the next holder.
       if (this.#stopping) break;
     }
     return pending;

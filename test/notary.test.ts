@@ -18,6 +18,7 @@ import {
   writeAuditKeyFile,
 } from "@geode/audit";
 import { createLogger } from "@geode/bus";
+import { freePort } from "@geode/cli";
 import {
   type AuditCheckpointMessage,
   AuditCheckpointSchema,
@@ -251,7 +252,10 @@ describe("notary", () => {
     await load;
     const total = start + 3_000;
     expect(killedAt).toBeLessThan(total);
-    const second = spawnService("services/notary/src/main.ts", childEnv);
+    const second = spawnService("services/notary/src/main.ts", {
+      ...childEnv,
+      GEODE_METRICS_PORT: String(await freePort()),
+    });
     children.push(second);
     await second.waitForOutput(/notary started/);
     await waitForSize("events", total, 120_000);
@@ -268,6 +272,14 @@ describe("notary", () => {
       (await env().nc.request(env().names.health("notary"), "", { timeout: 5_000 })).json(),
     );
     expect(health.audit?.logs.find((l) => l.log === "events")).toMatchObject({ size: total });
+    // Its metrics: the leaves it appended itself, no gap, the age of its latest checkpoint.
+    const metrics = await (await fetch(health.metrics_url!)).text();
+    // (at most what was left after the kill: a commit sent just before it may have landed after the read)
+    const appended = Number(/^geode_audit_leaves_total\{log="events"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(appended).toBeGreaterThan(0);
+    expect(appended).toBeLessThanOrEqual(total - killedAt);
+    expect(metrics).toContain('geode_audit_gaps_total{log="events"} 0\n');
+    expect(metrics).toMatch(/^geode_audit_checkpoint_age_seconds\{log="events"\} \d/m);
     expect(await second.stop("SIGTERM")).toBe(0);
   });
 

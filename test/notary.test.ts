@@ -160,6 +160,16 @@ async function expectConsistent(log: AuditLogName, keys: string[]): Promise<Set<
 }
 
 describe("notary", () => {
+  it("does not start without a usable key, and says which file and how to get one", async () => {
+    const missing = path.join(dir, "missing.key");
+    const err = await notary(missing, "nokey").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toBe(
+      `the audit key file ${missing} (GEODE_AUDIT_KEY_FILE) cannot be used: does not exist`,
+    );
+    expect((err as { hint?: string }).hint).toMatch(/geode up/);
+  });
+
   it("keeps a tree whose root is the one recomputed from the stream, signed and provable", {
     timeout: 120_000,
   }, async () => {

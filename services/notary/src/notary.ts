@@ -58,7 +58,7 @@ export interface Notary {
 export async function startNotary(options: NotaryOptions): Promise<Notary> {
   const { nc, names: n } = options;
   const log = options.log ?? silentLogger();
-  const signer = options.signer ?? readAuditKeyFile(options.keyFile ?? DEFAULT_AUDIT_KEY_FILE);
+  const signer = options.signer ?? readKey(options.keyFile ?? DEFAULT_AUDIT_KEY_FILE);
   const instance = options.instance ?? randomUUID();
   await ensureEventStreams(nc, n, options.streams);
   await ensureCheckpointStream(nc, n, options.streams);
@@ -157,4 +157,20 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
       await db.close();
     },
   };
+}
+
+/** The signing key, or one line saying which file could not be used and how to get one. */
+function readKey(file: string): NoteSigner {
+  try {
+    return readAuditKeyFile(file);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : (err as Error).message;
+    throw Object.assign(
+      new Error(`the audit key file ${file} (GEODE_AUDIT_KEY_FILE) cannot be used: ${why}`),
+      {
+        cause: err,
+        hint: "`geode up` makes one when it is missing; in compose, `sh infra/docker/env.sh` writes it",
+      },
+    );
+  }
 }

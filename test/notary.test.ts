@@ -314,6 +314,13 @@ describe("notary", () => {
       expect(note.signatures.map((s) => s.name)).toEqual([activeName]);
     }
     expect(standby.active).toBe(false);
+    // A standby's health says what the active one wrote (either may answer a health request).
+    await waitFor(
+      () => standby.health().audit?.logs.find((l) => l.log === "events")?.size === mid,
+      30_000,
+      50,
+    );
+    expect(standby.health().audit?.active).toBe(false);
 
     // The active one goes; the standby takes the lease and goes on from the stored frontier.
     await stopNotary(active);

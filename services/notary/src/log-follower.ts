@@ -88,6 +88,21 @@ export class LogFollower {
     this.#running = undefined;
   }
 
+  /**
+   * While standing by: the stored log and its latest checkpoint, so a standby's health says what
+   * the active notary wrote (a health request is answered by whichever replica is first).
+   */
+  async refresh(): Promise<void> {
+    if (this.#running) return;
+    const [stored, latest] = await Promise.all([
+      this.o.store.readLog(this.o.log),
+      this.o.store.latestCheckpoint(this.o.log),
+    ]);
+    if (this.#running) return;
+    this.#state = stored;
+    this.#checkpoint = latest ? { size: latest.size, signedAt: latest.signedAt } : undefined;
+  }
+
   /** Why this log does not advance, when something outside the database stops it (else undefined). */
   get problem(): string | undefined {
     return this.#problem;

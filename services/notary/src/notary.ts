@@ -133,6 +133,14 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
         })
       : [],
   );
+  // A standby's view of the logs, read from the database every third of the lease.
+  const standbyView = setInterval(
+    () => {
+      if (lease.active || stopped) return;
+      for (const f of followers) void f.refresh().catch(() => undefined);
+    },
+    Math.max(100, Math.floor((options.leaseMs ?? DEFAULT_LEASE_MS) / 3)),
+  );
   lease.start();
   log.info({ instance, key: signer.verifierKey }, "notary started; taking the lease");
   return {
@@ -150,6 +158,7 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
     },
     async stop() {
       stopped = true;
+      clearInterval(standbyView);
       observe.auditCheckpointAge(undefined);
       await lease.stop();
       await role;

@@ -93,12 +93,12 @@ export class LogFollower {
    * the active notary wrote (a health request is answered by whichever replica is first).
    */
   async refresh(): Promise<void> {
-    if (this.#running) return;
+    if (this.#running !== undefined) return;
     const [stored, latest] = await Promise.all([
       this.o.store.readLog(this.o.log),
       this.o.store.latestCheckpoint(this.o.log),
     ]);
-    if (this.#running) return;
+    if (this.#running !== undefined) return;
     this.#state = stored;
     this.#checkpoint = latest ? { size: latest.size, signedAt: latest.signedAt } : undefined;
   }

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { readAuditKeyFile } from "@geode/audit";
 import { findNatsServerBinary } from "@geode/cli";
 import { SERVICE_NAMES } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
@@ -178,21 +179,29 @@ describe("docker-compose.yml", () => {
           (l) => l.split("=") as [string, string],
         ),
       );
+      const { GEODE_AUDIT_KEY_PATH: keyPath, ...passwords } = written;
       const wanted = [
         ...Object.keys(raw.services["nats"]?.environment ?? {}),
         "POSTGRES_PASSWORD",
         "GEODE_CONSOLE_TOKEN",
       ];
-      expect(Object.keys(written).sort()).toEqual(wanted.sort());
-      for (const v of Object.values(written)) expect(v).toMatch(/^[A-Za-z][A-Za-z0-9_-]{15,}$/);
-      expect(new Set(Object.values(written)).size).toBe(wanted.length);
+      expect(Object.keys(passwords).sort()).toEqual(wanted.sort());
+      for (const v of Object.values(passwords)) expect(v).toMatch(/^[A-Za-z][A-Za-z0-9_-]{15,}$/);
+      expect(new Set(Object.values(passwords)).size).toBe(wanted.length);
       expect(statSync(envFile).mode & 0o077).toBe(0);
+      // The notary's key: a signer key the notary reads, in a directory only its owner enters.
+      expect(keyPath).toBe(path.join(dir, ".geode/compose/audit.key"));
+      const signer = readAuditKeyFile(keyPath as string);
+      expect(signer.name).toBe("geode-notary");
+      expect(statSync(path.dirname(keyPath as string)).mode & 0o077).toBe(0);
+      const key = readFileSync(keyPath as string, "utf8");
       // Again after one is gone: that one comes back, new; the others stay as they were.
       writeFileSync(envFile, readFileSync(envFile, "utf8").replace(/^GEODE_CONSOLE_TOKEN=.*\n/m, ""));
       execFileSync("sh", [path.join(REPO_ROOT, "infra/docker/env.sh"), "--cluster", envFile], {
         stdio: "pipe",
       });
       const again = readFileSync(envFile, "utf8");
+      expect(readFileSync(keyPath as string, "utf8")).toBe(key); // never replaced
       for (const [k, v] of Object.entries(written))
         if (k !== "GEODE_CONSOLE_TOKEN") expect(again).toContain(`${k}=${v}\n`);
       expect(again).toMatch(/^GEODE_CONSOLE_TOKEN=p[0-9a-f]{40}$/m);

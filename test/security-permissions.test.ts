@@ -1,4 +1,4 @@
-import { ensureBucket, ensureEventStreams } from "@geode/bus";
+import { ensureBucket, ensureCheckpointStream, ensureEventStreams } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
 import { uniqueNamespace, waitFor } from "@geode/testing";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -70,11 +70,20 @@ describe("each role can do its own job", () => {
     await ensureBucket(guard, n, "agents");
     await ensureBucket(guard, n, "sessions");
     await ensureBucket(guard, n, "tools");
+    const notary = await as("notary");
+    await ensureEventStreams(notary, n);
+    await ensureCheckpointStream(notary, n);
+    await ensureBucket(notary, n, "notary");
     const jsm = await jetstreamManager(await as("operator"));
     const streams: string[] = [];
     for await (const s of jsm.streams.names()) streams.push(s);
     expect(streams.sort()).toEqual(
-      [n.eventsStream, n.timelineStream, ...Object.values(n.buckets).map((b) => `KV_${b}`)].sort(),
+      [
+        n.eventsStream,
+        n.timelineStream,
+        n.checkpointsStream,
+        ...Object.values(n.buckets).map((b) => `KV_${b}`),
+      ].sort(),
     );
   });
 

@@ -7,6 +7,7 @@ import {
   readlinkSync,
   realpathSync,
   rmSync,
+  statSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -120,12 +121,18 @@ const env = useTestEnv();
 describe("geode up", () => {
   it("starts every service, restarts one that is SIGKILLed while the others serve, and stops all on SIGINT", async () => {
     expect(SERVICES.length).toBeGreaterThan(0);
-    const run = geode(["up"], { ...env().env, LOG_LEVEL: "info" }, REPO_ROOT);
+    // The notary's signing key is made (mode 0600) where GEODE_AUDIT_KEY_FILE says, when missing.
+    const keyFile = path.join(mkdtempSync(path.join(tmpdir(), "geode-up-key-")), "keys", "audit.key");
+    const run = geode(["up"], { ...env().env, LOG_LEVEL: "info", GEODE_AUDIT_KEY_FILE: keyFile }, REPO_ROOT);
     const { nc, names } = env();
     const health = async (s: string) =>
       HealthReplySchema.parse((await nc.request(names.health(s), "", { timeout: 5_000 })).json());
     try {
       await run.waitFor(/geode up: ready/);
+      if (SERVICES.includes("notary")) {
+        expect(run.output()).toContain(`geode up: made the audit signing key ${keyFile}; its verifier key: `);
+        expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+      }
       // The agent gateway's HTTP front door answers too.
       const [, url] = await run.waitFor(/agent-gateway listening on (http:\/\/[0-9.:]+)/);
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });

@@ -23,6 +23,7 @@ export type NatsRole =
   | "activity-recorder"
   | "agent-gateway"
   | "policy-guard"
+  | "notary"
   | "handler"
   | "tool-provider"
   | "approver"
@@ -30,6 +31,8 @@ export type NatsRole =
 
 export interface NatsPermissions {
   publish: string[];
+  /** Subjects denied although `publish` allows them (the operator's wildcard, not the notary's checkpoints). */
+  publishDeny: string[];
   subscribe: string[];
   /** May publish one reply to the reply subject of each request it received. */
   allowResponses: boolean;
@@ -148,7 +151,13 @@ const uniq = (xs: string[]) => [...new Set(xs)];
 function user(
   name: string,
   role: NatsRole,
-  p: { publish: string[]; subscribe: string[]; allowResponses?: boolean; privateInbox?: boolean },
+  p: {
+    publish: string[];
+    publishDeny?: string[];
+    subscribe: string[];
+    allowResponses?: boolean;
+    privateInbox?: boolean;
+  },
 ): NatsUser {
   const inboxPrefix = p.privateInbox ? privateInboxPrefix(name) : SHARED_INBOX;
   return {
@@ -158,6 +167,7 @@ function user(
     inboxPrefix,
     permissions: {
       publish: uniq(p.publish),
+      publishDeny: uniq(p.publishDeny ?? []),
       subscribe: uniq([...p.subscribe, `${inboxPrefix}.>`]),
       allowResponses: p.allowResponses ?? false,
     },
@@ -325,6 +335,27 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
       ],
       allowResponses: true,
     }),
+    // The notary reads both streams (ordered consumers), keeps its lease, publishes gaps and the
+    // signed checkpoints (their stream too). It is the only user that may publish a checkpoint;
+    // its key is a file of its own, which no NATS permission reaches.
+    user("notary", "notary", {
+      publish: [
+        n.auditCheckpointAll,
+        n.auditGapAll,
+        n.health("notary"),
+        ...jsInfo,
+        ...provisionStream(n.eventsStream),
+        ...provisionStream(n.timelineStream),
+        ...readStream(n.eventsStream),
+        ...readStream(n.timelineStream),
+        ...provisionStream(n.checkpointsStream),
+        ...readBucket(b.notary),
+        ...provisionBucket(b.notary),
+        ...writeBucket(b.notary),
+      ],
+      subscribe: [n.health("notary")],
+      allowResponses: true,
+    }),
     // Approvers answer `{ns}.approval.request` (queue group `approvers`) and nothing else.
     user("approver", "approver", {
       publish: [],
@@ -332,8 +363,14 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
       allowResponses: true,
       privateInbox: true,
     }),
-    // Operators run the CLI (replay, prune, receipts resolve, handlers rm, events tail, health).
-    user("operator", "operator", { publish: [">"], subscribe: [">"], allowResponses: true }),
+    // Operators run the CLI (replay, prune, receipts resolve, handlers rm, events tail, health),
+    // everything but signing: a checkpoint comes from the notary alone.
+    user("operator", "operator", {
+      publish: [">"],
+      publishDeny: [n.auditCheckpointAll],
+      subscribe: [">"],
+      allowResponses: true,
+    }),
   ];
 
   for (const h of options.handlers ?? []) {
@@ -423,7 +460,9 @@ export function renderNatsConfig(options: NatsRolesOptions = {}): string {
       `        user: ${q(u.user)}`,
       `        password: $${u.passwordEnv}`,
       "        permissions: {",
-      `          publish: { allow: ${renderList(u.permissions.publish, i)} }`,
+      u.permissions.publishDeny.length > 0
+        ? `          publish: { allow: ${renderList(u.permissions.publish, i)}, deny: ${renderList(u.permissions.publishDeny, i)} }`
+        : `          publish: { allow: ${renderList(u.permissions.publish, i)} }`,
       `          subscribe: { allow: ${renderList(u.permissions.subscribe, i)} }`,
       ...(u.permissions.allowResponses ? ["          allow_responses: true"] : []),
       "        }",

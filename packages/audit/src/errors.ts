@@ -19,6 +19,8 @@ export const AuditErrorCode = {
   WrongOrigin: "wrong_origin",
   /** A signer or verifier key string that is not in the note format, or whose key hash is wrong. */
   MalformedKey: "malformed_key",
+  /** A key file that exists already where a new key was to be written. */
+  KeyFileExists: "key_file_exists",
   /** A note with no signature by any of the keys the caller trusts. */
   UnknownKey: "unknown_key",
   /** A note whose signature by a trusted key does not verify. */

@@ -24,6 +24,12 @@ export {
   type TreeRange,
   treeRoot,
 } from "./hash-store.js";
+export {
+  DEFAULT_AUDIT_KEY_FILE,
+  DEFAULT_AUDIT_KEY_NAME,
+  readAuditKeyFile,
+  writeAuditKeyFile,
+} from "./key-file.js";
 export { type FrontierSnapshot, MerkleFrontier, type TreeNode } from "./merkle-frontier.js";
 export { consistencyProof, inclusionProof } from "./merkle-proof.js";
 export {

@@ -56,6 +56,7 @@ export {
   clusterSize,
   configuredReplicas,
   ensureBucket,
+  ensureCheckpointStream,
   ensureDurableConsumer,
   ensureEventStreams,
   ensureResultStore,

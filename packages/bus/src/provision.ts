@@ -134,6 +134,21 @@ export async function ensureEventStreams(
   await ensureStream(nc, jsm, n.timelineStream, [n.timelineAll], options);
 }
 
+/**
+ * Creates `{NS}_CHECKPOINTS` if absent: the notary's signed checkpoints on
+ * `{ns}.audit.checkpoint.>`, every one kept (no age limit, no per-subject limit: a checkpoint is
+ * a few hundred bytes and an auditor checks each against the one before). Never changes an
+ * existing one.
+ */
+export async function ensureCheckpointStream(
+  nc: NatsConnection,
+  n: Names,
+  options: Omit<StreamOptions, "maxAgeMs"> = {},
+): Promise<void> {
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  await ensureStream(nc, jsm, n.checkpointsStream, [n.auditCheckpointAll], { ...options, maxAgeMs: 0 });
+}
+
 export type BucketName = keyof Names["buckets"];
 
 /** History kept per bucket: receipts, verify and sessions keep a short audit trail of revisions. */
@@ -148,6 +163,7 @@ export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   webhooks: 1,
   policies: 5,
   mcpServers: 1,
+  notary: 1,
 };
 
 /**

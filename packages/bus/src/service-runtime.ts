@@ -18,6 +18,8 @@ export interface ServiceHealth {
   note?: string | undefined;
   /** The mcp-bridge's upstream servers (`HealthReply.servers`); absent for every other service. */
   servers?: HealthReply["servers"];
+  /** The notary's lease and logs (`HealthReply.audit`); absent for every other service. */
+  audit?: HealthReply["audit"];
 }
 
 /**
@@ -34,8 +36,10 @@ export function serveHealth(
   const startedAt = Date.now();
   return serveRequests(nc, n.health(service), { request: HealthLeg.request }, (): HealthReply => {
     const h = health();
-    const { status, reason, note, servers } =
-      typeof h === "string" ? { status: h, reason: undefined, note: undefined, servers: undefined } : h;
+    const { status, reason, note, servers, audit } =
+      typeof h === "string"
+        ? { status: h, reason: undefined, note: undefined, servers: undefined, audit: undefined }
+        : h;
     return {
       service,
       status,
@@ -45,6 +49,7 @@ export function serveHealth(
       ...(status === "degraded" && reason ? { reason } : {}),
       ...(note ? { note } : {}),
       ...(servers ? { servers } : {}),
+      ...(audit ? { audit } : {}),
     };
   });
 }

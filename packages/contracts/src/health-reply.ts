@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AuditHealthSchema } from "./audit-messages.js";
 import { McpServerStateSchema } from "./mcp.js";
 
 /** What a service answers on `{ns}.health.{service}`. */
@@ -18,5 +19,7 @@ export const HealthReplySchema = z.strictObject({
   metrics_url: z.string().nullable().optional(),
   /** The mcp-bridge's upstream servers, one entry each (absent for every other service). */
   servers: z.array(McpServerStateSchema).max(1024).optional(),
+  /** The notary's lease and logs (absent for every other service). */
+  audit: AuditHealthSchema.optional(),
 });
 export type HealthReply = z.infer<typeof HealthReplySchema>;

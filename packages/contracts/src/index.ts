@@ -23,6 +23,18 @@ export {
   ApprovalRequestSchema,
 } from "./approval-request.js";
 export {
+  type AuditCheckpointMessage,
+  AuditCheckpointSchema,
+  type AuditGap,
+  AuditGapSchema,
+  type AuditHealth,
+  AuditHealthSchema,
+  type AuditLogState,
+  AuditLogStateSchema,
+  type NotaryLease,
+  NotaryLeaseSchema,
+} from "./audit-messages.js";
+export {
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   ClaudeCodeEventFields,
@@ -253,6 +265,8 @@ export {
 } from "./mcp.js";
 export {
   AGENT_NAME_PATTERN,
+  AUDIT_LOGS,
+  type AuditLogName,
   DEFAULT_NAMESPACE,
   HANDLER_NAME_PATTERN,
   INVOCATION_ID_HEADER,

@@ -34,7 +34,15 @@ describe("names(ns)", () => {
       webhooks: "acme_1_webhooks",
       policies: "acme_1_policies",
       mcpServers: "acme_1_mcp_servers",
+      notary: "acme_1_notary",
     });
+    expect(n.auditLog("events")).toBe("geode/acme_1/events");
+    expect(n.auditLog("timeline")).toBe("geode/acme_1/timeline");
+    expect(n.auditStream("timeline")).toBe("ACME_1_TIMELINE");
+    expect(n.auditCheckpoint("events")).toBe("acme_1.audit.checkpoint.events");
+    expect(n.auditCheckpointAll).toBe("acme_1.audit.checkpoint.>");
+    expect(n.auditGap("timeline")).toBe("acme_1.audit.gap.timeline");
+    expect(n.checkpointsStream).toBe("ACME_1_CHECKPOINTS");
     expect(n.pgSchema).toBe("acme_1");
     expect(n.handlerKey("PreToolUse", "guard")).toBe("PreToolUse.guard");
   });

@@ -37,7 +37,12 @@ export const SERVICE_NAMES = [
   "activity-recorder",
   "agent-gateway",
   "policy-guard",
+  "notary",
 ] as const;
+
+/** The audit logs of DESIGN section 20: one per stream, named `geode/{ns}/{log}`. */
+export const AUDIT_LOGS = ["events", "timeline"] as const;
+export type AuditLogName = (typeof AUDIT_LOGS)[number];
 
 /** The durable consumer the activity-recorder replicas share on each stream. */
 export const RECORDER_CONSUMER = "activity-recorder";
@@ -102,6 +107,18 @@ export interface Names {
   readonly timelineAll: string;
   readonly eventsStream: string;
   readonly timelineStream: string;
+  /** The origin of an audit log's checkpoints: `geode/{ns}/{log}` (DESIGN section 20). */
+  auditLog(log: AuditLogName): string;
+  /** The stream of an audit log: `{NS}_EVENTS` or `{NS}_TIMELINE`. */
+  auditStream(log: AuditLogName): string;
+  /** Signed checkpoints of a log: `{ns}.audit.checkpoint.{log}` (stream `{NS}_CHECKPOINTS`). */
+  auditCheckpoint(log: AuditLogName): string;
+  readonly auditCheckpointAll: string;
+  /** A gap in a log's stream sequences: `{ns}.audit.gap.{log}`. */
+  auditGap(log: AuditLogName): string;
+  readonly auditGapAll: string;
+  /** Stream of every signed checkpoint, all kept: `{NS}_CHECKPOINTS`. */
+  readonly checkpointsStream: string;
   readonly buckets: {
     readonly hookHandlers: string;
     readonly toolReceipts: string;
@@ -114,6 +131,8 @@ export interface Names {
     readonly policies: string;
     /** Upstream MCP servers of the mcp-bridge (DESIGN section 19). */
     readonly mcpServers: string;
+    /** The notary's lease: one active instance (DESIGN section 20). */
+    readonly notary: string;
   };
   /** Object Store bucket of large tool results (docs/protocol.md#large-results). */
   readonly resultStore: string;
@@ -170,6 +189,13 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
     timelineAll: `${ns}.timeline.>`,
     eventsStream: `${NS}_EVENTS`,
     timelineStream: `${NS}_TIMELINE`,
+    auditLog: (log) => `geode/${ns}/${log}`,
+    auditStream: (log) => (log === "events" ? `${NS}_EVENTS` : `${NS}_TIMELINE`),
+    auditCheckpoint: (log) => `${ns}.audit.checkpoint.${log}`,
+    auditCheckpointAll: `${ns}.audit.checkpoint.>`,
+    auditGap: (log) => `${ns}.audit.gap.${log}`,
+    auditGapAll: `${ns}.audit.gap.>`,
+    checkpointsStream: `${NS}_CHECKPOINTS`,
     buckets: {
       hookHandlers: `${ns}_hook_handlers`,
       toolReceipts: `${ns}_tool_receipts`,
@@ -181,6 +207,7 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       webhooks: `${ns}_webhooks`,
       policies: `${ns}_policies`,
       mcpServers: `${ns}_mcp_servers`,
+      notary: `${ns}_notary`,
     },
     resultStore: `${ns}_results`,
     resultStream: `OBJ_${ns}_results`,

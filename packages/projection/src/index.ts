@@ -16,6 +16,7 @@ export {
 } from "./errors.js";
 export {
   dropProjection,
+  dropProjectionTables,
   dropSecondaryIndexes,
   ensureSecondaryIndexes,
   migrateProjection,

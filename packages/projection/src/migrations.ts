@@ -255,8 +255,32 @@ export async function migrateProjection(db: Kysely<any>, ns: string): Promise<vo
   }
 }
 
-/** Drops schema `ns` with every projection table in it (used by `geode replay --rebuild`). */
+/** Drops schema `ns` with everything in it, the audit tables too (used by `geode ns rm`). */
 // biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
 export async function dropProjection(db: Kysely<any>, ns: string): Promise<void> {
   await sql`drop schema if exists ${sql.id(ns)} cascade`.execute(db);
+}
+
+/**
+ * The tables of the projection's migrations, their migration bookkeeping included: what `geode
+ * replay --rebuild` drops. Nothing else of schema `{ns}` is the projection's: the notary's
+ * `audit_*` tables (DESIGN section 20) hold hashes of messages the streams may have aged out, so
+ * a rebuild can never make them again and keeps them.
+ */
+const REBUILT_TABLES = [
+  "activity_events",
+  "extension_invocations",
+  "session_events",
+  "projection_offsets",
+  "quarantined_messages",
+  "kysely_migration",
+  "kysely_migration_lock",
+] as const;
+
+/** Drops the projection's tables of schema `ns` (REBUILT_TABLES) and nothing else in it. */
+// biome-ignore lint/suspicious/noExplicitAny: works on any database handle.
+export async function dropProjectionTables(db: Kysely<any>, ns: string): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (const t of REBUILT_TABLES) await sql`drop table if exists ${sql.id(ns, t)}`.execute(tx);
+  });
 }

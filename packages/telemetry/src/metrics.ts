@@ -41,9 +41,16 @@ export interface Metrics {
   recorderBatch(stream: string, seconds: number): void;
   /** Messages of `stream` PostgreSQL refused for their content, kept in `quarantined_messages` (0: the series starts). */
   recorderQuarantined(stream: string, messages: number): void;
+  /** Leaves the notary appended to `log`'s tree (gap leaves included; 0: the series starts). */
+  auditLeaves(log: string, leaves: number): void;
+  /** Gap leaves (deleted stream messages) the notary appended to `log`'s tree (0: the series starts). */
+  auditGaps(log: string, gaps: number): void;
   /** The process's NATS connection went up (true) or down (false). */
   natsConnected(up: boolean): void;
 }
+
+/** What the notary reports at each scrape: seconds since each log's latest checkpoint. */
+export type CheckpointAgeSource = () => ReadonlyArray<{ log: string; seconds: number }>;
 
 /** What a lag source reports at each scrape: messages the projection is behind, per stream. */
 export type LagSource = () => Promise<ReadonlyArray<{ stream: string; lag: number }>>;
@@ -63,6 +70,8 @@ const NOOP: Metrics = {
   recorderRows() {},
   recorderBatch() {},
   recorderQuarantined() {},
+  auditLeaves() {},
+  auditGaps() {},
   natsConnected() {},
 };
 
@@ -188,6 +197,7 @@ function pendingHistogram(
 export class ServiceMetrics implements Metrics {
   readonly registry: PromClient.Registry;
   private lagSource: LagSource | undefined;
+  private checkpointAgeSource: CheckpointAgeSource | undefined;
   private readonly hookCount;
   private readonly hookSeconds;
   private readonly handlerCount;
@@ -202,6 +212,8 @@ export class ServiceMetrics implements Metrics {
   private readonly rowsWritten;
   private readonly batchSeconds;
   private readonly quarantined;
+  private readonly auditLeafCount;
+  private readonly auditGapCount;
   private readonly nats;
 
   constructor(options: { defaults?: boolean } = {}) {
@@ -297,6 +309,19 @@ export class ServiceMetrics implements Metrics {
     });
     const lag = this.lagGauge();
     this.registry.registerMetric(lag);
+    this.auditLeafCount = pendingCounter({
+      name: "geode_audit_leaves_total",
+      help: "Leaves the notary appended to an audit log's Merkle tree (gap leaves included), by log.",
+      labelNames: ["log"] as const,
+      registers,
+    });
+    this.auditGapCount = pendingCounter({
+      name: "geode_audit_gaps_total",
+      help: "Gap leaves the notary appended for stream sequences that were gone (deleted messages), by log.",
+      labelNames: ["log"] as const,
+      registers,
+    });
+    this.registry.registerMetric(this.checkpointAgeGauge());
     this.nats = new Gauge({
       name: "geode_nats_connected",
       help: "1 while the process's NATS connection is up, 0 while it reconnects.",
@@ -319,6 +344,26 @@ export class ServiceMetrics implements Metrics {
         for (const { stream, lag } of await read().catch(() => [])) this.labels(stream).set(lag);
       },
     });
+  }
+
+  /** Seconds since each log's latest checkpoint, read from the notary at each scrape. */
+  private checkpointAgeGauge(): PromClient.Gauge<"log"> {
+    const source = () => this.checkpointAgeSource;
+    return new (prom().Gauge)({
+      name: "geode_audit_checkpoint_age_seconds",
+      help: "Seconds since the notary signed an audit log's latest checkpoint, by log (an active notary only).",
+      labelNames: ["log"] as const,
+      registers: [],
+      collect() {
+        this.reset();
+        for (const { log, seconds } of source()?.() ?? []) this.labels(log).set(seconds);
+      },
+    });
+  }
+
+  /** Where `geode_audit_checkpoint_age_seconds` comes from (the notary sets it). */
+  setCheckpointAgeSource(source: CheckpointAgeSource | undefined): void {
+    this.checkpointAgeSource = source;
   }
 
   /** Where `geode_recorder_lag_messages` comes from (the activity-recorder sets it). */
@@ -383,6 +428,14 @@ export class ServiceMetrics implements Metrics {
   recorderQuarantined(stream: string, messages: number): void {
     // 0 exports the series before the first one: an alert on its increase needs a sample before.
     this.quarantined(stream).inc(messages);
+  }
+
+  auditLeaves(log: string, leaves: number): void {
+    this.auditLeafCount(log).inc(leaves);
+  }
+
+  auditGaps(log: string, gaps: number): void {
+    this.auditGapCount(log).inc(gaps);
   }
 
   natsConnected(up: boolean): void {

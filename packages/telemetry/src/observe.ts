@@ -1,4 +1,4 @@
-import { type LagSource, metrics, serviceMetrics } from "./metrics.js";
+import { type CheckpointAgeSource, type LagSource, metrics, serviceMetrics } from "./metrics.js";
 
 /**
  * What no interceptor at the bus's doors can see, reported by the code that knows it: a no-op
@@ -36,6 +36,18 @@ export const observe = {
   /** Messages of `stream` PostgreSQL refused for their content (quarantined, not projected). */
   recorderQuarantined(stream: string, messages: number): void {
     metrics().recorderQuarantined(stream, messages);
+  },
+  /** Leaves the notary appended to `log` (`geode_audit_leaves_total`; 0 starts the series). */
+  auditLeaves(log: string, leaves: number): void {
+    metrics().auditLeaves(log, leaves);
+  },
+  /** Gap leaves the notary appended to `log` (`geode_audit_gaps_total`; 0 starts the series). */
+  auditGaps(log: string, gaps: number): void {
+    metrics().auditGaps(log, gaps);
+  },
+  /** Where `geode_audit_checkpoint_age_seconds` is read from at each scrape (undefined: nowhere). */
+  auditCheckpointAge(source: CheckpointAgeSource | undefined): void {
+    serviceMetrics()?.setCheckpointAgeSource(source);
   },
   /** Where `geode_recorder_lag_messages` is read from at each scrape (undefined: nowhere). */
   recorderLag(source: LagSource | undefined): void {

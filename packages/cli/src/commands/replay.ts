@@ -3,7 +3,7 @@ import { connectBus, type GeodeConfig, loadConfig, type NatsConnection, silentLo
 import { names as buildNames, type Names } from "@geode/contracts";
 import {
   describeDbError,
-  dropProjection,
+  dropProjectionTables,
   dropSecondaryIndexes,
   ensureSecondaryIndexes,
   type ProjectionDb,
@@ -248,7 +248,8 @@ export const replayCommand: CommandModule = {
       db = await openProjectionFromEnv(config, "geode replay", !values.rebuild);
       if (values.rebuild) {
         io.err(`dropping the projection tables of namespace ${n.ns}\n`);
-        await dropProjection(db.root, n.ns);
+        // The projection's tables only: the notary's audit tables of the schema stay.
+        await dropProjectionTables(db.root, n.ns);
         await db.migrate();
       }
       // Loaded into empty tables on PostgreSQL: each secondary index is built once at the end

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
 import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
+import { ensureAuditKey } from "../up/audit-key.js";
 import { ensureNats } from "../up/ensure-nats.js";
 import { discoverServices, type ServiceEntry } from "../up/service-processes.js";
 import {
@@ -79,6 +80,13 @@ async function startPlane(plane: UpPlane, services: ServiceEntry[]): Promise<str
     `geode up: namespace ${config.namespace}, NATS ${redactUrl(nats.url, { maskUser: true })}${nats.embedded ? " (embedded)" : ""}, ` +
       `database ${database?.label}\n`,
   );
+  if (services.some((s) => s.name === "notary")) {
+    // The notary signs with this key; the first start makes one, whose verifier key is shown once.
+    const key = ensureAuditKey(io.env);
+    if (key.madeVerifierKey !== undefined)
+      io.out(`geode up: made the audit signing key ${key.file}; its verifier key: ${key.madeVerifierKey}\n`);
+    plane.auditKeyFile = key.file;
+  }
   spawnServices(plane, services);
   return undefined;
 }

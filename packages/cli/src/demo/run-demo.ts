@@ -272,11 +272,13 @@ export function demoMetricsPort(env: NodeJS.ProcessEnv, i: number): string {
 }
 
 /**
- * The plane's services but the agent gateway: the scripted session is the demo's runtime, and the
- * gateway's HTTP port may already be bound by a running `geode up`.
+ * The plane's services but the agent gateway and the notary: the scripted session is the demo's
+ * runtime, and the gateway's HTTP port may already be bound by a running `geode up`; the notary
+ * signs with a key the demo does not hold (and its processes connect as the operator, who may not
+ * publish checkpoints).
  */
 function startServices(procs: DemoProcesses, env: NodeJS.ProcessEnv, progress: (line: string) => void): void {
-  const services = discoverServices().filter((d) => d.name !== "agent-gateway");
+  const services = discoverServices().filter((d) => d.name !== "agent-gateway" && d.name !== "notary");
   for (const [i, s] of services.entries()) {
     const serviceEnv = { ...env, GEODE_METRICS_PORT: demoMetricsPort(env, i) };
     const proc = spawnServiceProcess(s, serviceEnv, (name, line) => progress(`[${name}] ${line}`));

@@ -7,13 +7,13 @@ import { openExistingProjection } from "../projection-from-env.js";
 
 /** The bucket names of a namespace without the `{ns}_` prefix: `hook_handlers`, `tool_receipts`, … */
 const BUCKET_SUFFIXES: readonly string[] = Object.values(buildNames("x").buckets).map((b) => b.slice(2));
-const STREAM_SUFFIXES = ["EVENTS", "TIMELINE"] as const;
+const STREAM_SUFFIXES = ["EVENTS", "TIMELINE", "CHECKPOINTS"] as const;
 
 /** What one namespace holds in NATS and in the projection database. */
 export interface NamespaceRow {
   ns: string;
   /**
-   * Its JetStream streams (`{NS}_EVENTS`, `{NS}_TIMELINE`) and buckets (KV `KV_{ns}_*`, Object
+   * Its JetStream streams (`{NS}_EVENTS`, `{NS}_TIMELINE`, `{NS}_CHECKPOINTS`) and buckets (KV `KV_{ns}_*`, Object
    * Store `OBJ_{ns}_results`) by name.
    */
   streams: string[];

@@ -31,6 +31,8 @@ export interface UpPlane {
   readonly io: CommandIO;
   nc: NatsConnection | undefined;
   database: UpDatabase | undefined;
+  /** The notary's key file, absolute (set when the notary is among the services). */
+  auditKeyFile?: string;
   readonly supervisors: ServiceSupervisor[];
   /** Health answers at start-up, by service. */
   readonly ready: Map<string, HealthProbe>;
@@ -96,6 +98,7 @@ export function spawnServices(
     ...io.env,
     NATS_URL: plane.nats.url,
     ...(database?.url !== undefined ? { DATABASE_URL: database.url } : {}),
+    ...(plane.auditKeyFile !== undefined ? { GEODE_AUDIT_KEY_FILE: plane.auditKeyFile } : {}),
   };
   const width = Math.max(...services.map((s) => s.name.length));
   const paint = (i: number, s: string) => (io.isTTY ? `\x1b[${COLORS[i % COLORS.length]}m${s}\x1b[0m` : s);

@@ -1,0 +1,293 @@
+import {
+  AuditError,
+  AuditErrorCode,
+  type FrontierSnapshot,
+  type HashStore,
+  MerkleFrontier,
+  type NodeId,
+  type TreeNode,
+} from "@geode/audit";
+import type { AuditLogName } from "@geode/contracts";
+import { type Kysely, type Migration, Migrator, sql } from "kysely";
+
+// biome-ignore lint/suspicious/noExplicitAny: the audit tables are written through raw SQL.
+type Db = Kysely<any>;
+
+/**
+ * The audit tables of schema `{ns}` (DESIGN section 20), beside the projection and never part of
+ * it: `geode replay --rebuild` keeps them, since they hold the hashes of messages the streams may
+ * have aged out.
+ * - `audit_tree`: every complete subtree of each log's tree (its leaf hashes at level 0 and each
+ *   node a leaf closed above them), so any leaf can be proven at any size.
+ * - `audit_logs`: per log its first stream sequence, size, last sequence, gap count and frontier.
+ * - `audit_checkpoints`: every signed checkpoint, the note exactly as it was signed.
+ */
+const initial: Migration = {
+  async up(db: Db) {
+    await db.schema
+      .createTable("audit_tree")
+      .addColumn("log", "text", (c) => c.notNull())
+      .addColumn("level", "smallint", (c) => c.notNull())
+      .addColumn("idx", "bigint", (c) => c.notNull())
+      .addColumn("hash", "bytea", (c) => c.notNull())
+      .addPrimaryKeyConstraint("audit_tree_pk", ["log", "level", "idx"])
+      .execute();
+    await db.schema
+      .createTable("audit_logs")
+      .addColumn("log", "text", (c) => c.primaryKey())
+      .addColumn("origin", "text", (c) => c.notNull())
+      .addColumn("stream", "text", (c) => c.notNull())
+      .addColumn("first_seq", "bigint", (c) => c.notNull())
+      .addColumn("size", "bigint", (c) => c.notNull())
+      .addColumn("last_seq", "bigint", (c) => c.notNull())
+      .addColumn("gaps", "bigint", (c) => c.notNull())
+      .addColumn("frontier", "jsonb", (c) => c.notNull())
+      .addColumn("updated_at", "bigint", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable("audit_checkpoints")
+      .addColumn("log", "text", (c) => c.notNull())
+      .addColumn("size", "bigint", (c) => c.notNull())
+      .addColumn("root", "text", (c) => c.notNull())
+      .addColumn("note", "text", (c) => c.notNull())
+      .addColumn("signed_at", "bigint", (c) => c.notNull())
+      .addColumn("published_at", "bigint")
+      .addPrimaryKeyConstraint("audit_checkpoints_pk", ["log", "size"])
+      .execute();
+  },
+  async down(db: Db) {
+    for (const t of ["audit_checkpoints", "audit_logs", "audit_tree"])
+      await db.schema.dropTable(t).ifExists().execute();
+  },
+};
+
+const AUDIT_MIGRATIONS: Record<string, Migration> = { "001_audit": initial };
+
+function isRaceError(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === "23505" || code === "42P06" || code === "42P07";
+}
+
+/**
+ * Creates schema `ns` if absent and the audit tables in it, with their own migration bookkeeping
+ * (`audit_migration`), so the projection's migrations and its rebuild never touch them. Safe from
+ * several replicas at once.
+ */
+export async function migrateAudit(db: Db, ns: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.schema.createSchema(ns).ifNotExists().execute();
+      const migrator = new Migrator({
+        db: db.withSchema(ns),
+        provider: { getMigrations: async () => AUDIT_MIGRATIONS },
+        migrationTableSchema: ns,
+        migrationTableName: "audit_migration",
+        migrationLockTableName: "audit_migration_lock",
+      });
+      const { error } = await migrator.migrateToLatest();
+      if (error) throw error;
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !isRaceError(err)) throw err;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
+  }
+}
+
+/** One log as stored: where its tree starts in the stream and how far it got. */
+export interface StoredLog {
+  readonly log: AuditLogName;
+  /** The stream sequence of leaf 0 (leaf index = sequence − first sequence). */
+  readonly firstSeq: number;
+  readonly size: number;
+  /** The last stream sequence appended (firstSeq − 1 while empty). */
+  readonly lastSeq: number;
+  readonly gaps: number;
+  readonly frontier: MerkleFrontier;
+}
+
+/** A signed checkpoint as stored. */
+export interface StoredCheckpoint {
+  readonly log: AuditLogName;
+  readonly size: number;
+  /** Base64 root hash. */
+  readonly root: string;
+  readonly note: string;
+  readonly signedAt: number;
+  readonly publishedAt: number | null;
+}
+
+/** A batch refused because the log is no longer at the size this writer had: another one wrote. */
+export class LogMovedError extends Error {
+  override readonly name = "LogMovedError";
+}
+
+const table = (ns: string, name: string) => sql.id(ns, name);
+
+/** Reads and writes one namespace's audit tables. */
+export class AuditStore {
+  constructor(
+    readonly db: Db,
+    readonly ns: string,
+  ) {}
+
+  /** The stored log, created empty at `firstSeq` when it is not stored yet (first start). */
+  async openLog(
+    log: AuditLogName,
+    init: { origin: string; stream: string; firstSeq: number },
+  ): Promise<StoredLog> {
+    const empty: FrontierSnapshot = { size: 0, hashes: [] };
+    await sql`
+      insert into ${table(this.ns, "audit_logs")}
+        (log, origin, stream, first_seq, size, last_seq, gaps, frontier, updated_at)
+      values (${log}, ${init.origin}, ${init.stream}, ${init.firstSeq}, 0, ${init.firstSeq - 1}, 0,
+        ${JSON.stringify(empty)}::jsonb, ${Date.now()})
+      on conflict (log) do nothing`.execute(this.db);
+    const stored = await this.readLog(log);
+    if (!stored) throw new Error(`audit log ${log} vanished while it was opened`);
+    return stored;
+  }
+
+  /** The stored log, or undefined when the notary never started it. */
+  async readLog(log: AuditLogName): Promise<StoredLog | undefined> {
+    const r = await sql<{
+      first_seq: string;
+      size: string;
+      last_seq: string;
+      gaps: string;
+      frontier: unknown;
+    }>`select first_seq, size, last_seq, gaps, frontier from ${table(this.ns, "audit_logs")}
+       where log = ${log}`.execute(this.db);
+    const row = r.rows[0];
+    if (!row) return undefined;
+    const frontier = MerkleFrontier.restore(row.frontier);
+    if (frontier.size !== Number(row.size)) throw new Error(`audit log ${log}: frontier and size disagree`);
+    return {
+      log,
+      firstSeq: Number(row.first_seq),
+      size: Number(row.size),
+      lastSeq: Number(row.last_seq),
+      gaps: Number(row.gaps),
+      frontier,
+    };
+  }
+
+  /**
+   * Appends one batch in one transaction: the new nodes of the tree and the log's new size, last
+   * sequence and frontier. The log row is locked and must still be at `from.size`, else
+   * LogMovedError and nothing is written: two writers (a notary that lost its lease and the one
+   * that took over) can never fork or duplicate the tree.
+   */
+  async append(
+    log: AuditLogName,
+    from: { size: number },
+    to: { lastSeq: number; gaps: number; frontier: MerkleFrontier },
+    nodes: readonly TreeNode[],
+  ): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      const r = await sql<{ size: string }>`
+        select size from ${table(this.ns, "audit_logs")} where log = ${log} for update`.execute(tx);
+      const stored = r.rows[0];
+      if (!stored || Number(stored.size) !== from.size)
+        throw new LogMovedError(`audit log ${log} is at ${stored?.size ?? "nothing"}, not ${from.size}`);
+      for (let i = 0; i < nodes.length; i += 5_000) {
+        const chunk = nodes.slice(i, i + 5_000);
+        await sql`
+          insert into ${table(this.ns, "audit_tree")} (log, level, idx, hash)
+          select ${log}, * from unnest(${chunk.map((n) => n.level)}::smallint[],
+            ${chunk.map((n) => String(n.index))}::bigint[],
+            ${chunk.map((n) => Buffer.from(n.hash))}::bytea[])`.execute(tx);
+      }
+      await sql`
+        update ${table(this.ns, "audit_logs")}
+        set size = ${to.frontier.size}, last_seq = ${to.lastSeq}, gaps = ${to.gaps},
+          frontier = ${JSON.stringify(to.frontier.snapshot())}::jsonb, updated_at = ${Date.now()}
+        where log = ${log}`.execute(tx);
+    });
+  }
+
+  /** Keeps a signed checkpoint (a repeat of one already kept changes nothing). */
+  async putCheckpoint(c: Omit<StoredCheckpoint, "publishedAt">): Promise<void> {
+    await sql`
+      insert into ${table(this.ns, "audit_checkpoints")} (log, size, root, note, signed_at)
+      values (${c.log}, ${c.size}, ${c.root}, ${c.note}, ${c.signedAt})
+      on conflict (log, size) do nothing`.execute(this.db);
+  }
+
+  /** Marks a checkpoint as stored by JetStream. */
+  async markPublished(log: AuditLogName, size: number): Promise<void> {
+    await sql`
+      update ${table(this.ns, "audit_checkpoints")} set published_at = ${Date.now()}
+      where log = ${log} and size = ${size}`.execute(this.db);
+  }
+
+  /** The latest checkpoint of a log, or undefined before the first. */
+  async latestCheckpoint(log: AuditLogName): Promise<StoredCheckpoint | undefined> {
+    return (await this.checkpoints(log, { latest: true }))[0];
+  }
+
+  /** Checkpoints not yet stored by JetStream (a publish that failed), oldest first. */
+  async unpublished(log: AuditLogName): Promise<StoredCheckpoint[]> {
+    return this.checkpoints(log, { unpublished: true });
+  }
+
+  /** Every checkpoint of a log, by size. */
+  async checkpoints(
+    log: AuditLogName,
+    options: { latest?: boolean; unpublished?: boolean } = {},
+  ): Promise<StoredCheckpoint[]> {
+    const r = await sql<{
+      size: string;
+      root: string;
+      note: string;
+      signed_at: string;
+      published_at: string | null;
+    }>`select size, root, note, signed_at, published_at from ${table(this.ns, "audit_checkpoints")}
+       where log = ${log} ${options.unpublished ? sql`and published_at is null` : sql``}
+       order by size ${options.latest ? sql`desc limit 1` : sql`asc`}`.execute(this.db);
+    return r.rows.map((row) => ({
+      log,
+      size: Number(row.size),
+      root: row.root,
+      note: row.note,
+      signedAt: Number(row.signed_at),
+      publishedAt: row.published_at === null ? null : Number(row.published_at),
+    }));
+  }
+
+  /** The hash store of one log's tree. */
+  hashStore(log: AuditLogName): HashStore {
+    return new PgHashStore(this.db, this.ns, log);
+  }
+}
+
+/**
+ * A log's tree in `{ns}.audit_tree`, for proofs (`@geode/audit`'s HashStore): one query per
+ * call, whatever the number of nodes asked.
+ */
+export class PgHashStore implements HashStore {
+  constructor(
+    private readonly db: Db,
+    private readonly ns: string,
+    private readonly log: AuditLogName,
+  ) {}
+
+  async nodes(ids: readonly NodeId[]): Promise<readonly Uint8Array[]> {
+    if (ids.length === 0) return [];
+    const r = await sql<{ level: number; idx: string; hash: Buffer }>`
+      select t.level, t.idx, t.hash from ${table(this.ns, "audit_tree")} t
+      join unnest(${ids.map((id) => id.level)}::smallint[], ${ids.map((id) => String(id.index))}::bigint[])
+        as want(level, idx) on t.level = want.level and t.idx = want.idx
+      where t.log = ${this.log}`.execute(this.db);
+    const byKey = new Map(r.rows.map((row) => [`${row.level}/${row.idx}`, new Uint8Array(row.hash)]));
+    return ids.map((id) => {
+      const hash = byKey.get(`${id.level}/${id.index}`);
+      if (!hash) throw missingNode(id);
+      return hash;
+    });
+  }
+}
+
+function missingNode(id: NodeId): AuditError {
+  return new AuditError(AuditErrorCode.MissingNode, "the audit tree lacks a node", { details: { ...id } });
+}

@@ -1,0 +1,10 @@
+import { runService } from "@geode/bus";
+import { serviceTelemetry } from "@geode/telemetry";
+import { NOTARY_ENV, startNotary } from "./index.js";
+
+await runService(
+  "notary",
+  { env: NOTARY_ENV, telemetry: serviceTelemetry },
+  ({ config, settings, nc, names, log }) =>
+    startNotary({ nc, names, log, databaseUrl: config.databaseUrl, ...settings }),
+);

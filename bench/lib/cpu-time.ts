@@ -83,3 +83,44 @@ export function machineBusy(): { end(): { busyCores: number; cores: number } | u
     },
   };
 }
+
+/** One process of a tree: its parent and its user + system CPU milliseconds so far. */
+export interface TreeProcess {
+  ppid: number;
+  cpuMs: number;
+}
+
+/**
+ * Every live process under `root` (itself included), each with its parent and its CPU so far (its
+ * own and that of its children that ended): take one before and one after a phase, and the
+ * difference per process is what each of them spent on it. Empty where /proc is not there.
+ */
+export function processTree(root: number = process.pid): Map<number, TreeProcess> {
+  const all = new Map<number, TreeProcess>();
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return all;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const cpuMs = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
+      all.set(Number(pid), { ppid: Number(f[1]), cpuMs });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = new Map<number, TreeProcess>();
+  const under = (pid: number): boolean => {
+    for (let at: number | undefined = pid, hops = 0; at !== undefined && hops < 64; hops++) {
+      if (at === root) return true;
+      at = all.get(at)?.ppid;
+    }
+    return false;
+  };
+  for (const [pid, p] of all) if (under(pid)) tree.set(pid, p);
+  return tree;
+}

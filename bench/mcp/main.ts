@@ -226,8 +226,22 @@ try {
   await spawn("mcp-bridge", "services/mcp-bridge/src/main.ts", [], /mcp-bridge started/);
   const gatewayUrl = `${urlOf(await spawn("agent-gateway", "services/agent-gateway/src/main.ts", [], /listening on/))}/v1/mcp`;
   const floorUrl = urlOf(
-    await spawn("floor proxy", "bench/mcp/peer.ts", [upstream.command, ...upstream.args], /listening on/),
+    await spawn(
+      "floor proxy",
+      "bench/mcp/peer.ts",
+      ["proxy", upstream.command, ...upstream.args],
+      /listening on/,
+    ),
   );
+  for (const role of ["guard", "dispatcher", "executor"])
+    await spawn(`chain ${role}`, "bench/mcp/peer.ts", [`chain-${role}`], /ready/);
+  await spawn(
+    "chain terminal",
+    "bench/mcp/peer.ts",
+    ["chain-terminal", upstream.command, ...upstream.args],
+    /ready/,
+  );
+  const chainUrl = urlOf(await spawn("chain http", "bench/mcp/peer.ts", ["chain-http"], /listening on/));
 
   const direct = new Client({ name: "bench-mcp", version: "0.1.0" });
   const stdio = new StdioClientTransport({ ...upstream, stderr: "ignore" });
@@ -236,6 +250,7 @@ try {
   if (stdio.pid) labels.set(stdio.pid, "direct upstream");
   const floor = await httpClient(floorUrl);
   const plane = await httpClient(gatewayUrl, token);
+  const chain = await httpClient(chainUrl);
 
   // Ready: the bridge's tools are registered and a call comes back; the guard has its pack.
   await waitFor(
@@ -294,6 +309,7 @@ try {
     ["floor: bare SDK forwarding proxy (HTTP → stdio)", () => read(floor)],
     ["plane: POST /v1/mcp, read_text_file", () => readPlane(plane)],
     ["plane: POST /v1/mcp, write_file (mutation, receipt)", () => writePlane(plane)],
+    ["  floor of the plane's path: its five processes passing the call on, no plane work", () => read(chain)],
     ["  part: the tool-executor's call over NATS (no gateway)", executorRead],
     ["  part: the bridge's terminal over NATS (no executor)", terminalRead],
     ["  raw NATS request/reply", raw],
@@ -316,25 +332,29 @@ try {
   const seqs = samples.map(summarize);
   progress(`CPU per call, ${CPU_CALLS} sequential calls per case`);
   const cpus: CpuPerCall[] = [];
-  for (const [, fn] of cases.slice(0, 4)) cpus.push(await cpuOf(CPU_CALLS, fn));
+  for (const [, fn] of cases.slice(0, 5)) cpus.push(await cpuOf(CPU_CALLS, fn));
 
   progress(`${CONCURRENCY} concurrent clients`);
   const floors = await Promise.all(Array.from({ length: CONCURRENCY }, () => httpClient(floorUrl)));
   const planes = await Promise.all(Array.from({ length: CONCURRENCY }, () => httpClient(gatewayUrl, token)));
   const floorWorkers = floors.map((c) => () => read(c));
   const planeWorkers = planes.map((c) => () => readPlane(c));
+  const chains = await Promise.all(Array.from({ length: CONCURRENCY }, () => httpClient(chainUrl)));
+  const chainWorkers = chains.map((c) => () => read(c));
   const directWorkers = Array.from({ length: CONCURRENCY }, () => () => read(direct));
-  for (const workers of [floorWorkers, planeWorkers, directWorkers])
+  for (const workers of [floorWorkers, planeWorkers, chainWorkers, directWorkers])
     await concurrent(CONCURRENCY * 10, workers);
   const share = Math.ceil(THROUGHPUT_TOTAL / EPOCHS);
   const tp = {
     direct: [] as Array<Awaited<ReturnType<typeof concurrent>>>,
     floor: [] as Array<Awaited<ReturnType<typeof concurrent>>>,
     plane: [] as Array<Awaited<ReturnType<typeof concurrent>>>,
+    chain: [] as Array<Awaited<ReturnType<typeof concurrent>>>,
   };
   for (let e = 0; e < EPOCHS; e++) {
     tp.floor.push(await concurrent(share, floorWorkers));
     tp.plane.push(await concurrent(share, planeWorkers));
+    tp.chain.push(await concurrent(share, chainWorkers));
     tp.direct.push(await concurrent(share, directWorkers));
   }
   const merged = (runs: Array<Awaited<ReturnType<typeof concurrent>>>) => {
@@ -350,7 +370,12 @@ try {
       cpu: { total: runs.reduce((a, r) => a + r.cpu.total, 0) / runs.length, nats, by },
     };
   };
-  const at32 = { direct: merged(tp.direct), floor: merged(tp.floor), plane: merged(tp.plane) };
+  const at32 = {
+    direct: merged(tp.direct),
+    floor: merged(tp.floor),
+    plane: merged(tp.plane),
+    chain: merged(tp.chain),
+  };
 
   const seqRate = (s: LatencySummary) => fmtRate(1e6 / s.meanUs);
   const rows: Array<Array<string>> = cases.map(([label], i) => [
@@ -365,6 +390,7 @@ try {
     [`direct: ${CONCURRENCY} calls at a time on its one stdio client`, at32.direct],
     [`floor: ${CONCURRENCY} concurrent clients`, at32.floor],
     [`plane: ${CONCURRENCY} concurrent clients, read_text_file`, at32.plane],
+    [`floor of the plane's path: ${CONCURRENCY} concurrent clients`, at32.chain],
   ] as const)
     rows.push([
       label,
@@ -378,7 +404,8 @@ try {
     `${table(["case", "median", "p99", "calls/s", "CPU per call", "nats-server CPU per call"], rows)}\n\n`,
   );
 
-  const [d, f, p, w, ex, term, rawRt] = seqs as [
+  const [d, f, p, w, c, ex, term, rawRt] = seqs as [
+    LatencySummary,
     LatencySummary,
     LatencySummary,
     LatencySummary,
@@ -394,17 +421,21 @@ try {
   const mutating = w.medianUs / p.medianUs;
   const throughput = at32.plane.rate / at32.floor.rate;
   const cpuBound = at32.floor.cpu.total / at32.plane.cpu.total;
+  const chainAdded = (c.medianUs - d.medianUs) / floorAdded;
   process.stdout.write(
     [
       `target: added latency (plane − direct) / (floor − direct), median: ${fmtUs(added)} / ${fmtUs(floorAdded)} = ${addedRatio.toFixed(2)} (target ≤ ${TARGET.added}): ${met(addedRatio <= TARGET.added)}`,
+      `  floor: the plane's path without the plane's work (chain − direct) / (floor − direct): ${chainAdded.toFixed(2)}`,
       `target: plane p99 / plane median: ${tail.toFixed(2)} (target ≤ ${TARGET.tail}): ${met(tail <= TARGET.tail)}`,
+      `  floor: the same ratio of the direct call ${(d.p99Us / d.medianUs).toFixed(2)}, the proxy ${(f.p99Us / f.medianUs).toFixed(2)}, the plane's path without its work ${(c.p99Us / c.medianUs).toFixed(2)}`,
       `target: mutating / read through the plane, median: ${mutating.toFixed(2)} (target ≤ ${TARGET.mutating}): ${met(mutating <= TARGET.mutating)}`,
       `target: plane / floor at ${CONCURRENCY} clients: ${fmtRate(at32.plane.rate)} / ${fmtRate(at32.floor.rate)} = ${throughput.toFixed(2)} (target ≥ ${TARGET.throughput}): ${met(throughput >= TARGET.throughput)}`,
-      `where the plane's added median goes: gateway (HTTP, MCP, session) ${fmtUs(p.medianUs - ex.medianUs)}; executor, hooks and guard ${fmtUs(ex.medianUs - term.medianUs)}; bridge terminal over NATS beyond the direct call ${fmtUs(term.medianUs - d.medianUs)}; the raw NATS request/reply ${fmtUs(rawRt.medianUs)}`,
+      `  floor: the plane's path without its work / floor at ${CONCURRENCY} clients: ${(at32.chain.rate / at32.floor.rate).toFixed(2)}; with the cores saturated the plane's rate is at most floor CPU / plane CPU per call = ${cpuBound.toFixed(2)} of the floor's (the path without its work: ${(at32.floor.cpu.total / at32.chain.cpu.total).toFixed(2)})`,
+      `where the plane's median goes: gateway (HTTP, MCP, session) ${fmtUs(p.medianUs - ex.medianUs)}; executor, hooks and guard ${fmtUs(ex.medianUs - term.medianUs)}; the bridge's terminal over NATS ${fmtUs(term.medianUs)} (direct: ${fmtUs(d.medianUs)}); a raw NATS request/reply ${fmtUs(rawRt.medianUs)}`,
       `CPU per call by process, plane read, sequential: ${shares(cpus[2]!)}`,
       `CPU per call by process, plane read, ${CONCURRENCY} clients: ${shares(at32.plane.cpu)}`,
+      `CPU per call by process, the plane's path without its work, ${CONCURRENCY} clients: ${shares(at32.chain.cpu)}`,
       `CPU per call by process, floor, ${CONCURRENCY} clients: ${shares(at32.floor.cpu)}`,
-      `with the cores saturated, the plane's rate is at most floor CPU / plane CPU per call = ${cpuBound.toFixed(2)} of the floor's`,
       `${ROUNDS * PER_ROUND} sequential calls per case, interleaved in rounds of ${PER_ROUND} after ${WARMUP} warm-up calls each; CPU per call over ${CPU_CALLS} more; ${EPOCHS * share} calls per case at ${CONCURRENCY} concurrent callers, the cases alternating; MCP revision 2026-07-28 over HTTP (the v2 client's auto negotiation), 2025-11-25 over stdio`,
       `load average (1, 5, 15 min): ${loadAtStart} at the start, ${fmtLoad()} at the end`,
     ].join("\n") + "\n",

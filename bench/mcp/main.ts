@@ -440,6 +440,16 @@ try {
       `load average (1, 5, 15 min): ${loadAtStart} at the start, ${fmtLoad()} at the end`,
     ].join("\n") + "\n",
   );
+} catch (err) {
+  // What the services said last, to tell a bench's mistake from the plane's.
+  for (const p of procs) {
+    const label = labels.get(p.child.pid ?? 0) ?? "?";
+    // All a process that ended said (a crash's report), the last lines of the others.
+    const lines = p.child.exitCode === null && p.child.signalCode === null ? 5 : 200;
+    const tail = p.output().trimEnd().split("\n").slice(-lines).join("\n  ");
+    process.stderr.write(`--- ${label}:\n  ${tail}\n`);
+  }
+  throw err;
 } finally {
   for (const c of clients) await c.close().catch(() => undefined);
   for (const p of procs.reverse()) await p.stop("SIGTERM", 5_000);

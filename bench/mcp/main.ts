@@ -8,11 +8,13 @@
  *   `destructive-shell` pack), hook-dispatcher, tool-executor and mcp-bridge process, the bridge
  *   with its own upstream;
  * - plane, mutating: `write_file` through the plane (effect `mutation`: admitted with a receipt);
+ * - the floor of the plane's path (peer.ts `chain-*`): five processes in the plane's places
+ *   passing the call on over NATS as the plane's do, with none of its work;
  * - the plane's parts alone: the tool-executor's call over NATS (no gateway) and the bridge's
  *   terminal over NATS (no executor), and a raw NATS request/reply, so a missed target says where;
- * then 32 concurrent clients (32 SDK clients, each its own calls in turn) for the floor and the
- * plane, and for the direct upstream 32 calls at a time on its one stdio client (what the floor's
- * and the bridge's one client can get at most).
+ * then 32 concurrent clients (32 SDK clients, each its own calls in turn) for the floor, the plane
+ * and the floor of its path, and for the direct upstream 32 calls at a time on its one stdio
+ * client (what the floor's and the bridge's one client can get at most).
  * The sequential cases take turns 20 calls at a time. CPU per call: every process this benchmark
  * started (itself, the services, the proxy and the three upstreams) over a block of calls of one
  * case, from /proc; nats-server's apart (a shared server: other work on the machine adds to it).
@@ -285,13 +287,15 @@ try {
     });
     if (r.status !== "completed" || r.has_error) throw new Error(`executor call ${r.status}: ${r.reason}`);
   };
-  const terminalRead = () =>
-    requestJson(
+  const terminalRead = async () => {
+    const r = await requestJson<{ has_error: boolean }>(
       conn.nc,
       conn.names.toolTerminal("fs_read_text_file"),
       { tool_name: "fs_read_text_file", arguments: readArgs, correlation: { session_id: "bench-terminal" } },
       { timeoutMs: 30_000 },
     );
+    if (r.has_error) throw new Error("the terminal answered an error result");
+  };
   const rawSubject = `${ns}.bench.raw`;
   responderConn.nc.subscribe(rawSubject, {
     callback: (_e, m) => {

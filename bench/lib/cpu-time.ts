@@ -3,7 +3,7 @@
  * machine's busy time (all processes: Postgres, nats-server, the benchmark, anyone else) and one
  * process's own. Undefined where /proc is not there.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { cpus } from "node:os";
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
@@ -123,4 +123,50 @@ export function processTree(root: number = process.pid): Map<number, TreeProcess
   };
   for (const [pid, p] of all) if (under(pid)) tree.set(pid, p);
   return tree;
+}
+
+/**
+ * The process listening on TCP `port` on this machine (the NATS server of `NATS_URL`, say, among
+ * other servers of the same name), from /proc/net/tcp and each process's sockets. Undefined when
+ * none is found or /proc is not there.
+ */
+export function listenerPid(port: number): number | undefined {
+  const inodes = new Set<string>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text: string;
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is ADDR:PORT in hex; st 0A is LISTEN; the inode is the tenth field.
+      if (f[3] === "0A" && Number.parseInt(f[1]?.split(":")[1] ?? "", 16) === port && f[9]) inodes.add(f[9]);
+    }
+  }
+  if (inodes.size === 0) return undefined;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return undefined;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m && inodes.has(m[1]!)) return Number(pid);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return undefined;
 }

@@ -35,7 +35,7 @@ import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@g
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { processesCpuMs, processTree, type TreeProcess } from "../lib/cpu-time.js";
+import { listenerPid, processCpuMs, processTree, type TreeProcess } from "../lib/cpu-time.js";
 import {
   fmtLoad,
   fmtRate,
@@ -80,6 +80,8 @@ const env = {
   LOG_LEVEL: "info",
 };
 const conn = await connectGeode({ name: "bench-mcp" });
+/** The NATS server of NATS_URL (the machine may run others), for its CPU per call. */
+const natsPid = listenerPid(Number(new URL(natsUrl.split(",")[0]!).port || 4222));
 const responderConn = await connectGeode({ name: "bench-mcp-raw" });
 const procs: SpawnedProcess[] = [];
 /** Process id → label, for the CPU shares. */
@@ -128,11 +130,11 @@ interface CpuPerCall {
 }
 function cpuSpan(): { end(calls: number): CpuPerCall } {
   const before = processTree();
-  const nats0 = processesCpuMs("nats-server");
+  const nats0 = natsPid === undefined ? undefined : processCpuMs(natsPid);
   return {
     end(calls) {
       const after = processTree();
-      const nats1 = processesCpuMs("nats-server");
+      const nats1 = natsPid === undefined ? undefined : processCpuMs(natsPid);
       const labelOf = (pid: number, tree: Map<number, TreeProcess>): string => {
         const own = labels.get(pid);
         if (own) return own;

@@ -3,7 +3,7 @@
  * machine's busy time (all processes: Postgres, nats-server, the benchmark, anyone else) and one
  * process's own. Undefined where /proc is not there.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { cpus } from "node:os";
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
@@ -82,4 +82,91 @@ export function machineBusy(): { end(): { busyCores: number; cores: number } | u
       return { busyCores: ((now.busy - start.busy) / (now.total - start.total)) * cores, cores };
     },
   };
+}
+
+/** One process of a tree: its parent and its user + system CPU milliseconds so far. */
+export interface TreeProcess {
+  ppid: number;
+  cpuMs: number;
+}
+
+/**
+ * Every live process under `root` (itself included), each with its parent and its CPU so far (its
+ * own and that of its children that ended): take one before and one after a phase, and the
+ * difference per process is what each of them spent on it. Empty where /proc is not there.
+ */
+export function processTree(root: number = process.pid): Map<number, TreeProcess> {
+  const all = new Map<number, TreeProcess>();
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return all;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const cpuMs = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
+      all.set(Number(pid), { ppid: Number(f[1]), cpuMs });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = new Map<number, TreeProcess>();
+  const under = (pid: number): boolean => {
+    for (let at: number | undefined = pid, hops = 0; at !== undefined && hops < 64; hops++) {
+      if (at === root) return true;
+      at = all.get(at)?.ppid;
+    }
+    return false;
+  };
+  for (const [pid, p] of all) if (under(pid)) tree.set(pid, p);
+  return tree;
+}
+
+/**
+ * The process listening on TCP `port` on this machine (the NATS server of `NATS_URL`, say, among
+ * other servers of the same name), from /proc/net/tcp and each process's sockets. Undefined when
+ * none is found or /proc is not there.
+ */
+export function listenerPid(port: number): number | undefined {
+  const inodes = new Set<string>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text: string;
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is ADDR:PORT in hex; st 0A is LISTEN; the inode is the tenth field.
+      if (f[3] === "0A" && Number.parseInt(f[1]?.split(":")[1] ?? "", 16) === port && f[9]) inodes.add(f[9]);
+    }
+  }
+  if (inodes.size === 0) return undefined;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return undefined;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m && inodes.has(m[1]!)) return Number(pid);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return undefined;
 }

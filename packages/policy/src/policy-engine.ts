@@ -1,3 +1,4 @@
+import { setFlagsFromString } from "node:v8";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { HookName } from "@geode/contracts";
 import {
@@ -8,6 +9,12 @@ import {
   type TrustedFacts,
 } from "./policy-request.js";
 import type { CompiledPolicy, CompiledSet } from "./policy-set.js";
+
+// V8 11 (Node 20) aborts the process ("unreachable code" in
+// Deoptimizer::DoComputeBuiltinContinuation) when code that inlined a JS → Wasm call is
+// deoptimized while the call runs, as `matches` below is around Cedar's call when a guard serves
+// calls of varied shapes. With those calls not inlined the guard keeps running.
+if (process.versions.v8.startsWith("11.")) setFlagsFromString("--no-turbo-inline-js-wasm-calls");
 
 /** What a group of policies decides for one call. */
 export interface PolicyDecision {

@@ -78,6 +78,7 @@ export class Upstream {
   private epoch = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  private pinger: NodeJS.Timeout | undefined;
   private readonly served = new Map<string, ServedEntry>();
   private stderrLine = "";
   private refreshing: Promise<void> = Promise.resolve();
@@ -187,6 +188,7 @@ export class Upstream {
         attempts: 0,
         since: Date.now(),
       };
+      this.watchLiveness(epoch, client);
       this.deps.log.info({ server: this.record.name, tools: this.served.size }, "MCP server connected");
       void this.deps.events.emit("mcp_server_connected", {
         server: this.record.name,
@@ -199,9 +201,35 @@ export class Upstream {
     }
   }
 
+  /**
+   * Pings the upstream every `pingIntervalMs`: an HTTP server that went away (no connection to
+   * close) or a stdio server that hangs fails like one that exited. An error the server answers
+   * with (a JSON-RPC error, numeric code) still proves it alive.
+   */
+  private watchLiveness(epoch: number, client: Client): void {
+    const { pingIntervalMs, connectTimeoutMs } = this.deps.limits;
+    let inFlight = false;
+    this.pinger = setInterval(() => {
+      if (inFlight || epoch !== this.epoch) return;
+      inFlight = true;
+      client
+        .ping({ timeout: connectTimeoutMs })
+        .catch((err: unknown) => {
+          if (typeof (err as { code?: unknown }).code === "number") return;
+          const message = err instanceof Error ? err.message : String(err);
+          return this.fail(epoch, new Error(`ping failed: ${message}`));
+        })
+        .finally(() => {
+          inFlight = false;
+        });
+    }, pingIntervalMs);
+    this.pinger.unref();
+  }
+
   private async fail(epoch: number, err: unknown): Promise<void> {
     if (epoch !== this.epoch || this.stopped) return;
     this.epoch++;
+    clearInterval(this.pinger);
     const base = err instanceof Error ? err.message : String(err);
     const error = oneLine(this.stderrLine ? `${base}: ${this.stderrLine}` : base);
     const attempts = this.status.attempts + 1;
@@ -230,7 +258,8 @@ export class Upstream {
     if (this.stopped) return;
     this.stopped = true;
     this.epoch++;
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
+    clearInterval(this.pinger);
     const client = this.client;
     this.client = undefined;
     await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);

@@ -103,11 +103,11 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
       },
     );
 
-  const remove = async (name: string) => {
+  const remove = async (name: string, reason?: string) => {
     const entry = upstreams.get(name);
     if (!entry) return;
     upstreams.delete(name);
-    await Promise.all([entry.forward.drain(), entry.upstream.stop()]);
+    await Promise.all([entry.forward.drain(), entry.upstream.stop(reason)]);
   };
   const apply = async (name: string, record: McpServerRecord | null) => {
     const current = upstreams.get(name);
@@ -120,6 +120,7 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
   };
 
   const store = await McpServerStore.open(conn);
+  await removeOrphans(store, deps.tools, log);
   const watch: RecordWatch = await store.watch(
     (change) => {
       if (change.malformed) {
@@ -150,8 +151,23 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
     async stop() {
       await watch.stop();
       await chain;
-      await Promise.all([...upstreams.keys()].map(remove));
+      await Promise.all([...upstreams.keys()].map((name) => remove(name, "mcp-bridge stopped")));
       await events.flush();
     },
   };
+}
+
+/**
+ * Removes MCP tools in `{ns}_tools` whose server has no (valid) record: registered by a bridge
+ * process that was killed before it could remove them when their record went away. Nothing
+ * serves them, and an agent listing them would only meet errors.
+ */
+async function removeOrphans(store: McpServerStore, tools: ToolStore, log: Logger): Promise<void> {
+  const known = new Set((await store.list()).map((r) => r.name));
+  for (const definition of await tools.list()) {
+    const server = definition.mcp?.server;
+    if (server === undefined || known.has(server)) continue;
+    await tools.remove(definition.name).catch(() => undefined);
+    log.info({ server, tool: definition.name }, "MCP tool of no configured server removed");
+  }
 }

@@ -326,6 +326,7 @@ export class Upstream {
         upstream: tool.name,
       });
     }
+    if (this.served.size === 0) await this.removeStale(wanted);
     for (const [name, entry] of [...this.served]) {
       if (wanted.has(name)) continue;
       this.served.delete(name);
@@ -333,6 +334,8 @@ export class Upstream {
       await this.deps.tools.remove(name).catch(() => undefined);
     }
     for (const [name, w] of wanted) {
+      // Stopped or failed meanwhile: what that removed must not be registered again.
+      if (epoch !== this.epoch) return;
       const { upstream, ...definition } = w;
       const existing = this.served.get(name);
       if (existing) {
@@ -347,7 +350,19 @@ export class Upstream {
       this.served.set(name, entry);
       await this.deps.conn.nc.flush();
       await this.deps.tools.publish(definition);
+      if (epoch !== this.epoch) await this.deps.tools.remove(name).catch(() => undefined);
     }
+  }
+
+  /**
+   * Removes definitions of this server in `{ns}_tools` that it no longer has: ones an earlier
+   * bridge process registered and could not remove (it was killed), which nothing would serve.
+   */
+  private async removeStale(wanted: Map<string, unknown>): Promise<void> {
+    const registered = await this.deps.tools.list().catch(() => []);
+    for (const definition of registered)
+      if (definition.mcp?.server === this.record.name && !wanted.has(definition.name))
+        await this.deps.tools.remove(definition.name).catch(() => undefined);
   }
 
   /** `{ns}.tool.terminal.{name}`: one upstream `tools/call` per approved call, never retried. */

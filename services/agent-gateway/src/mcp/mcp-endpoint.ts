@@ -256,7 +256,9 @@ export class McpEndpoint {
     } catch (err) {
       return errorResult(err instanceof Error ? err.message : String(err));
     }
-    if (reply.status !== "completed" && reply.status !== "replayed")
+    // `failed` is a call that ran and answered with an error result: the upstream's own, passed on.
+    const answered = reply.status === "failed" && reply.executed;
+    if (reply.status !== "completed" && reply.status !== "replayed" && !answered)
       return errorResult(reply.reason || `the call was ${reply.status}`);
     let result: Record<string, unknown> = reply.result;
     if (isResultRef(result)) {

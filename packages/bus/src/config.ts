@@ -108,7 +108,7 @@ export const COMMON_ENV = envSpec({
     {
       default: `\`${DEFAULT_METRICS_PORT}\``,
       meaning:
-        "Prometheus `/metrics` on `127.0.0.1:{port}`; `geode up` gives its services this port and the next five (hook-dispatcher, tool-executor, verifier, activity-recorder, agent-gateway, policy-guard); `0` turns metrics off",
+        "Prometheus `/metrics` on `127.0.0.1:{port}`; `geode up` gives its services this port and the next six (hook-dispatcher, tool-executor, verifier, activity-recorder, agent-gateway, policy-guard, mcp-bridge); `0` turns metrics off",
     },
   ),
   otlpEndpoint: envVar("OTEL_EXPORTER_OTLP_ENDPOINT", read.optional(), {

@@ -37,6 +37,7 @@ export const SERVICE_NAMES = [
   "activity-recorder",
   "agent-gateway",
   "policy-guard",
+  "mcp-bridge",
 ] as const;
 
 /** The durable consumer the activity-recorder replicas share on each stream. */

@@ -123,14 +123,13 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
   await removeOrphans(store, deps.tools, log);
   const watch: RecordWatch = await store.watch(
     (change) => {
-      if (change.malformed) {
+      if (change.malformed)
         log.warn({ server: change.key.slice(0, 64) }, "MCP server record is not valid; skipped");
-        chain = chain.then(() => apply(change.key, null));
-        return;
-      }
+      // A change that fails is logged, never left in the chain: the next ones still apply.
+      const record = change.malformed ? null : change.value;
       chain = chain
-        .then(() => apply(change.key, change.value))
-        .catch((err) => log.error({ err, server: change.key }, "MCP server change failed"));
+        .then(() => apply(change.key, record))
+        .catch((err) => log.error({ err, server: change.key.slice(0, 64) }, "MCP server change failed"));
     },
     (err) => log.warn({ err }, "MCP server watch failed"),
   );

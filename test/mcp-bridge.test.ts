@@ -47,7 +47,7 @@ const markers: string[] = [];
 
 const LIMITS = {
   restartMinMs: 40,
-  restartMaxMs: 640,
+  restartMaxMs: 5_000,
   connectTimeoutMs: 10_000,
   callTimeoutMs: 20_000,
   pingIntervalMs: 200,
@@ -311,6 +311,17 @@ describe("supervision", () => {
     expect(stateOf("good")?.state).toBe("connected");
     await servers.remove("dead");
     await waitFor(() => stateOf("dead") === undefined);
+  });
+
+  it("a server that crashes soon after each start backs off as one that never starts", async () => {
+    await servers.put(stdio("flap", CHANGING_BIN, ["--exit-on-ping"]).record);
+    const failures = await eventsUntil("mcp_server_failed", "flap", 3);
+    expect(failures.slice(0, 3).map((e) => e.payload["retry_in_ms"])).toEqual([40, 80, 160]);
+    // Each time it had connected (and was pinged), and each time its tools were taken away.
+    expect((await bridgeEvents("mcp_server_connected", "flap")).length).toBeGreaterThanOrEqual(3);
+    expect(failures.slice(0, 3).map((e) => e.payload["attempt"])).toEqual([1, 1, 1]);
+    await servers.remove("flap");
+    await waitFor(async () => stateOf("flap") === undefined && (await toolsOf("flap")).length === 0);
   });
 
   it("a crashed upstream is restarted and its tools come back", async () => {

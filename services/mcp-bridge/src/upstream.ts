@@ -79,6 +79,8 @@ export class Upstream {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private pinger: NodeJS.Timeout | undefined;
+  /** Failures in a row, for the backoff: only a connection that held for a while ends the streak. */
+  private streak = 0;
   private readonly served = new Map<string, ServedEntry>();
   private stderrLine = "";
   private refreshing: Promise<void> = Promise.resolve();
@@ -234,7 +236,11 @@ export class Upstream {
     const error = oneLine(this.stderrLine ? `${base}: ${this.stderrLine}` : base);
     const attempts = this.status.attempts + 1;
     const { restartMinMs, restartMaxMs } = this.deps.limits;
-    const retry = Math.min(restartMaxMs, restartMinMs * 2 ** Math.min(attempts - 1, 30));
+    // A server that crashes soon after each start backs off like one that never starts.
+    const up = this.status.state === "connected" ? Date.now() - this.status.since : 0;
+    if (up >= restartMaxMs) this.streak = 0;
+    this.streak++;
+    const retry = Math.min(restartMaxMs, restartMinMs * 2 ** Math.min(this.streak - 1, 30));
     this.status = { ...this.status, state: "failed", last_error: error, attempts, since: Date.now() };
     this.deps.log.warn(
       { server: this.record.name, error, attempt: attempts, retry_in_ms: retry },

@@ -259,6 +259,44 @@ describe("supervision", () => {
     expect(textOf(ran.result)).toBe("1 extra tools");
   });
 
+  it("a tool name another provider registered is neither overwritten nor served", async () => {
+    const { nc, names } = fx.env();
+    const theirs: ToolDefinition = {
+      name: "mine_grow",
+      description: "a remote tool of another provider",
+      input_schema: { type: "object" },
+      effect: "read",
+      requires_approval: false,
+    };
+    await tools.publish(theirs);
+    const answered: string[] = [];
+    const sub = nc.subscribe(names.toolTerminal("mine_grow"), {
+      queue: "tool.mine_grow",
+      callback: (_e, m) => {
+        answered.push("theirs");
+        m.respond(
+          JSON.stringify({ result: { content: [{ type: "text", text: "theirs" }] }, has_error: false }),
+        );
+      },
+    });
+    await nc.flush();
+    try {
+      await servers.put(stdio("mine", CHANGING_BIN, []).record);
+      await waitFor(() => stateOf("mine")?.state === "connected", 20_000);
+      expect(await tools.get("mine_grow")).toEqual(theirs);
+      expect((await toolsOf("mine")).map((t) => t.name)).toEqual(["mine_exit", "mine_refuse", "mine_shrink"]);
+      expect(logs.some((l) => (l.fields as { tool?: string }).tool === "mine_grow")).toBe(true);
+      for (let i = 0; i < 4; i++) expect(textOf((await call("mine_grow", {})).result)).toBe("theirs");
+      expect(answered).toHaveLength(4);
+      await servers.remove("mine");
+      await waitFor(() => stateOf("mine") === undefined);
+      expect(await tools.get("mine_grow")).toEqual(theirs);
+    } finally {
+      sub.unsubscribe();
+      await tools.remove("mine_grow");
+    }
+  });
+
   it("notifications/tools/list_changed is followed: a tool added and removed upstream", async () => {
     await waitFor(async () => (await toolsOf("good")).some((t) => t.name === "good_extra_1"));
     const added = (await toolsOf("good")).find((t) => t.name === "good_extra_1");

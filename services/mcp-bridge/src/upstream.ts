@@ -352,12 +352,28 @@ export class Upstream {
         }
         continue;
       }
+      if (!(await this.nameIsFree(name))) continue;
       const entry: ServedEntry = { definition, upstreamTool: upstream, responder: this.serveTerminal(name) };
       this.served.set(name, entry);
       await this.deps.conn.nc.flush();
       await this.deps.tools.publish(definition);
       if (epoch !== this.epoch) await this.deps.tools.remove(name).catch(() => undefined);
     }
+  }
+
+  /**
+   * Whether `name` is free for this server in `{ns}_tools`: unused, or its own (an earlier
+   * registration). Another provider's tool of that name is never overwritten nor its terminal
+   * served beside it (its calls would be split between the two).
+   */
+  private async nameIsFree(name: string): Promise<boolean> {
+    const current = await this.deps.tools.get(name);
+    if (!current || current.mcp?.server === this.record.name) return true;
+    this.deps.log.warn(
+      { server: this.record.name, tool: name },
+      "a tool of this name is registered by another provider; the MCP tool is left out",
+    );
+    return false;
   }
 
   /**

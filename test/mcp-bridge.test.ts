@@ -331,7 +331,10 @@ describe("supervision", () => {
       name: "dead",
       transport: "stdio",
       command: process.execPath,
-      args: ["-e", "process.stderr.write('cannot start: no config\\n'); process.exit(1)"],
+      args: [
+        "-e",
+        "process.stderr.write('cannot start: no config, token=tk1234567890secret\\n'); process.exit(1)",
+      ],
       created_at: Date.now(),
       updated_by: "test",
     });
@@ -344,6 +347,10 @@ describe("supervision", () => {
     ]);
     expect(String(failures[0]?.payload["error"])).toContain("cannot start: no config");
     expect(stateOf("dead")).toMatchObject({ tools: 0, last_error: expect.stringContaining("no config") });
+    // The key it printed is kept nowhere: not in its state, its events or the log.
+    expect(stateOf("dead")?.last_error).not.toContain("tk1234567890secret");
+    expect(JSON.stringify(failures)).not.toContain("tk1234567890secret");
+    expect(JSON.stringify(logs)).not.toContain("tk1234567890secret");
     expect(await toolsOf("dead")).toEqual([]);
     // The good server never noticed.
     expect(stateOf("good")?.state).toBe("connected");

@@ -9,6 +9,7 @@ import {
   McpToolAnnotationsSchema,
   mcpToolEffect,
   mcpToolName,
+  sanitizeText,
   type ToolDefinition,
   ToolTerminalLeg,
   toolGlob,
@@ -233,7 +234,10 @@ export class Upstream {
     this.epoch++;
     clearInterval(this.pinger);
     const base = err instanceof Error ? err.message : String(err);
-    const error = oneLine(this.stderrLine ? `${base}: ${this.stderrLine}` : base);
+    // What a server prints when it fails can hold a key it was given: masked before it is kept.
+    const error = oneLine(
+      sanitizeText(this.stderrLine ? `${base}: ${this.stderrLine}` : base, 4 * LAST_ERROR_MAX),
+    );
     const attempts = this.status.attempts + 1;
     const { restartMinMs, restartMaxMs } = this.deps.limits;
     // A server that crashes soon after each start backs off like one that never starts.

@@ -16,7 +16,7 @@ import type { EventEnvelope, McpServerRecord, ToolDefinition, ToolExecuteReply }
 import { type McpBridge, startMcpBridge } from "@geode/mcp-bridge";
 import { createToolClient } from "@geode/runtime";
 import { McpServerStore, ToolStore } from "@geode/state";
-import { REPO_ROOT, waitFor } from "@geode/testing";
+import { processAlive, REPO_ROOT, waitFor } from "@geode/testing";
 import { startToolExecutor, type ToolExecutor } from "@geode/tool-executor";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -526,6 +526,45 @@ describe("stop", () => {
       expect(await tools.get("plain.tool")).not.toBeNull();
     } finally {
       await again.stop();
+    }
+    for (const m of markers) expect(pidsWith(m), m).toEqual([]);
+  });
+  it("a server that never answers is given up after the connect timeout and its process killed; a missing command fails clearly", async () => {
+    const { nc, names } = fx.env();
+    const quick = await startMcpBridge({
+      nc,
+      names,
+      log: keptLogger(logs),
+      limits: { ...LIMITS, connectTimeoutMs: 300 },
+      env: {},
+    });
+    try {
+      const mute = stdio("mute", "-e", ["setInterval(() => {}, 1000)", "--"]);
+      await servers.put(mute.record);
+      let first = 0;
+      await waitFor(() => {
+        first = pidsWith(mute.marker)[0] ?? 0;
+        return first > 0;
+      });
+      await eventsUntil("mcp_server_failed", "mute", 2);
+      expect(processAlive(first)).toBe(false);
+      const [failed] = await bridgeEvents("mcp_server_failed", "mute");
+      expect(String(failed?.payload["error"])).toMatch(/time/i);
+
+      await servers.put({
+        name: "missing",
+        transport: "stdio",
+        command: "/nonexistent/mcp-server",
+        created_at: Date.now(),
+        updated_by: "test",
+      });
+      const [gone] = await eventsUntil("mcp_server_failed", "missing", 1);
+      expect(String(gone?.payload["error"])).toContain("ENOENT");
+      await servers.remove("mute");
+      await servers.remove("missing");
+      await waitFor(() => !quick.servers().some((x) => x.name === "mute" || x.name === "missing"));
+    } finally {
+      await quick.stop();
     }
     for (const m of markers) expect(pidsWith(m), m).toEqual([]);
   });

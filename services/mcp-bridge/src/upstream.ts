@@ -41,6 +41,27 @@ interface ServedEntry {
   responder: Responder;
 }
 
+/** How long a stopped stdio server has to exit after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 2_000;
+
+/** Whether a process of ours with this pid still runs. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone meanwhile
+  }
+}
+
 /** One line, bounded: what an error says without stacks or newlines. */
 function oneLine(text: string, max = LAST_ERROR_MAX): string {
   const line = text.replace(/\s+/g, " ").trim();
@@ -80,6 +101,8 @@ export class Upstream {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private pinger: NodeJS.Timeout | undefined;
+  /** The pid of the stdio server process last started, until it is known to be gone. */
+  private child: number | null = null;
   /** Failures in a row, for the backoff: only a connection that held for a while ends the streak. */
   private streak = 0;
   private readonly served = new Map<string, ServedEntry>();
@@ -134,6 +157,13 @@ export class Upstream {
         stderr: "pipe",
         maxBufferSize: this.deps.limits.resultMaxBytes + 64 * 1024,
       });
+      // Its pid, for the kill that makes sure it is gone (the SDK forgets it once it closes).
+      const start = t.start.bind(t);
+      t.start = async () => {
+        const started = start();
+        this.child = t.pid;
+        await started;
+      };
       // Drained always; only the last line is kept, bounded, for the last error.
       t.stderr?.on("data", (chunk: Buffer) => {
         const lines = chunk
@@ -252,6 +282,8 @@ export class Upstream {
     );
     const client = this.client;
     this.client = undefined;
+    // A failed stdio server is dead or misbehaving (hung, silent): killed before the next start.
+    await this.killChild(0);
     await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);
     void this.deps.events.emit("mcp_server_failed", {
       server: this.record.name,
@@ -273,6 +305,8 @@ export class Upstream {
     const client = this.client;
     this.client = undefined;
     await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);
+    // The SDK's close ends stdin, then signals; a client it had closed already signals nothing.
+    await this.killChild(STOP_GRACE_MS);
     void this.deps.events.emit("mcp_server_failed", {
       server: this.record.name,
       transport: this.record.transport,
@@ -280,6 +314,19 @@ export class Upstream {
       attempt: Math.max(1, this.status.attempts),
       retry_in_ms: null,
     });
+  }
+
+  /** Makes sure the last stdio server process is gone: SIGTERM, `graceMs` to exit, then SIGKILL. */
+  private async killChild(graceMs: number): Promise<void> {
+    const pid = this.child;
+    this.child = null;
+    if (pid === null || !running(pid)) return;
+    if (graceMs > 0) {
+      signal(pid, "SIGTERM");
+      const deadline = Date.now() + graceMs;
+      while (running(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    }
+    if (running(pid)) signal(pid, "SIGKILL");
   }
 
   private queueRefresh(epoch: number): void {

@@ -179,6 +179,12 @@ export class Upstream {
     for (const [header, ref] of Object.entries(r.headers ?? {})) {
       const value = this.deps.env[ref.slice(1)];
       if (value !== undefined) headers[header] = value;
+      // Sent without it, the server's refusal (401) would be all an operator sees.
+      else
+        this.deps.log.warn(
+          { server: r.name, header, variable: ref.slice(1) },
+          "MCP server header names a variable the mcp-bridge does not have; sent without it",
+        );
     }
     return new StreamableHTTPClientTransport(new URL(r.url ?? ""), { requestInit: { headers } });
   }

@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import os from "node:os";
@@ -42,6 +43,7 @@ let executor: ToolExecutor | undefined;
 let servers: McpServerStore;
 let tools: ToolStore;
 const children: ChildProcess[] = [];
+const stops: Array<() => Promise<void>> = [];
 /** Every marker a stdio server of this file was started with, to find its processes. */
 const markers: string[] = [];
 
@@ -53,10 +55,13 @@ const LIMITS = {
   pingIntervalMs: 200,
 };
 
+/** The bridge's environment: what records may pass on to servers, by name. */
+const BRIDGE_ENV = { MCP_TEST_VALUE: "passed-through", MCP_TEST_TOKEN: "Bearer t0k-for-the-upstream" };
+
 beforeAll(async () => {
   const { nc, names } = fx.env();
   executor = await startToolExecutor({ nc, names, tools: [] });
-  bridge = await startMcpBridge({ nc, names, log: keptLogger(logs), limits: LIMITS, env: {} });
+  bridge = await startMcpBridge({ nc, names, log: keptLogger(logs), limits: LIMITS, env: BRIDGE_ENV });
   servers = await McpServerStore.open({ nc, names });
   tools = await ToolStore.open({ nc, names });
 });
@@ -65,6 +70,7 @@ afterAll(async () => {
   await bridge?.stop();
   await executor?.stop();
   for (const c of children) c.kill("SIGKILL");
+  for (const stop of stops) await stop();
 });
 
 /** A stdio record that runs `node <bin> <args…>`, with a marker argument to find its process by. */
@@ -382,7 +388,9 @@ describe("supervision", () => {
 describe("server-everything", () => {
   it("stdio: tools, resources and prompts through the forward, echo through the executor", async () => {
     const { nc, names } = fx.env();
-    await servers.put(stdio("every", EVERYTHING_BIN, ["stdio"]).record);
+    await servers.put(
+      stdio("every", EVERYTHING_BIN, ["stdio"], { env: ["MCP_TEST_VALUE", "MCP_UNSET"] }).record,
+    );
     await waitFor(() => stateOf("every")?.state === "connected", 20_000);
     const defs = await toolsOf("every");
     expect(defs.map((d) => d.name)).toEqual(expect.arrayContaining(["every_echo", "every_get-sum"]));
@@ -391,6 +399,12 @@ describe("server-everything", () => {
     const echoed = await call("every_echo", { message: "through the boundary" });
     expect(echoed).toMatchObject({ status: "completed", has_error: false });
     expect(textOf(echoed.result)).toBe("Echo: through the boundary");
+    // The server's environment: the variables the record names, none of the bridge's others.
+    const seen = JSON.parse(textOf((await call("every_get-env", {})).result)) as Record<string, string>;
+    expect(seen["MCP_TEST_VALUE"]).toBe("passed-through");
+    expect(seen).not.toHaveProperty("MCP_TEST_TOKEN");
+    expect(seen).not.toHaveProperty("MCP_UNSET");
+    expect(seen).not.toHaveProperty("NATS_URL");
 
     const forward = <T>(method: string, params: Record<string, unknown>) =>
       requestJson<{ result: T }>(
@@ -465,14 +479,40 @@ describe("server-everything", () => {
       });
       child.once("exit", (code) => reject(new Error(`server-everything exited with ${code}`)));
     });
+    // A recording proxy in front of it: which Authorization headers the bridge sent.
+    const seenAuth = new Set<string>();
+    const proxy = createHttpServer((req, res) => {
+      seenAuth.add(String(req.headers["authorization"] ?? "none"));
+      const upstream = httpRequest(
+        { host: "127.0.0.1", port, path: req.url, method: req.method, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      upstream.on("error", () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    stops.push(
+      () =>
+        new Promise<void>((resolve) => {
+          proxy.closeAllConnections();
+          proxy.close(() => resolve());
+        }),
+    );
+    const proxyPort = (proxy.address() as { port: number }).port;
     await servers.put({
       name: "web",
       transport: "http",
-      url: `http://127.0.0.1:${port}/mcp`,
+      url: `http://127.0.0.1:${proxyPort}/mcp`,
+      headers: { Authorization: "$MCP_TEST_TOKEN", "X-Missing": "$MCP_UNSET" },
       created_at: Date.now(),
       updated_by: "test",
     });
     await waitFor(() => stateOf("web")?.state === "connected", 20_000);
+    expect([...seenAuth]).toEqual(["Bearer t0k-for-the-upstream"]);
+    expect(logs.some((l) => (l.fields as { variable?: string }).variable === "MCP_UNSET")).toBe(true);
     expect(stateOf("web")).toMatchObject({ transport: "http", protocol_version: "2025-11-25" });
     const echoed = await call("web_echo", { message: "over http" });
     expect(textOf(echoed.result)).toBe("Echo: over http");

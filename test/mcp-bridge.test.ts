@@ -313,6 +313,19 @@ describe("supervision", () => {
     expect(stateOf("good")?.tools).toBe(4);
   });
 
+  it("a server without prompts lists none and refuses a prompt, without asking it", async () => {
+    const { nc, names } = fx.env();
+    const forward = (method: string, params: Record<string, unknown>) =>
+      requestJson<{ result: Record<string, unknown> }>(
+        nc,
+        names.mcpForward("good"),
+        { method, params },
+        { timeoutMs: 10_000 },
+      );
+    expect((await forward("prompts/list", {})).result).toEqual({ prompts: [] });
+    await expect(forward("prompts/get", { name: "x" })).rejects.toThrow(/MCP server good has no prompts/);
+  });
+
   it("resources/list through the forward follows the upstream's pages", async () => {
     const { nc, names } = fx.env();
     const reply = await requestJson<{ result: { resources: Array<{ uri: string }>; nextCursor?: string } }>(

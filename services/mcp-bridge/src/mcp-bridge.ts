@@ -84,6 +84,16 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
         const timeout = Math.min(req.timeout_ms ?? limits.callTimeoutMs, limits.callTimeoutMs);
         const params = req.params as Record<string, unknown>;
         const paged = typeof params["cursor"] === "string" ? (params as never) : undefined;
+        // A server without the capability has nothing to list (asked anyway, the SDK says so on
+        // the console, a line outside the service's log) and nothing to read.
+        const capabilities = client.getServerCapabilities() ?? {};
+        const family = req.method.startsWith("prompts/") ? "prompts" : "resources";
+        if (capabilities[family] === undefined) {
+          if (req.method === "resources/list") return { result: { resources: [] } };
+          if (req.method === "resources/templates/list") return { result: { resourceTemplates: [] } };
+          if (req.method === "prompts/list") return { result: { prompts: [] } };
+          throw new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server} has no ${family}`);
+        }
         try {
           switch (req.method) {
             case "resources/list":

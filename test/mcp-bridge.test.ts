@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
@@ -60,7 +60,7 @@ const BRIDGE_ENV = { MCP_TEST_VALUE: "passed-through", MCP_TEST_TOKEN: "Bearer t
 
 beforeAll(async () => {
   const { nc, names } = fx.env();
-  executor = await startToolExecutor({ nc, names, tools: [] });
+  executor = await startToolExecutor({ nc, names, tools: [], config: { approvalTimeoutMs: 1_500 } });
   bridge = await startMcpBridge({ nc, names, log: keptLogger(logs), limits: LIMITS, env: BRIDGE_ENV });
   servers = await McpServerStore.open({ nc, names });
   tools = await ToolStore.open({ nc, names });
@@ -210,6 +210,14 @@ describe("server-filesystem over stdio", () => {
     const outside = await call("fs_read_text_file", { path: "/etc/hostname" });
     expect(outside).toMatchObject({ status: "failed", has_error: true, executed: true });
     expect(textOf(outside.result)).toMatch(/outside allowed directories|Access denied/);
+  });
+
+  it("a tool the record says to approve does not run without a person's approval", async () => {
+    const dir = path.join(root, "made");
+    const reply = await call("fs_create_directory", { path: dir });
+    expect(reply.status).not.toBe("completed");
+    expect(reply.executed).toBe(false);
+    expect(existsSync(dir)).toBe(false);
   });
 
   it("a killed child is restarted and its tools come back", async () => {
@@ -457,6 +465,9 @@ describe("server-everything", () => {
     );
     try {
       await waitFor(async () => (await client.listTools()).tools.some((t) => t.name === "every_echo"));
+      // A mutating tool: admitted with a receipt, run once upstream.
+      const grown = await client.callTool({ name: "good_grow", arguments: {} });
+      expect(grown.content).toEqual([{ type: "text", text: expect.stringMatching(/^\d+ extra tools$/) }]);
       const result = await client.callTool({ name: "every_echo", arguments: { message: "hi" } });
       expect(result.isError).toBeFalsy();
       expect(result.content).toEqual([{ type: "text", text: "Echo: hi" }]);

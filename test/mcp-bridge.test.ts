@@ -35,6 +35,7 @@ function binOf(pkg: string): string {
 const FS_BIN = binOf("@modelcontextprotocol/server-filesystem");
 const EVERYTHING_BIN = binOf("@modelcontextprotocol/server-everything");
 const CHANGING_BIN = path.join(REPO_ROOT, "test/fixtures/mcp-changing-server.mjs");
+const MODERN_BIN = path.join(REPO_ROOT, "test/fixtures/mcp-modern-http-server.mjs");
 
 const fx = useGatewayFixture();
 const logs: Array<{ msg: string; fields: unknown }> = [];
@@ -545,6 +546,46 @@ describe("server-everything", () => {
     await waitFor(async () => (await bridgeEvents("mcp_server_failed", "web")).length > 0, 20_000);
     await waitFor(async () => (await toolsOf("web")).length === 0);
     await servers.remove("web");
+  });
+});
+
+describe("a server of the stateless 2026-07-28 revision", () => {
+  it("connects with it, and its liveness checks keep it connected", async () => {
+    const child = spawn(process.execPath, [MODERN_BIN], { stdio: ["ignore", "pipe", "inherit"] });
+    children.push(child);
+    const methods: string[] = [];
+    let buffered = "";
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout?.on("data", (d: Buffer) => {
+        buffered += d.toString();
+        const lines = buffered.split("\n");
+        buffered = lines.pop() ?? "";
+        for (const line of lines) {
+          const listening = /^listening (\d+)$/.exec(line);
+          if (listening) resolve(Number(listening[1]));
+          else methods.push(line);
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`the server exited with ${code}`)));
+    });
+    await servers.put({
+      name: "modern",
+      transport: "http",
+      url: `http://127.0.0.1:${port}/mcp`,
+      created_at: Date.now(),
+      updated_by: "test",
+    });
+    await waitFor(() => stateOf("modern")?.state === "connected", 20_000);
+    expect(stateOf("modern")).toMatchObject({ protocol_version: "2026-07-28", tools: 1 });
+    expect(textOf((await call("modern_hello", {})).result)).toBe("hello");
+    // Three liveness checks after it connected, and it never failed.
+    const checks = methods.filter((m) => m === "server/discover").length;
+    await waitFor(() => methods.filter((m) => m === "server/discover").length >= checks + 3, 20_000);
+    expect(stateOf("modern")?.state).toBe("connected");
+    expect(await bridgeEvents("mcp_server_failed", "modern")).toEqual([]);
+    await servers.remove("modern");
+    await waitFor(() => stateOf("modern") === undefined);
+    child.kill("SIGTERM");
   });
 });
 

@@ -41,6 +41,9 @@ interface ServedEntry {
   responder: Responder;
 }
 
+/** The first protocol revision without `ping` (and without sessions): dates compare as strings. */
+const STATELESS_REVISION = "2026-07-28";
+
 /** How long a stopped stdio server has to exit after SIGTERM before it is killed. */
 const STOP_GRACE_MS = 2_000;
 
@@ -243,16 +246,18 @@ export class Upstream {
   /**
    * Pings the upstream every `pingIntervalMs`: an HTTP server that went away (no connection to
    * close) or a stdio server that hangs fails like one that exited. An error the server answers
-   * with (a JSON-RPC error, numeric code) still proves it alive.
+   * with (a JSON-RPC error, numeric code) still proves it alive. The stateless 2026-07-28 revision
+   * has no `ping`: a server that speaks it is asked `server/discover` instead.
    */
   private watchLiveness(epoch: number, client: Client): void {
     const { pingIntervalMs, connectTimeoutMs } = this.deps.limits;
+    const stateless = (client.getNegotiatedProtocolVersion() ?? "") >= STATELESS_REVISION;
     let inFlight = false;
     this.pinger = setInterval(() => {
       if (inFlight || epoch !== this.epoch) return;
       inFlight = true;
-      client
-        .ping({ timeout: connectTimeoutMs })
+      const options = { timeout: connectTimeoutMs };
+      (stateless ? client.discover(options) : client.ping(options))
         .catch((err: unknown) => {
           if (typeof (err as { code?: unknown }).code === "number") return;
           const message = err instanceof Error ? err.message : String(err);

@@ -200,7 +200,10 @@ export class Upstream {
     const client = new Client(
       { name: "geode-mcp-bridge", version: "0.1.0" },
       {
-        ...(this.record.transport === "http" ? { versionNegotiation: { mode: "auto" as const } } : {}),
+        // HTTP: probe `server/discover`, fall back to `initialize`. stdio: `initialize` at once; the
+        // SDK's default probe would start the server's command a second time, as a throwaway
+        // process, on every connection.
+        versionNegotiation: { mode: this.record.transport === "http" ? "auto" : "legacy" },
         listChanged: {
           tools: {
             autoRefresh: false,

@@ -262,10 +262,13 @@ describe("supervision", () => {
     const kv = await ensureBucket(fx.env().nc, fx.env().names, "mcpServers");
     await kv.put("broken", JSON.stringify({ name: "broken", transport: "ftp", created_at: 1 }));
     await kv.put("worse", "not json at all");
-    const { record } = stdio("good", CHANGING_BIN, []);
+    const startsFile = path.join(mkdtempSync(path.join(os.tmpdir(), "geode-mcp-starts-")), "starts");
+    const { record } = stdio("good", CHANGING_BIN, ["--starts", startsFile]);
     await servers.put(record);
     await waitFor(() => stateOf("good")?.state === "connected", 20_000);
     expect(await toolsOf("good")).toHaveLength(4);
+    // One process per connection: the command is not run a second time to probe its revision.
+    expect(readFileSync(startsFile, "utf8").trim().split("\n")).toHaveLength(1);
     expect(stateOf("broken")).toBeUndefined();
     expect(stateOf("worse")).toBeUndefined();
     const skipped = logs.filter((l) => l.msg === "MCP server record is not valid; skipped");

@@ -246,9 +246,6 @@ describe("server-filesystem over stdio", () => {
     await waitFor(async () => (await toolsOf("fs")).length === 0);
     await waitFor(() => pidsWith(root).length === 0);
     expect(stateOf("fs")).toBeUndefined();
-    await expect(call("fs_read_text_file", { path: path.join(root, "note.txt") })).rejects.toThrow(
-      /unknown tool/,
-    );
     await waitFor(async () =>
       (await bridgeEvents("mcp_server_failed", "fs")).some((e) => e.payload["retry_in_ms"] === null),
     );
@@ -387,6 +384,17 @@ describe("supervision", () => {
     expect(stateOf("good")?.state).toBe("connected");
     await servers.remove("dead");
     await waitFor(() => stateOf("dead") === undefined);
+  });
+
+  it("a record removed while its server is starting leaves no process behind", async () => {
+    const race = stdio("race", "-e", ["setInterval(() => {}, 1000)", "--"]);
+    for (let i = 0; i < 2; i++) {
+      await servers.put(race.record);
+      await servers.remove("race");
+    }
+    await waitFor(() => stateOf("race") === undefined);
+    await eventsUntil("mcp_server_failed", "race", 1);
+    await waitFor(() => pidsWith(race.marker).length === 0);
   });
 
   it("a server that crashes soon after each start backs off as one that never starts", async () => {

@@ -145,7 +145,7 @@ export class Upstream {
     void this.attempt();
   }
 
-  private transport() {
+  private transport(epoch: number) {
     const r = this.record;
     if (r.transport === "stdio") {
       const env: Record<string, string> = { ...getDefaultEnvironment() };
@@ -164,7 +164,11 @@ export class Upstream {
       const start = t.start.bind(t);
       t.start = async () => {
         const started = start();
-        this.child = t.pid;
+        // Started after a stop or a failure of this attempt (the SDK starts it a few ticks into
+        // connect): nothing would ever stop it but this.
+        if (epoch !== this.epoch || this.stopped) {
+          if (t.pid !== null) signal(t.pid, "SIGKILL");
+        } else this.child = t.pid;
         await started;
       };
       // Drained always; only the last line is kept, bounded, for the last error.
@@ -220,10 +224,10 @@ export class Upstream {
     this.client = client;
     const { connectTimeoutMs } = this.deps.limits;
     try {
-      await client.connect(this.transport() as never, { timeout: connectTimeoutMs });
-      if (epoch !== this.epoch) return;
+      await client.connect(this.transport(epoch) as never, { timeout: connectTimeoutMs });
+      if (epoch !== this.epoch) return void client.close().catch(() => undefined);
       await this.refreshTools(epoch);
-      if (epoch !== this.epoch) return;
+      if (epoch !== this.epoch) return void client.close().catch(() => undefined);
       const protocol = client.getNegotiatedProtocolVersion() ?? "";
       this.status = {
         ...this.status,

@@ -11,6 +11,7 @@ import { RECORDER_ENV } from "@geode/activity-recorder";
 import { GATEWAY_ENV } from "@geode/agent-gateway";
 import { COMMON_ENV, type EnvSpec, type EnvVarDoc } from "@geode/bus";
 import { CONSOLE_ENV } from "@geode/console";
+import { MCP_BRIDGE_ENV } from "@geode/mcp-bridge";
 import { NOTARY_ENV } from "@geode/notary";
 import { REPO_ROOT } from "@geode/testing";
 import { TOOL_EXECUTOR_ENV } from "@geode/tool-executor";
@@ -26,6 +27,7 @@ export const ENV_SPECS: readonly EnvSpec<unknown>[] = [
   TOOL_EXECUTOR_ENV,
   RECORDER_ENV,
   GATEWAY_ENV,
+  MCP_BRIDGE_ENV,
   NOTARY_ENV,
   CONSOLE_ENV,
 ];

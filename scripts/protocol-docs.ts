@@ -441,7 +441,11 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
     value: SessionRecordSchema,
   },
   runs: { key: "`{run_id}`", writer: "the runtime (`runs.open` / `runs.close`)", value: RunRecordSchema },
-  tools: { key: "the tool name", writer: "the provider of a remote tool", value: ToolDefinitionSchema },
+  tools: {
+    key: "the tool name",
+    writer: "the provider of a remote tool; the mcp-bridge for the tools of upstream MCP servers",
+    value: ToolDefinitionSchema,
+  },
   agents: { key: "the agent name", writer: "`geode agents add` / `rm`", value: AgentRecordSchema },
   webhooks: {
     key: "`{HookName}.{handler}`",

@@ -4,9 +4,13 @@
  * them, the registered tools written to `{ns}_tools` as the bridge writes them.
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
 import { ensureBucket } from "@geode/bus";
 import { type HealthReply, McpServerRecordSchema, type ToolDefinition } from "@geode/contracts";
-import { GEODE_BIN, useTestEnv } from "@geode/testing";
+import { GEODE_BIN, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
 const env = useTestEnv();
@@ -197,6 +201,8 @@ describe("geode mcp ls", () => {
         m.respond(JSON.stringify(reply));
       },
     });
+    // The subscription reaches the server before the CLI asks.
+    await env().nc.flush();
     try {
       const r = await geode(["mcp", "ls"]);
       expect(r.code).toBe(0);
@@ -278,5 +284,91 @@ describe("geode mcp rm", () => {
     expect(again.err).toContain("no MCP server gh");
     const ls = await geode(["mcp", "ls", "--json"]);
     expect((JSON.parse(ls.out) as Array<{ name: string }>).map((x) => x.name)).toEqual(["fs"]);
+  });
+});
+
+/** Pids of running processes whose command line holds `text`. */
+function pidsWith(text: string): number[] {
+  return readdirSync("/proc")
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+        return readFileSync(`/proc/${e}/cmdline`, "utf8").includes(text) && stat.split(") ")[1]?.[0] !== "Z";
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe("with a running mcp-bridge", () => {
+  it("geode mcp ls shows its live state and geode mcp tools the upstream's real tools", async () => {
+    const manifest = createRequire(import.meta.url).resolve(
+      "@modelcontextprotocol/server-filesystem/package.json",
+    );
+    const bin = path.join(path.dirname(manifest), "dist/index.js");
+    const root = mkdtempSync(path.join(os.tmpdir(), "geode-mcp-cli-"));
+    // Replaces the record above: the bridge starts server-filesystem on a temporary root.
+    const added = await geode([
+      "mcp",
+      "add",
+      "fs",
+      "--approve",
+      "write_*",
+      "--",
+      process.execPath,
+      bin,
+      root,
+    ]);
+    expect(added.code, added.err).toBe(0);
+    expect(added.out).toContain("MCP server fs replaced");
+    const bridge = spawnService("services/mcp-bridge/src/main.ts", { ...env().env, LOG_LEVEL: "info" });
+    try {
+      await bridge.waitForOutput(/mcp-bridge started/, 30_000);
+      const ls = await waitFor(async () => {
+        const r = await geode(["mcp", "ls"]);
+        return /connected/.test(r.out) ? r : null;
+      }, 30_000);
+      expect(ls?.code).toBe(0);
+      const line = ls?.out.split("\n").find((l) => l.startsWith("fs ")) ?? "";
+      // The target is cut to fit the column; the bridge's state follows it.
+      expect(line).toMatch(/^fs\s+stdio\s+\S+ .*\s+connected\s+14\s+all\s+-$/);
+      expect(ls?.out).not.toContain("not running");
+      const rows = JSON.parse((await geode(["mcp", "ls", "--json"])).out) as Array<Record<string, unknown>>;
+      expect(rows).toEqual([
+        expect.objectContaining({
+          name: "fs",
+          state: "connected",
+          tools_registered: 14,
+          protocol_version: "2025-11-25",
+          last_error: null,
+        }),
+      ]);
+
+      const tools = await geode(["mcp", "tools", "fs", "--json"]);
+      expect(tools.code).toBe(0);
+      const listed = JSON.parse(tools.out) as Array<Record<string, unknown>>;
+      expect(listed).toHaveLength(14);
+      expect(listed).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: "fs_read_text_file", tool: "read_text_file", effect: "read" }),
+          expect.objectContaining({
+            name: "fs_write_file",
+            effect: "mutation",
+            requires_approval: true,
+          }),
+        ]),
+      );
+      // The definitions written above by hand (a server since removed, a tool fs does not have) are gone.
+      const all = await geode(["mcp", "tools"]);
+      expect(all.out).not.toContain("gh_create_issue");
+      expect(all.out).toContain("fs_list_allowed_directories");
+      expect(pidsWith(root)).toHaveLength(1);
+    } finally {
+      await bridge.stop();
+    }
+    // Stopped, it leaves no upstream server running.
+    await waitFor(() => pidsWith(root).length === 0);
   });
 });

@@ -1,10 +1,23 @@
-import { ensureBucket, ensureCheckpointStream, ensureEventStreams } from "@geode/bus";
-import { names as buildNames } from "@geode/contracts";
-import { uniqueNamespace, waitFor } from "@geode/testing";
+import path from "node:path";
+import {
+  ensureBucket,
+  ensureCheckpointStream,
+  ensureEventStreams,
+  ensureResultStore,
+  requestJson,
+} from "@geode/bus";
+import { names as buildNames, isResultRef } from "@geode/contracts";
+import { startHookDispatcher } from "@geode/hook-dispatcher";
+import { startMcpBridge } from "@geode/mcp-bridge";
+import { createToolClient } from "@geode/runtime";
+import { McpServerStore } from "@geode/state";
+import { REPO_ROOT, uniqueNamespace, waitFor } from "@geode/testing";
+import { startToolExecutor } from "@geode/tool-executor";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keptLogger } from "./policy-support.js";
 import { type SecuredNats, startSecuredNats } from "./security-support.js";
 
 // A second nats-server with the generated per-role configuration, on its own loopback port.
@@ -349,5 +362,98 @@ describe("the runtime cannot touch what services own", () => {
     await expect(
       runtime.request(n.hookHandler("PreToolUse", "guard"), json({}), { timeout: 5_000 }),
     ).rejects.toThrow(denied);
+  });
+});
+
+describe("the mcp-bridge", () => {
+  it("runs an upstream: registers its tools, serves terminals and the forward, writes large results, publishes its events", async () => {
+    const operator = await as("operator");
+    await ensureResultStore(await as("tool-executor"), n);
+    const store = await McpServerStore.open({ nc: operator, names: n });
+    await store.put({
+      name: "up",
+      transport: "stdio",
+      command: process.execPath,
+      args: [path.join(REPO_ROOT, "test/fixtures/mcp-changing-server.mjs")],
+      created_at: Date.now(),
+      updated_by: "ops",
+    });
+    const bridge = await startMcpBridge({
+      nc: await as("mcp-bridge"),
+      names: n,
+      log: keptLogger([]),
+      env: {},
+      // Every result travels through `{ns}_results`.
+      resultInlineBytes: 1,
+    });
+    const dispatcher = await startHookDispatcher({ nc: await as("hook-dispatcher"), names: n });
+    const executor = await startToolExecutor({ nc: await as("tool-executor"), names: n, tools: [] });
+    try {
+      await waitFor(() => bridge.servers()[0]?.state === "connected", 20_000);
+      const tools = await kv(await as("runtime"), n.buckets.tools);
+      expect((await tools.get("up_grow"))?.json()).toMatchObject({ mcp: { server: "up", tool: "grow" } });
+
+      const client = createToolClient({ nc: await as("runtime"), names: n });
+      const reply = await client.execute({
+        tool_name: "up_grow",
+        arguments: {},
+        correlation: { session_id: "s-mcp", tool_call_id: "c-1" },
+      });
+      expect(reply).toMatchObject({ status: "completed", has_error: false });
+      expect(isResultRef(reply.result)).toBe(false);
+      expect(reply.result).toEqual({ content: [{ type: "text", text: "1 extra tools" }] });
+      // The list it changed upstream is followed: the bridge writes the new tool's definition.
+      await waitFor(async () => (await tools.get("up_extra_1")) !== null);
+
+      const forwarded = await requestJson<{ result: { resources: unknown[] } }>(
+        await as("agent-gateway"),
+        n.mcpForward("up"),
+        { method: "resources/list", params: {} },
+        { timeoutMs: 10_000 },
+      );
+      expect(forwarded.result.resources).toHaveLength(5);
+      // The bridge wrote the result to `{ns}_results` as the tool (the executor's limit is far higher).
+      const results = await (await jetstreamManager(operator)).streams.info(n.resultStream);
+      expect(results.state.messages).toBeGreaterThan(0);
+    } finally {
+      await executor.stop();
+      await dispatcher.stop();
+      await bridge.stop();
+    }
+    const events = await waitFor(async () => {
+      const jsm = await jetstreamManager(operator);
+      const seen: string[] = [];
+      const info = await jsm.streams.info(n.eventsStream);
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const m = await jsm.streams.getMessage(n.eventsStream, { seq }).catch(() => null);
+        const e = m?.json<{ event: string; source: string }>();
+        if (e?.source === "mcp-bridge") seen.push(e.event);
+      }
+      return seen.includes("mcp_server_failed") ? seen : null;
+    });
+    expect(events).toEqual(["mcp_server_connected", "mcp_server_failed"]);
+    expect(secured.violations.filter((v) => v.startsWith("mcp-bridge:"))).toEqual([]);
+  });
+
+  it("cannot invoke hooks, execute tools, answer approvals, publish other events or write other buckets", async () => {
+    const bridge = await as("mcp-bridge");
+    await expect(
+      bridge.request(n.hookHandler("PreToolUse", "guard"), json({}), { timeout: 5_000 }),
+    ).rejects.toThrow(denied);
+    await expect(bridge.request(n.toolExecute, json({}), { timeout: 5_000 })).rejects.toThrow(denied);
+    await expect(jetstream(bridge).publish(n.event("turn_completed"), json({}))).rejects.toThrow(denied);
+    const approvals = bridge.subscribe(n.approvalRequest);
+    expect(await approvals.closed).toMatchObject({ name: "PermissionViolationError" });
+    const handlers = bridge.subscribe(n.hookHandlerAll);
+    expect(await handlers.closed).toMatchObject({ name: "PermissionViolationError" });
+    for (const bucket of [
+      n.buckets.mcpServers,
+      n.buckets.agents,
+      n.buckets.toolReceipts,
+      n.buckets.hookHandlers,
+    ])
+      await expect((await kv(bridge, bucket)).put("intruder", json({})), bucket).rejects.toThrow(denied);
+    // Nor may it read the webhooks' secrets.
+    await expect((await kv(bridge, n.buckets.webhooks)).get("Stop.hook")).rejects.toThrow(denied);
   });
 });

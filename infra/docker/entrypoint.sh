@@ -1,7 +1,7 @@
 #!/bin/sh
 # Container entry point of the one GEODE image.
 #   service        run $GEODE_SERVICE (hook-dispatcher, tool-executor, verifier, activity-recorder,
-#                  agent-gateway); node becomes PID 1 and drains on SIGTERM
+#                  agent-gateway, policy-guard, mcp-bridge); node becomes PID 1 and drains on SIGTERM
 #   health         the image's health check: `geode health $GEODE_SERVICE` (exit 0 when it answers
 #                  ok); a container that runs no service has nothing to check
 #   geode <args>   run the geode CLI, e.g. `geode health verifier`, `geode demo`, `geode replay`

@@ -23,6 +23,7 @@ export type NatsRole =
   | "activity-recorder"
   | "agent-gateway"
   | "policy-guard"
+  | "mcp-bridge"
   | "notary"
   | "handler"
   | "tool-provider"
@@ -354,6 +355,31 @@ export function natsUsers(options: NatsRolesOptions = {}): NatsUser[] {
         ...writeBucket(b.notary),
       ],
       subscribe: [n.health("notary")],
+      allowResponses: true,
+    }),
+    // The mcp-bridge registers each upstream MCP server's tools and serves their terminals, so it
+    // writes the whole tool registry and serves every terminal subject (tool names come from the
+    // servers' records, unknown when this file is generated), and writes large results as any of
+    // those tools: powers a tool provider has for its own tool. It reads the server records
+    // (never writes one), serves the agent-gateway's forward of resources and prompts, and
+    // publishes its two events. It invokes no hook, executes no tool, answers no approval.
+    user("mcp-bridge", "mcp-bridge", {
+      publish: [
+        n.event("mcp_server_connected"),
+        n.event("mcp_server_failed"),
+        n.health("mcp-bridge"),
+        ...jsInfo,
+        ...provisionStream(n.eventsStream),
+        ...provisionStream(n.timelineStream),
+        ...readBucket(b.tools),
+        ...provisionBucket(b.tools),
+        ...writeBucket(b.tools),
+        ...readBucket(b.mcpServers),
+        ...provisionBucket(b.mcpServers),
+        `$O.${n.resultStore}.C.tool.*.*`,
+        `$O.${n.resultStore}.M.*`,
+      ],
+      subscribe: [`${n.ns}.tool.terminal.>`, n.mcpForward("*"), n.health("mcp-bridge")],
       allowResponses: true,
     }),
     // Approvers answer `{ns}.approval.request` (queue group `approvers`) and nothing else.

@@ -108,7 +108,7 @@ export const COMMON_ENV = envSpec({
     {
       default: `\`${DEFAULT_METRICS_PORT}\``,
       meaning:
-        "Prometheus `/metrics` on `127.0.0.1:{port}`; `geode up` gives its services this port and the next ones (hook-dispatcher, tool-executor, verifier, activity-recorder, agent-gateway, policy-guard, notary, then any other service); `0` turns metrics off",
+        "Prometheus `/metrics` on `127.0.0.1:{port}`; `geode up` gives its services this port and the next ones (hook-dispatcher, tool-executor, verifier, activity-recorder, agent-gateway, policy-guard, mcp-bridge, notary, then any other service); `0` turns metrics off",
     },
   ),
   otlpEndpoint: envVar("OTEL_EXPORTER_OTLP_ENDPOINT", read.optional(), {

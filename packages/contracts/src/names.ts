@@ -37,6 +37,7 @@ export const SERVICE_NAMES = [
   "activity-recorder",
   "agent-gateway",
   "policy-guard",
+  "mcp-bridge",
   "notary",
 ] as const;
 

@@ -9,6 +9,7 @@ export const MCP_BRIDGE_DEFAULTS = {
   resultMaxBytes: 16 * 1024 * 1024,
   restartMinMs: 1_000,
   restartMaxMs: 60_000,
+  pingIntervalMs: 30_000,
 } as const;
 const D = MCP_BRIDGE_DEFAULTS;
 
@@ -47,6 +48,11 @@ export const MCP_BRIDGE_ENV = envSpec({
   restartMaxMs: envVar("GEODE_MCP_RESTART_MAX_MS", read.int(D.restartMaxMs, 1), {
     default: `\`${D.restartMaxMs}\``,
     meaning: "the longest wait between reconnection attempts of a failed upstream (mcp-bridge)",
+  }),
+  pingIntervalMs: envVar("GEODE_MCP_PING_INTERVAL_MS", read.int(D.pingIntervalMs, 1), {
+    default: `\`${D.pingIntervalMs}\``,
+    meaning:
+      "how often a connected upstream is pinged; one that does not answer within `GEODE_MCP_CONNECT_TIMEOUT_MS` (an HTTP server gone, a stdio server hung) counts as failed: its tools are removed and it is reconnected with backoff (mcp-bridge)",
   }),
 });
 

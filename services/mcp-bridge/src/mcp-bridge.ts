@@ -84,6 +84,16 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
         const timeout = Math.min(req.timeout_ms ?? limits.callTimeoutMs, limits.callTimeoutMs);
         const params = req.params as Record<string, unknown>;
         const paged = typeof params["cursor"] === "string" ? (params as never) : undefined;
+        // A server without the capability has nothing to list (asked anyway, the SDK says so on
+        // the console, a line outside the service's log) and nothing to read.
+        const capabilities = client.getServerCapabilities() ?? {};
+        const family = req.method.startsWith("prompts/") ? "prompts" : "resources";
+        if (capabilities[family] === undefined) {
+          if (req.method === "resources/list") return { result: { resources: [] } };
+          if (req.method === "resources/templates/list") return { result: { resourceTemplates: [] } };
+          if (req.method === "prompts/list") return { result: { prompts: [] } };
+          throw new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server} has no ${family}`);
+        }
         try {
           switch (req.method) {
             case "resources/list":
@@ -103,11 +113,11 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
       },
     );
 
-  const remove = async (name: string) => {
+  const remove = async (name: string, reason?: string) => {
     const entry = upstreams.get(name);
     if (!entry) return;
     upstreams.delete(name);
-    await Promise.all([entry.forward.drain(), entry.upstream.stop()]);
+    await Promise.all([entry.forward.drain(), entry.upstream.stop(reason)]);
   };
   const apply = async (name: string, record: McpServerRecord | null) => {
     const current = upstreams.get(name);
@@ -120,16 +130,16 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
   };
 
   const store = await McpServerStore.open(conn);
+  await removeOrphans(store, deps.tools, log);
   const watch: RecordWatch = await store.watch(
     (change) => {
-      if (change.malformed) {
+      if (change.malformed)
         log.warn({ server: change.key.slice(0, 64) }, "MCP server record is not valid; skipped");
-        chain = chain.then(() => apply(change.key, null));
-        return;
-      }
+      // A change that fails is logged, never left in the chain: the next ones still apply.
+      const record = change.malformed ? null : change.value;
       chain = chain
-        .then(() => apply(change.key, change.value))
-        .catch((err) => log.error({ err, server: change.key }, "MCP server change failed"));
+        .then(() => apply(change.key, record))
+        .catch((err) => log.error({ err, server: change.key.slice(0, 64) }, "MCP server change failed"));
     },
     (err) => log.warn({ err }, "MCP server watch failed"),
   );
@@ -150,8 +160,23 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
     async stop() {
       await watch.stop();
       await chain;
-      await Promise.all([...upstreams.keys()].map(remove));
+      await Promise.all([...upstreams.keys()].map((name) => remove(name, "mcp-bridge stopped")));
       await events.flush();
     },
   };
+}
+
+/**
+ * Removes MCP tools in `{ns}_tools` whose server has no (valid) record: registered by a bridge
+ * process that was killed before it could remove them when their record went away. Nothing
+ * serves them, and an agent listing them would only meet errors.
+ */
+async function removeOrphans(store: McpServerStore, tools: ToolStore, log: Logger): Promise<void> {
+  const known = new Set((await store.list()).map((r) => r.name));
+  for (const definition of await tools.list()) {
+    const server = definition.mcp?.server;
+    if (server === undefined || known.has(server)) continue;
+    await tools.remove(definition.name).catch(() => undefined);
+    log.info({ server, tool: definition.name }, "MCP tool of no configured server removed");
+  }
 }

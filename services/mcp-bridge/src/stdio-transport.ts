@@ -42,6 +42,11 @@ export class StrictStdioTransport implements Transport {
 
   constructor(private readonly options: StrictStdioOptions) {}
 
+  /** The server's pid while it runs (set as soon as `start()` has spawned it). */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
   start(): Promise<void> {
     if (this.child) throw new Error("the stdio transport is already started");
     const { command, args, env } = this.options;

@@ -10,6 +10,7 @@ import {
   McpToolAnnotationsSchema,
   mcpToolEffect,
   mcpToolName,
+  sanitizeText,
   type ToolDefinition,
   ToolTerminalLeg,
   toolGlob,
@@ -42,6 +43,30 @@ interface ServedEntry {
   responder: Responder;
 }
 
+/** The first protocol revision without `ping` (and without sessions): dates compare as strings. */
+const STATELESS_REVISION = "2026-07-28";
+
+/** How long a stopped stdio server has to exit after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 2_000;
+
+/** Whether a process of ours with this pid still runs. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone meanwhile
+  }
+}
+
 /** One line, bounded: what an error says without stacks or newlines. */
 function oneLine(text: string, max = LAST_ERROR_MAX): string {
   const line = text.replace(/\s+/g, " ").trim();
@@ -58,6 +83,19 @@ function annotationsOf(tool: Tool): McpToolAnnotations {
 }
 
 /**
+ * A tool's input schema as the tool-executor validates it (JSON Schema 2020-12, the MCP default):
+ * without the `$schema` many servers declare (draft-07 from their schema generators), which the
+ * executor's validator does not know and would refuse every call over.
+ */
+function inputSchemaOf(tool: Tool): Record<string, unknown> {
+  const { $schema: _dialect, ...schema } = (tool.inputSchema ?? { type: "object" }) as Record<
+    string,
+    unknown
+  >;
+  return schema;
+}
+
+/**
  * One upstream MCP server: its SDK client (a stdio child the bridge starts, or an HTTP
  * connection), its tools registered in `{ns}_tools` and served on their terminals, restarts with
  * backoff after a failure.
@@ -67,6 +105,11 @@ export class Upstream {
   private epoch = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  private pinger: NodeJS.Timeout | undefined;
+  /** The pid of the stdio server process last started, until it is known to be gone. */
+  private child: number | null = null;
+  /** Failures in a row, for the backoff: only a connection that held for a while ends the streak. */
+  private streak = 0;
   private readonly served = new Map<string, ServedEntry>();
   private stderrLine = "";
   /** The current stdio connection, whose `failure` says why it ended itself. */
@@ -106,7 +149,7 @@ export class Upstream {
     void this.attempt();
   }
 
-  private transport() {
+  private transport(epoch: number) {
     const r = this.record;
     if (r.transport === "stdio") {
       const env: Record<string, string> = { ...getDefaultEnvironment() };
@@ -121,6 +164,17 @@ export class Upstream {
         maxMessageBytes: this.deps.limits.resultMaxBytes + 64 * 1024,
       });
       this.stdio = t;
+      // Its pid, for the kill that makes sure it is gone (the SDK forgets it once it closes).
+      const start = t.start.bind(t);
+      t.start = async () => {
+        const started = start();
+        // Started after a stop or a failure of this attempt (the SDK starts it a few ticks into
+        // connect): nothing would ever stop it but this.
+        if (epoch !== this.epoch || this.stopped) {
+          if (t.pid !== null) signal(t.pid, "SIGKILL");
+        } else this.child = t.pid;
+        await started;
+      };
       // Drained always; only the last line is kept, bounded, for the last error.
       t.stderr.on("data", (chunk: Buffer) => {
         const lines = chunk
@@ -136,6 +190,12 @@ export class Upstream {
     for (const [header, ref] of Object.entries(r.headers ?? {})) {
       const value = this.deps.env[ref.slice(1)];
       if (value !== undefined) headers[header] = value;
+      // Sent without it, the server's refusal (401) would be all an operator sees.
+      else
+        this.deps.log.warn(
+          { server: r.name, header, variable: ref.slice(1) },
+          "MCP server header names a variable the mcp-bridge does not have; sent without it",
+        );
     }
     return new StreamableHTTPClientTransport(new URL(r.url ?? ""), { requestInit: { headers } });
   }
@@ -149,7 +209,10 @@ export class Upstream {
     const client = new Client(
       { name: "geode-mcp-bridge", version: "0.1.0" },
       {
-        ...(this.record.transport === "http" ? { versionNegotiation: { mode: "auto" as const } } : {}),
+        // HTTP: probe `server/discover`, fall back to `initialize`. stdio: `initialize` at once; the
+        // SDK's default probe would start the server's command a second time, as a throwaway
+        // process, on every connection.
+        versionNegotiation: { mode: this.record.transport === "http" ? "auto" : "legacy" },
         listChanged: {
           tools: {
             autoRefresh: false,
@@ -170,10 +233,10 @@ export class Upstream {
     this.client = client;
     const { connectTimeoutMs } = this.deps.limits;
     try {
-      await client.connect(this.transport() as never, { timeout: connectTimeoutMs });
-      if (epoch !== this.epoch) return;
+      await client.connect(this.transport(epoch) as never, { timeout: connectTimeoutMs });
+      if (epoch !== this.epoch) return void client.close().catch(() => undefined);
       await this.refreshTools(epoch);
-      if (epoch !== this.epoch) return;
+      if (epoch !== this.epoch) return void client.close().catch(() => undefined);
       const protocol = client.getNegotiatedProtocolVersion() ?? "";
       this.status = {
         ...this.status,
@@ -183,6 +246,7 @@ export class Upstream {
         attempts: 0,
         since: Date.now(),
       };
+      this.watchLiveness(epoch, client);
       this.deps.log.info({ server: this.record.name, tools: this.served.size }, "MCP server connected");
       void this.deps.events.emit("mcp_server_connected", {
         server: this.record.name,
@@ -195,14 +259,49 @@ export class Upstream {
     }
   }
 
+  /**
+   * Pings the upstream every `pingIntervalMs`: an HTTP server that went away (no connection to
+   * close) or a stdio server that hangs fails like one that exited. An error the server answers
+   * with (a JSON-RPC error, numeric code) still proves it alive. The stateless 2026-07-28 revision
+   * has no `ping`: a server that speaks it is asked `server/discover` instead.
+   */
+  private watchLiveness(epoch: number, client: Client): void {
+    const { pingIntervalMs, connectTimeoutMs } = this.deps.limits;
+    const stateless = (client.getNegotiatedProtocolVersion() ?? "") >= STATELESS_REVISION;
+    let inFlight = false;
+    this.pinger = setInterval(() => {
+      if (inFlight || epoch !== this.epoch) return;
+      inFlight = true;
+      const options = { timeout: connectTimeoutMs };
+      (stateless ? client.discover(options) : client.ping(options))
+        .catch((err: unknown) => {
+          if (typeof (err as { code?: unknown }).code === "number") return;
+          const message = err instanceof Error ? err.message : String(err);
+          return this.fail(epoch, new Error(`ping failed: ${message}`));
+        })
+        .finally(() => {
+          inFlight = false;
+        });
+    }, pingIntervalMs);
+    this.pinger.unref();
+  }
+
   private async fail(epoch: number, err: unknown): Promise<void> {
     if (epoch !== this.epoch || this.stopped) return;
     this.epoch++;
+    clearInterval(this.pinger);
     const base = err instanceof Error ? err.message : String(err);
-    const error = oneLine(this.stderrLine ? `${base}: ${this.stderrLine}` : base);
+    // What a server prints when it fails can hold a key it was given: masked before it is kept.
+    const error = oneLine(
+      sanitizeText(this.stderrLine ? `${base}: ${this.stderrLine}` : base, 4 * LAST_ERROR_MAX),
+    );
     const attempts = this.status.attempts + 1;
     const { restartMinMs, restartMaxMs } = this.deps.limits;
-    const retry = Math.min(restartMaxMs, restartMinMs * 2 ** Math.min(attempts - 1, 30));
+    // A server that crashes soon after each start backs off like one that never starts.
+    const up = this.status.state === "connected" ? Date.now() - this.status.since : 0;
+    if (up >= restartMaxMs) this.streak = 0;
+    this.streak++;
+    const retry = Math.min(restartMaxMs, restartMinMs * 2 ** Math.min(this.streak - 1, 30));
     this.status = { ...this.status, state: "failed", last_error: error, attempts, since: Date.now() };
     this.deps.log.warn(
       { server: this.record.name, error, attempt: attempts, retry_in_ms: retry },
@@ -210,6 +309,8 @@ export class Upstream {
     );
     const client = this.client;
     this.client = undefined;
+    // A failed stdio server is dead or misbehaving (hung, silent): killed before the next start.
+    await this.killChild(0);
     await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);
     void this.deps.events.emit("mcp_server_failed", {
       server: this.record.name,
@@ -226,10 +327,13 @@ export class Upstream {
     if (this.stopped) return;
     this.stopped = true;
     this.epoch++;
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
+    clearInterval(this.pinger);
     const client = this.client;
     this.client = undefined;
     await Promise.all([this.removeTools(), client?.close().catch(() => undefined)]);
+    // The SDK's close ends stdin, then signals; a client it had closed already signals nothing.
+    await this.killChild(STOP_GRACE_MS);
     void this.deps.events.emit("mcp_server_failed", {
       server: this.record.name,
       transport: this.record.transport,
@@ -237,6 +341,19 @@ export class Upstream {
       attempt: Math.max(1, this.status.attempts),
       retry_in_ms: null,
     });
+  }
+
+  /** Makes sure the last stdio server process is gone: SIGTERM, `graceMs` to exit, then SIGKILL. */
+  private async killChild(graceMs: number): Promise<void> {
+    const pid = this.child;
+    this.child = null;
+    if (pid === null || !running(pid)) return;
+    if (graceMs > 0) {
+      signal(pid, "SIGTERM");
+      const deadline = Date.now() + graceMs;
+      while (running(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    }
+    if (running(pid)) signal(pid, "SIGKILL");
   }
 
   private queueRefresh(epoch: number): void {
@@ -271,7 +388,7 @@ export class Upstream {
         );
         break;
       }
-      const schema = (tool.inputSchema ?? { type: "object" }) as Record<string, unknown>;
+      const schema = inputSchemaOf(tool);
       if (Buffer.byteLength(JSON.stringify(schema)) > schemaMaxBytes) {
         this.deps.log.warn(
           { server: this.record.name, tool: oneLine(tool.name, 128) },
@@ -293,6 +410,7 @@ export class Upstream {
         upstream: tool.name,
       });
     }
+    if (this.served.size === 0) await this.removeStale(wanted);
     for (const [name, entry] of [...this.served]) {
       if (wanted.has(name)) continue;
       this.served.delete(name);
@@ -300,6 +418,8 @@ export class Upstream {
       await this.deps.tools.remove(name).catch(() => undefined);
     }
     for (const [name, w] of wanted) {
+      // Stopped or failed meanwhile: what that removed must not be registered again.
+      if (epoch !== this.epoch) return;
       const { upstream, ...definition } = w;
       const existing = this.served.get(name);
       if (existing) {
@@ -310,11 +430,39 @@ export class Upstream {
         }
         continue;
       }
+      if (!(await this.nameIsFree(name))) continue;
       const entry: ServedEntry = { definition, upstreamTool: upstream, responder: this.serveTerminal(name) };
       this.served.set(name, entry);
       await this.deps.conn.nc.flush();
       await this.deps.tools.publish(definition);
+      if (epoch !== this.epoch) await this.deps.tools.remove(name).catch(() => undefined);
     }
+  }
+
+  /**
+   * Whether `name` is free for this server in `{ns}_tools`: unused, or its own (an earlier
+   * registration). Another provider's tool of that name is never overwritten nor its terminal
+   * served beside it (its calls would be split between the two).
+   */
+  private async nameIsFree(name: string): Promise<boolean> {
+    const current = await this.deps.tools.get(name);
+    if (!current || current.mcp?.server === this.record.name) return true;
+    this.deps.log.warn(
+      { server: this.record.name, tool: name },
+      "a tool of this name is registered by another provider; the MCP tool is left out",
+    );
+    return false;
+  }
+
+  /**
+   * Removes definitions of this server in `{ns}_tools` that it no longer has: ones an earlier
+   * bridge process registered and could not remove (it was killed), which nothing would serve.
+   */
+  private async removeStale(wanted: Map<string, unknown>): Promise<void> {
+    const registered = await this.deps.tools.list().catch(() => []);
+    for (const definition of registered)
+      if (definition.mcp?.server === this.record.name && !wanted.has(definition.name))
+        await this.deps.tools.remove(definition.name).catch(() => undefined);
   }
 
   /** `{ns}.tool.terminal.{name}`: one upstream `tools/call` per approved call, never retried. */

@@ -83,19 +83,6 @@ function annotationsOf(tool: Tool): McpToolAnnotations {
 }
 
 /**
- * A tool's input schema as the tool-executor validates it (JSON Schema 2020-12, the MCP default):
- * without the `$schema` many servers declare (draft-07 from their schema generators), which the
- * executor's validator does not know and would refuse every call over.
- */
-function inputSchemaOf(tool: Tool): Record<string, unknown> {
-  const { $schema: _dialect, ...schema } = (tool.inputSchema ?? { type: "object" }) as Record<
-    string,
-    unknown
-  >;
-  return schema;
-}
-
-/**
  * One upstream MCP server: its SDK client (a stdio child the bridge starts, or an HTTP
  * connection), its tools registered in `{ns}_tools` and served on their terminals, restarts with
  * backoff after a failure.
@@ -388,7 +375,8 @@ export class Upstream {
         );
         break;
       }
-      const schema = inputSchemaOf(tool);
+      // As the server gave it, `$schema` included: the executor validates in the dialect it names.
+      const schema = (tool.inputSchema ?? { type: "object" }) as Record<string, unknown>;
       if (Buffer.byteLength(JSON.stringify(schema)) > schemaMaxBytes) {
         this.deps.log.warn(
           { server: this.record.name, tool: oneLine(tool.name, 128) },

@@ -35,9 +35,10 @@ export interface ClaudeStyleRules {
   /**
    * What a rewrite needs: `always` (the agent takes `updatedInput` alone), or `bypass` (the agent
    * takes it only with an `allow`, so it is applied only when the agent's own approval is already
-   * skipped, `permission_mode` `bypassPermissions`; otherwise the call is denied, naming the rewrite).
+   * skipped, `permission_mode` `bypassPermissions`; otherwise the call is denied, naming the rewrite),
+   * or `never` (the agent ignores `updatedInput`: the call is denied, naming the rewrite).
    */
-  rewrite: "always" | "bypass";
+  rewrite: "always" | "bypass" | "never";
   /** What nobody deciding a requested permission becomes: `ask` the agent's user, or `deny` (an agent that cannot ask). */
   unanswered: "ask" | "deny";
   /** What a PreCompact `defer` becomes: `block` (the agent skips this compaction), or `ignore` (the agent cannot skip one). */
@@ -97,6 +98,10 @@ const preToolUseEvent =
     if (permission?.behavior === "ask" && rules.unanswered === "deny")
       return denyTool(
         `${permission.reason} (nobody answered, and this agent cannot ask its user from a hook)`,
+      );
+    if (updated && rules.rewrite === "never")
+      return denyTool(
+        `${verdict.rewriteReason ?? "rewritten"} (this agent cannot run a rewritten call: run the rewritten call instead)`,
       );
     if (updated && rules.rewrite === "bypass") {
       if (input["permission_mode"] !== "bypassPermissions" && permission?.behavior !== "allow")

@@ -115,6 +115,25 @@ describe("Qwen Code governed through the agent gateway", () => {
     },
   );
 
+  it("Stop goes through the verifier: a revise makes Qwen Code go on, the budget ends it", CLI, async () => {
+    const candidates: string[] = [];
+    await plane.scope().serve(HookName.PostVerify, { name: "never-happy" }, (e) => {
+      candidates.push(JSON.stringify(e.payload));
+      return { action: "revise", instruction: "Say it again, better (QWEN-REVISE)." };
+    });
+    const { run, api } = await qwenSession(plane, [
+      { text: "One." },
+      { text: "Two." },
+      { text: "Three." },
+      { text: "Four." },
+    ]);
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    // Two revisions reach the model; the third verdict is past the budget and ends the turn.
+    expect(api.requests).toHaveLength(3);
+    expect(JSON.stringify(api.requests[1]?.body)).toContain("QWEN-REVISE");
+    expect(candidates[0]).toContain("One.");
+  });
+
   it(
     "fails closed by default: with the plane down or a wrong token, rm -rf is refused and the folder survives",
     CLI,

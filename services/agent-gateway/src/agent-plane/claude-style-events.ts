@@ -43,6 +43,12 @@ export interface ClaudeStyleRules {
   unanswered: "ask" | "deny";
   /** What a PreCompact `defer` becomes: `block` (the agent skips this compaction), or `ignore` (the agent cannot skip one). */
   defer: "block" | "ignore";
+  /**
+   * What a Stop escalation (a spent revise budget among others) becomes: `stop` (`{"continue":
+   * false, "stopReason"}`, the default), or `accept` (`{}`: the agent would read `continue: false`
+   * on Stop as one more block and go on, so the turn ends and the answer waits for review).
+   */
+  escalate?: "stop" | "accept";
 }
 
 /** One event, run through the plane and answered in the agent's output format. */
@@ -167,13 +173,17 @@ const permissionDeniedEvent: ClaudeStyleEvent = async (call, input) => {
 /**
  * Stop → the verifier (candidate = `last_assistant_message`): accept → `{}`; revise / continue →
  * `{"decision": "block", "reason": instruction}` (the agent goes on); an escalation (the budget of two
- * per root turn spent, among others) ends the loop: `{"continue": false, "stopReason"}`.
+ * per root turn spent, among others) ends the loop: `{"continue": false, "stopReason"}`, or `{}` for an
+ * agent that reads that as one more block.
  */
-const stop: ClaudeStyleEvent = async (call, input) => {
-  const verdict = await verifyStop(call, field(input, "last_assistant_message") ?? "");
-  if (verdict.action === "accept") return NOTHING;
-  return verdict.action === "revise" ? block(verdict.instruction) : stopWith(verdict.reason);
-};
+const stopEvent =
+  (rules: ClaudeStyleRules): ClaudeStyleEvent =>
+  async (call, input) => {
+    const verdict = await verifyStop(call, field(input, "last_assistant_message") ?? "");
+    if (verdict.action === "accept") return NOTHING;
+    if (verdict.action === "revise") return block(verdict.instruction);
+    return rules.escalate === "accept" ? NOTHING : stopWith(verdict.reason);
+  };
 
 /** StopFailure (the turn ended on an API error): recorded as `llm_call_failed`. */
 const stopFailure: ClaudeStyleEvent = async (call, input) => {
@@ -242,7 +252,7 @@ export function claudeStyleHandlers(rules: ClaudeStyleRules) {
     PostToolUse: postToolUseEvent,
     PostToolUseFailure: postToolUseEvent,
     PermissionDenied: permissionDeniedEvent,
-    Stop: stop,
+    Stop: stopEvent(rules),
     StopFailure: stopFailure,
     SubagentStart: subagentStart,
     SubagentStop: subagentStop,

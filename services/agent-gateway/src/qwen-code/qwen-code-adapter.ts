@@ -22,9 +22,16 @@ const MAPPED: ReadonlySet<string> = new Set(QWEN_CODE_EVENTS.map((e) => e.event)
  * its PreToolUse ignores `updatedInput`, so a rewrite is denied naming the rewrite (the model can
  * run the rewritten call itself); `ask` pauses for its user in the terminal UI (and is a deny
  * headless), so a requested permission nobody answers is `ask`; its PreCompact cannot skip a
- * compaction, so a defer is recorded and compaction goes on.
+ * compaction, so a defer is recorded and compaction goes on; it reads `{"continue": false}` on Stop
+ * as one more block (and goes on with the stop reason as the next prompt), so an escalation is `{}`:
+ * the turn ends, and the answer waits for review.
  */
-const SHARED = claudeStyleHandlers({ rewrite: "never", unanswered: "ask", defer: "ignore" });
+const SHARED = claudeStyleHandlers({
+  rewrite: "never",
+  unanswered: "ask",
+  defer: "ignore",
+  escalate: "accept",
+});
 
 /**
  * UserPromptSubmit: Qwen Code sends it before every model request of a turn. One with text is a

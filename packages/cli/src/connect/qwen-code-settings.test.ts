@@ -54,6 +54,7 @@ describe("the Qwen Code hooks connect writes", () => {
     });
     expect(qwenHookFailMode(entry)).toBe("fail-open");
     expect(isOurQwenHook({ type: "http", url: "http://127.0.0.1:4280/v1/claude-code/hook" })).toBe(false);
+    expect(isOurQwenHook({ type: "http", url: "not a url" })).toBe(false);
   });
 
   it("merges into settings, keeping the user's own hooks; switching modes never doubles", () => {

@@ -68,8 +68,13 @@ export function qwenCodeHooks(options: QwenCodeHooksOptions): HooksBlock {
 export function isOurQwenHook(entry: unknown): boolean {
   if (entry === null || typeof entry !== "object") return false;
   const e = entry as Record<string, unknown>;
-  if (e["type"] === "http" && typeof e["url"] === "string")
-    return new URL(e["url"], "http://x").pathname === QWEN_CODE_HOOK_PATH;
+  if (e["type"] === "http" && typeof e["url"] === "string") {
+    try {
+      return new URL(e["url"]).pathname === QWEN_CODE_HOOK_PATH;
+    } catch {
+      return false; // not a URL: not a hook connect wrote
+    }
+  }
   return e["type"] === "command" && isGeodeHookCommand(e["command"]);
 }
 

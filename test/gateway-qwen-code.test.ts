@@ -222,6 +222,45 @@ describe("Qwen Code governed through the agent gateway", () => {
   });
 
   it(
+    "--system writes the system settings Qwen Code reads; a user's disableAllHooks is caught",
+    CLI,
+    async () => {
+      await plane
+        .scope()
+        .serve(HookName.PreToolUse, { name: "managed" }, (e) =>
+          shellCommandOf(e).includes("managed.txt") ? { action: "block", reason: "managed says no" } : null,
+        );
+      const dirs = qwenScratchFor(plane);
+      const system = path.join(dirs.home, "etc-qwen-code", "settings.json");
+      const at = {
+        HOME: dirs.home,
+        QWEN_CODE_SYSTEM_SETTINGS_PATH: system,
+        GEODE_AGENT_TOKEN: plane.token(),
+      };
+      const written = await runConnect(plane, "qwen-code", { flags: ["--system"] }, at);
+      expect(written.code, written.err).toBe(0);
+      expect(written.out).toContain(`hooks for 15 Qwen Code events to ${system}`);
+      const check = ["connect", "qwen-code", "--check", "--url", plane.gateway().url];
+      expect((await geodeIn(dirs.work, check, at)).code).toBe(0);
+      const api = await startQwenStandIn([shell("touch managed.txt"), { text: "Done." }]);
+      cleanups.push(() => api.close());
+      const base = { prompt: "Do the task.", home: dirs.home, cwd: dirs.work, apiUrl: api.url };
+      await runQwen({ ...base, sessionId: randomUUID(), env: at });
+      expect(existsSync(path.join(dirs.work, "managed.txt"))).toBe(false);
+      expect(qwenToolOutputs(api).join("\n")).toContain("managed: managed says no");
+      // A user's disableAllHooks turns the managed hooks off too: --check names it.
+      const user = path.join(dirs.home, ".qwen/settings.json");
+      writeFileSync(
+        user,
+        JSON.stringify({ ...JSON.parse(readFileSync(user, "utf8")), disableAllHooks: true }),
+      );
+      const off = await geodeIn(dirs.work, check, at);
+      expect(off.code).toBe(1);
+      expect(off.stderr).toContain(`${user} sets disableAllHooks, so Qwen Code runs none of its hooks`);
+    },
+  );
+
+  it(
     "--check passes on user settings and catches project hooks in a folder Qwen Code does not trust",
     CLI,
     async () => {

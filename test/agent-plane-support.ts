@@ -31,13 +31,20 @@ export interface AgentPlane {
   /** Run after the current test, last added first. */
   cleanups: Array<() => void | Promise<void>>;
   /**
-   * Checks what the plane recorded of one ended session of the agent: `session_started` in
+   * Checks what the plane recorded of one ended session of the agent (or, `ended: false`, one
+   * that ends without telling): `session_started` in
    * Postgres with `started`'s fields, a PreToolUse audit row of handler `extension`, the run's
    * JSONL, and the agent kind in `geode agents ls`, `geode audit` and `geode events tail`.
    */
   expectRecordedSession(
     sessionId: string,
-    expected: { agentKind: string; extension: string; started: Record<string, unknown> },
+    expected: {
+      agentKind: string;
+      extension: string;
+      started: Record<string, unknown>;
+      /** False for an agent that sends no session end headless (Qwen Code): the session stays open. */
+      ended?: boolean;
+    },
   ): Promise<void>;
 }
 
@@ -106,17 +113,23 @@ export function useAgentPlane(agentName: string): AgentPlane {
 
   async function expectRecordedSession(
     sessionId: string,
-    expected: { agentKind: string; extension: string; started: Record<string, unknown> },
+    expected: {
+      agentKind: string;
+      extension: string;
+      started: Record<string, unknown>;
+      ended?: boolean;
+    },
   ): Promise<void> {
     const db = new pg.Client({ connectionString: env().databaseUrl });
     await db.connect();
     cleanups.push(() => db.end());
     const schema = env().ns;
     const count = async (sql: string) => (await db.query(sql, [sessionId])).rows[0].n as number;
+    const last = expected.ended === false ? "session.started" : "session.ended";
     await waitFor(
       async () =>
         (await count(
-          `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = 'session.ended'`,
+          `select count(*)::int as n from ${schema}.session_events where session_id = $1 and kind = '${last}'`,
         )) === 1,
       30_000,
     );

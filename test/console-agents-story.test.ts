@@ -1,8 +1,8 @@
 /**
  * One story row per call for every agent: with the `destructive-shell` pack in force, the real
- * Codex CLI, Gemini CLI and Copilot CLI each run one prompt that asks for `rm -rf` (blocked) and a
+ * Codex CLI, Gemini CLI, Copilot CLI and Qwen Code each run one prompt that asks for `rm -rf` (blocked) and a
  * harmless command (allowed). The console's session story shows exactly one prompt row and one row
- * per call (each naming its tool), the sessions list counts the same for the three agents (Codex's
+ * per call (each naming its tool), the sessions list counts the same for every agent (Codex's
  * counts are the reference: a blocked call is a tool call too), the Policies view's latest block
  * names the tool, and a run whose hooks all ran has no governance gap.
  */
@@ -18,6 +18,7 @@ import { CONSOLE_TOKEN, consoleGet } from "./console-support.js";
 import { copilotSession } from "./copilot-support.js";
 import { geminiSession } from "./gemini-support.js";
 import { usePolicyPlane } from "./policy-support.js";
+import { qwenSession } from "./qwen-code-support.js";
 
 const plane = usePolicyPlane("story-laptop", ["destructive-shell"]);
 const script = [{ shell: "rm -rf precious" }, { shell: "touch harmless.txt" }, { text: "Done." }];
@@ -49,9 +50,13 @@ afterAll(async () => {
 
 const api = <T>(route: string): Promise<T> => consoleGet<T>(console_.url, route);
 
-/** The session's summary and story once the projection holds its end and both calls' records. */
+/**
+ * The session's summary and story once the projection holds its end (unless `ended` is false: Qwen
+ * Code sends no session end headless) and both calls' records.
+ */
 async function endedStory(
   sessionId: string,
+  ended = true,
 ): Promise<{ summary: ConsoleSessionSummary; story: ConsoleSessionStory }> {
   let story: ConsoleSessionStory | undefined;
   await waitFor(async () => {
@@ -60,7 +65,7 @@ async function endedStory(
     );
     const calls = story?.steps.filter((s) => s.kind === "tool_call") ?? [];
     return (
-      story?.session.status === "completed" &&
+      (!ended || story?.session.status === "completed") &&
       calls.some((s) => s.verdict === "blocked") &&
       calls.some((s) => s.outcome === "completed")
     );
@@ -156,5 +161,22 @@ describe("the session story and the sessions list, for every agent", () => {
       gaps: 0,
     });
     await expectBlockNamesTool(sessionId, "bash");
+  });
+
+  it("Qwen Code: one row per call and one prompt row; the same counts as Codex", CLI, async () => {
+    const { run, sessionId } = await qwenSession(plane, script, { prepare: precious });
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    const { summary, story } = await endedStory(sessionId, false);
+    expectOneRowPerCall(story, "run_shell_command");
+    expect(summary.agent_kind).toBe("qwen-code");
+    expect(counts(summary)).toEqual({
+      prompts: 1,
+      tool_calls: 2,
+      blocked: 1,
+      approved: 0,
+      denied: 0,
+      gaps: 0,
+    });
+    await expectBlockNamesTool(sessionId, "run_shell_command");
   });
 });

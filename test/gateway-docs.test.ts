@@ -2,7 +2,13 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_CLI_EVENTS } from "@geode/contracts";
+import {
+  CLAUDE_CODE_EVENTS,
+  CODEX_EVENTS,
+  COPILOT_EVENTS,
+  GEMINI_CLI_EVENTS,
+  QWEN_CODE_EVENTS,
+} from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
@@ -27,6 +33,7 @@ const GUIDES = [
   { file: "docs/codex.md", header: "| Codex event |", events: CODEX_EVENTS },
   { file: "docs/gemini-cli.md", header: "| Gemini CLI event |", events: GEMINI_CLI_EVENTS },
   { file: "docs/copilot.md", header: "| Copilot event |", events: COPILOT_EVENTS },
+  { file: "docs/qwen-code.md", header: "| Qwen Code event |", events: QWEN_CODE_EVENTS },
 ] as const;
 
 describe.each(GUIDES)("$file", ({ file, header, events }) => {
@@ -50,6 +57,22 @@ describe("docs/codex.md", () => {
       "geode connect codex --check",
     ])
       expect(read("docs/codex.md")).toContain(command);
+  });
+});
+
+describe("docs/qwen-code.md", () => {
+  it("names the three commands from nothing to a guarded session, --check, and the flags that turn hooks off", () => {
+    for (const text of [
+      "geode up",
+      "geode agents add",
+      "geode connect qwen-code --write",
+      "geode connect qwen-code --check",
+      "pnpm exec qwen",
+      "--bare",
+      "--safe-mode",
+      "disableAllHooks",
+    ])
+      expect(read("docs/qwen-code.md")).toContain(text);
   });
 });
 
@@ -142,6 +165,7 @@ const QUICKSTARTS = [
   },
   { file: "docs/gemini-cli.md", bin: "gemini", offFlags: {} },
   { file: "docs/copilot.md", bin: "copilot", offFlags: {} },
+  { file: "docs/qwen-code.md", bin: "qwen", offFlags: { "--help": ["--bare", "--safe-mode"] } },
 ] as const;
 
 describe.each(QUICKSTARTS)("$file quickstart", ({ file, bin, offFlags }) => {
@@ -180,7 +204,7 @@ describe("README.md", () => {
     const intro = readme.split("## Quickstart")[0] ?? "";
     for (const s of services) expect(intro, s).toContain(`**${s}**`);
     expect(readme).toContain("**fail-closed**");
-    for (const bin of ["claude", "codex", "gemini", "copilot"])
+    for (const bin of ["claude", "codex", "gemini", "copilot", "qwen"])
       expect(readme).toMatch(new RegExp(`pnpm\\s+exec\\s+${bin}`));
   });
 });

@@ -13,6 +13,7 @@ import {
   COPILOT_HOOK_PATH,
   GEMINI_CLI_HOOK_PATH,
   HookName,
+  QWEN_CODE_HOOK_PATH,
 } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type HookEnvelope, serveTool } from "@geode/sdk";
@@ -125,6 +126,26 @@ const AGENTS: AgentCase[] = [
     command: (s) =>
       copilot("preToolUse", s, { toolName: "bash", toolArgs: JSON.stringify({ command: `echo ${LONE}` }) }),
     end: (s) => copilot("sessionEnd", s, { reason: `r${LONE}` }),
+  },
+  {
+    kind: "qwen-code",
+    model: true,
+    start: (s) => [QWEN_CODE_HOOK_PATH, common(s, "SessionStart", { model: `m${LONE}`, source: "startup" })],
+    prompt: (s) => [
+      QWEN_CODE_HOOK_PATH,
+      common(s, "UserPromptSubmit", { prompt_id: `${s}########0`, prompt: `p${LONE}` }),
+    ],
+    command: (s) => [
+      QWEN_CODE_HOOK_PATH,
+      common(s, "PreToolUse", {
+        prompt_id: `${s}########0`,
+        tool_name: "run_shell_command",
+        tool_input: { command: `echo ${LONE}` },
+        tool_use_id: `toolu_${randomUUID()}`,
+        tool_call_id: `call_${randomUUID()}`,
+      }),
+    ],
+    end: (s) => [QWEN_CODE_HOOK_PATH, common(s, "SessionEnd", { reason: `r${LONE}` })],
   },
 ];
 

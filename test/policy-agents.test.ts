@@ -1,6 +1,6 @@
 /**
  * One shipped pack guards every agent the gateway governs: with `geode policy add --pack
- * destructive-shell` in force, the real Codex CLI, Gemini CLI and Copilot CLI each ask for
+ * destructive-shell` in force, the real Codex CLI, Gemini CLI, Copilot CLI and Qwen Code each ask for
  * `rm -rf` and then for a harmless command in one session; the folder survives, the agent reads
  * the policy's reason, the harmless command runs, and the audit names the handler `policy`.
  */
@@ -11,6 +11,7 @@ import { codexSession, codexToolOutputs } from "./codex-support.js";
 import { copilotSession, copilotToolOutputs } from "./copilot-support.js";
 import { geminiSession, geminiToolOutputs } from "./gemini-support.js";
 import { usePolicyPlane } from "./policy-support.js";
+import { qwenSession, qwenToolOutputs } from "./qwen-code-support.js";
 
 const plane = usePolicyPlane("policy-laptop", ["destructive-shell"]);
 const POLICY = "destructive-shell.rm-recursive-force";
@@ -53,5 +54,11 @@ describe("geode policy add --pack destructive-shell guards every agent through t
     const { run, api, work, sessionId } = await copilotSession(plane, script, { prepare: precious });
     expect(run.code, run.stderr.slice(-1500)).toBe(0);
     await expectGuarded(work, copilotToolOutputs(api), sessionId);
+  });
+
+  it("Qwen Code: rm -rf is denied and never runs, a harmless command runs", CLI, async () => {
+    const { run, api, work, sessionId } = await qwenSession(plane, script, { prepare: precious });
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    await expectGuarded(work, qwenToolOutputs(api), sessionId);
   });
 });

@@ -16,6 +16,7 @@ import {
   GUARDED_FACT_BYTES,
   GUARDED_INPUT_TOO_LARGE,
   HookName,
+  QWEN_CODE_HOOK_PATH,
 } from "@geode/contracts";
 import { createHookClient } from "@geode/runtime";
 import { waitFor } from "@geode/testing";
@@ -128,6 +129,23 @@ const endpoints: Array<{
       toolArgs: args,
     }),
     denied: (r) => (r as { permissionDecision?: string }).permissionDecision === "deny",
+  },
+  {
+    agent: "qwen-code",
+    path: QWEN_CODE_HOOK_PATH,
+    body: (args) => ({
+      session_id: `q-${Math.random()}`,
+      cwd: "/tmp",
+      hook_event_name: "PreToolUse",
+      permission_mode: "yolo",
+      tool_name: "run_shell_command",
+      tool_input: args,
+      tool_use_id: `toolu_${Math.random()}`,
+      tool_call_id: `call_${Math.random()}`,
+    }),
+    denied: (r) =>
+      (r as { hookSpecificOutput?: { permissionDecision?: string } }).hookSpecificOutput
+        ?.permissionDecision === "deny",
   },
 ];
 

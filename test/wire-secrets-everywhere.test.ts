@@ -17,6 +17,7 @@ import {
   type ConsoleRecorder,
   GEMINI_CLI_HOOK_PATH,
   HookName,
+  QWEN_CODE_HOOK_PATH,
 } from "@geode/contracts";
 import { serveTool } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
@@ -181,6 +182,7 @@ async function parkedAnswers(): Promise<void> {
   await post(CODEX_HOOK_PATH, { ...id(), ...stop, model: S });
   await post(GEMINI_CLI_HOOK_PATH, { ...id(), hook_event_name: "AfterAgent", prompt: S, prompt_response: S });
   await post(`${COPILOT_HOOK_PATH}?event=agentStop`, { sessionId: randomUUID(), lastAssistantMessage: S });
+  await post(QWEN_CODE_HOOK_PATH, { ...id(), ...stop, background_tasks: [{ description: S }] });
 }
 
 /** Where a needle shows, as `place: excerpt`. */
@@ -236,6 +238,7 @@ describe("secrets an agent sends", () => {
   beforeAll(async () => {
     await claudeStyle(CLAUDE_CODE_HOOK_PATH, {});
     await claudeStyle(CODEX_HOOK_PATH, { model: S, turn_id: "p1" });
+    await claudeStyle(QWEN_CODE_HOOK_PATH, { submitted_prompt: S, timestamp: S });
     await geminiCli();
     await copilot();
     await parkedAnswers();

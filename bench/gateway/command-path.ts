@@ -1,5 +1,6 @@
 /**
- * The command path of the agents whose hooks are commands (Codex CLI, Gemini CLI, Copilot CLI):
+ * The command path of the agents whose hooks are commands (Codex CLI, Gemini CLI, Copilot CLI, and
+ * Qwen Code's fail-closed hooks):
  * one hook call as the agent makes it, a shell running the command `geode connect` writes with
  * the hook input on stdin, through the gateway and the plane and back, against a do-nothing command
  * hook (`cat >/dev/null; echo {}`), each call a fresh process, interleaved.
@@ -110,6 +111,38 @@ export const COPILOT_CASE: CommandPathCase = {
     },
   }),
 };
+
+/** A Qwen Code PreToolUse input (as Qwen Code 0.24.4 sends it), through the fail-closed command `geode connect qwen-code` writes. */
+export const QWEN_CASE: CommandPathCase = {
+  agent: "Qwen Code",
+  event: "PreToolUse",
+  async command(base) {
+    const r = await runCliCaptured(["connect", "qwen-code", "--url", base], process.env);
+    if (r.code !== 0) throw new Error(`geode connect qwen-code: ${r.err}`);
+    const hooks = (
+      JSON.parse(r.out) as { hooks: Record<string, Array<{ hooks: Array<{ command: string }> }>> }
+    ).hooks;
+    return hooks["PreToolUse"]?.[0]?.hooks[0]?.command as string;
+  },
+  input: qwenPreToolUse(randomUUID()),
+};
+
+/** A Qwen Code PreToolUse input of session `sessionId` (its `tool_use_id` and the model's `tool_call_id`). */
+export function qwenPreToolUse(sessionId: string): string {
+  return JSON.stringify({
+    session_id: sessionId,
+    transcript_path: `/home/dev/.qwen/projects/-home-dev-src-parser/chats/${sessionId}.jsonl`,
+    cwd: "/home/dev/src/parser",
+    hook_event_name: "PreToolUse",
+    timestamp: new Date().toISOString(),
+    permission_mode: "yolo",
+    prompt_id: `${sessionId}########0`,
+    tool_name: "run_shell_command",
+    tool_input: { command: "npm test -- --runInBand src/parser" },
+    tool_use_id: "toolu_1796408416260_bench",
+    tool_call_id: "call_bench_1",
+  });
+}
 
 /**
  * Measures each agent's command path against the do-nothing command hook, interleaved; returns

@@ -5,12 +5,14 @@
  * hook to call (Notification) and with a hook that has no handler (PostToolUse), and the same
  * PreToolUse invoked directly over NATS, so the gateway's own share shows. Target: the gateway adds
  * at most 2 ms at the median. Then the command path of the agents with command hooks only
- * (command-path.ts): target at most 30 ms over a do-nothing command hook at the median.
+ * (command-path.ts): target at most 30 ms over a do-nothing command hook at the median. Qwen Code's
+ * `type: "http"` hooks (`--fail-open`) take the HTTP path: its PreToolUse through
+ * `/v1/qwen-code/hook`, the same target as Claude Code's.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
 import { connectGeode, createHookClient, ensureBucket } from "@geode/bus";
-import { CLAUDE_CODE_HOOK_PATH, correlation, HookName, sha256 } from "@geode/contracts";
+import { CLAUDE_CODE_HOOK_PATH, correlation, HookName, QWEN_CODE_HOOK_PATH, sha256 } from "@geode/contracts";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
@@ -24,7 +26,14 @@ import {
   summarize,
   table,
 } from "../lib/stats.js";
-import { CODEX_CASE, COPILOT_CASE, GEMINI_CASE, measureCommandPaths } from "./command-path.js";
+import {
+  CODEX_CASE,
+  COPILOT_CASE,
+  GEMINI_CASE,
+  measureCommandPaths,
+  QWEN_CASE,
+  qwenPreToolUse,
+} from "./command-path.js";
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 100);
 const PER_ROUND = 20;
@@ -122,6 +131,8 @@ try {
     30_000,
   );
 
+  const qwenUrl = gatewayUrl.replace(CLAUDE_CODE_HOOK_PATH, QWEN_CODE_HOOK_PATH);
+  const qwenInput = qwenPreToolUse(randomUUID());
   // The cases run interleaved, a few calls of each in turn, so a shared machine's load swings
   // alike over all of them and their differences stay meaningful.
   const hooks = createHookClient(conn.nc, conn.names);
@@ -143,6 +154,7 @@ try {
       "PreToolUse invoked directly over NATS, 1 handler",
       () => hooks.invoke(HookName.PreToolUse, { tool_name: "Bash", arguments: args }, corr),
     ],
+    ["gateway: Qwen Code PreToolUse (http hook), 1 handler", () => post(qwenUrl, qwenInput, token)],
   ];
   progress("warm-up");
   for (const [, fn] of cases) for (let i = 0; i < WARMUP; i++) await fn();
@@ -156,9 +168,10 @@ try {
   progress(`throughput at ${CONCURRENCY} callers`);
   const floorRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[0]![1]);
   const gatewayRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[3]![1]);
-  const rates = [floorRate, undefined, undefined, gatewayRate, undefined];
+  const rates = [floorRate, undefined, undefined, gatewayRate, undefined, undefined];
 
-  const [floor, , , gateway, direct] = summaries as [
+  const [floor, , , gateway, direct, qwen] = summaries as [
+    LatencySummary,
     LatencySummary,
     LatencySummary,
     LatencySummary,
@@ -166,6 +179,7 @@ try {
     LatencySummary,
   ];
   const added = gateway.medianUs - floor.medianUs;
+  const addedQwen = qwen.medianUs - floor.medianUs;
   process.stdout.write(
     `${table(
       ["case", "median", "p99", `${CONCURRENCY} callers`],
@@ -180,7 +194,7 @@ try {
   const commandPath = await measureCommandPaths(
     gatewayUrl.replace(CLAUDE_CODE_HOOK_PATH, ""),
     token,
-    [CODEX_CASE, GEMINI_CASE, COPILOT_CASE],
+    [CODEX_CASE, GEMINI_CASE, COPILOT_CASE, QWEN_CASE],
     Math.max(10, Math.round(ROUNDS / 5)),
   );
   process.stdout.write(`${commandPath.text}\n`);
@@ -188,6 +202,7 @@ try {
     [
       `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,
       `  (gateway PreToolUse with 1 handler − trivial endpoint; of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)})`,
+      `added per Qwen Code http hook call, median: ${(addedQwen / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${addedQwen / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,
       `${ROUNDS * PER_ROUND} calls per case, interleaved in rounds of ${PER_ROUND}, after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
       `load average (1, 5, 15 min): ${loadAtStart} at the start, ${fmtLoad()} at the end`,
     ].join("\n") + "\n",

@@ -297,6 +297,16 @@ export {
 } from "./policy-record.js";
 export { publicHookSchema } from "./public-hook-schema.js";
 export {
+  QWEN_CODE_EVENTS,
+  QWEN_CODE_HOOK_PATH,
+  QwenCodeEventFields,
+  type QwenCodeEventName,
+  type QwenCodeHookInput,
+  QwenCodeHookInputCodec,
+  QwenCodeHookInputSchema,
+  type QwenCodeHookOutput,
+} from "./qwen-code.js";
+export {
   DEFAULT_RECEIPT_LEASE_MS,
   isReceiptRunning,
   type Receipt,

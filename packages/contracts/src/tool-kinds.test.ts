@@ -27,6 +27,14 @@ describe("the tool-kind table", () => {
       kind: "shell",
       command: "ls",
     });
+    expect(toolFacts("qwen-code", "run_shell_command", { command: "ls", is_background: false })).toEqual({
+      kind: "shell",
+      command: "ls",
+    });
+    expect(toolFacts("qwen-code", "write_file", { file_path: "/p/.env", content: "x" })).toEqual({
+      kind: "file_write",
+      paths: ["/p/.env"],
+    });
   });
 
   it("reads file paths (one or a list) and URLs from where each tool keeps them", () => {

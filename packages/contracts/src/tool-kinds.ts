@@ -39,7 +39,8 @@ const WEB: ToolKindEntry = { kind: "web_fetch" };
 
 /**
  * Every pinned agent's tool names as its hooks name them (checked against the real CLIs by the
- * gateway tests: Claude Code 2.1.332, Codex CLI 0.171.0, Gemini CLI 0.61.0, Copilot CLI 1.0.102).
+ * gateway tests: Claude Code 2.1.332, Codex CLI 0.171.0, Gemini CLI 0.61.0, Copilot CLI 1.0.102,
+ * Qwen Code 0.24.4).
  * MCP tools are recognized by their names' form (`toolKindOf`); any other tool is `other`.
  */
 export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, ToolKindEntry>>>> = {
@@ -106,6 +107,35 @@ export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, Too
     list_agents: OTHER,
     write_agent: OTHER,
     task: OTHER,
+  },
+  // Qwen Code 0.24.4's runtime tool ids (its hooks' `tool_name`; deferred ones reached through tool_search).
+  "qwen-code": {
+    run_shell_command: shell("command"),
+    read_file: read("file_path"),
+    list_directory: read("path"),
+    glob: read("path"),
+    grep_search: read("path"),
+    zoom_image: read("file_path"),
+    write_file: write("file_path"),
+    edit: edit("file_path"),
+    notebook_edit: edit("notebook_path"),
+    web_fetch: fetchUrl("url"),
+    web_search: WEB,
+    exec: OTHER,
+    monitor: OTHER,
+    todo_write: OTHER,
+    save_memory: OTHER,
+    agent: OTHER,
+    skill: OTHER,
+    tool_call: OTHER,
+    tool_search: OTHER,
+    list_agents: OTHER,
+    get_goal: OTHER,
+    update_goal: OTHER,
+    ask_user_question: OTHER,
+    enter_plan_mode: OTHER,
+    exit_plan_mode: OTHER,
+    lsp: OTHER,
   },
   // MCP clients name only the gateway's registered tools (`{server}_{tool}`), no built-ins.
   mcp: {},

@@ -17,9 +17,16 @@ import { geminiCliAdapter } from "./gemini-cli/gemini-cli-adapter.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { createPlane } from "./plane.js";
+import { qwenCodeAdapter } from "./qwen-code/qwen-code-adapter.js";
 
 /** The agent kinds the gateway speaks for, one adapter each. */
-const ADAPTERS: readonly AnyAdapter[] = [claudeCodeAdapter, codexAdapter, geminiCliAdapter, copilotAdapter];
+const ADAPTERS: readonly AnyAdapter[] = [
+  claudeCodeAdapter,
+  codexAdapter,
+  geminiCliAdapter,
+  copilotAdapter,
+  qwenCodeAdapter,
+];
 
 export interface AgentGatewayOptions {
   nc: NatsConnection;

@@ -1,8 +1,8 @@
 import type { CommandModule, CommandSpec } from "../command.js";
-import type { ShimAgent } from "./hook-shim.js";
+import type { McpAgent } from "./hook-shim.js";
 
 /** `geode connect <agent> --mcp …` writes the agent's MCP configuration instead of its hooks. */
-function withMcp(agent: ShimAgent, hooks: CommandModule): CommandModule {
+function withMcp(agent: McpAgent, hooks: CommandModule): CommandModule {
   return {
     run: async (args, io) =>
       args.includes("--mcp")
@@ -265,10 +265,18 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => withMcp("copilot", (await import("./connect-copilot.js")).connectCopilotCommand),
   },
   {
+    path: ["connect", "qwen-code"],
+    summary:
+      "print (or --write into a Qwen Code settings file; --system: its system settings) the Qwen Code hooks that go through the agent gateway; --check proves Qwen Code runs them",
+    usage:
+      "geode connect qwen-code [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check]",
+    load: async () => (await import("./connect-qwen-code.js")).connectQwenCodeCommand,
+  },
+  {
     path: ["hook-shim"],
     summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
     usage:
-      "geode hook-shim [--agent claude-code|codex|gemini-cli|copilot] [--url <gateway url>] [--fail-closed] [--timeout-ms <ms>]",
+      "geode hook-shim [--agent claude-code|codex|gemini-cli|copilot|qwen-code] [--url <gateway url>] [--fail-closed] [--timeout-ms <ms>]",
     load: async () => (await import("./hook-shim.js")).hookShimCommand,
   },
   {

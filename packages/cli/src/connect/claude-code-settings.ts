@@ -80,9 +80,13 @@ export function entryFailMode(entry: unknown): FailMode | null {
 
 /**
  * Merges `ours` into a settings object: every other key and every hook already there is kept;
- * hooks this command wrote before are replaced. Throws on a settings value that is not an object.
+ * hooks this command wrote before (`wroteBefore`, Claude Code's by default) are replaced. Throws on a settings value that is not an object.
  */
-export function mergeHooks(settings: unknown, ours: HooksBlock): Record<string, unknown> {
+export function mergeHooks(
+  settings: unknown,
+  ours: HooksBlock,
+  wroteBefore: (entry: unknown) => boolean = isOurs,
+): Record<string, unknown> {
   if (settings === null || typeof settings !== "object" || Array.isArray(settings))
     throw new Error("the settings file does not hold a JSON object");
   const out = { ...(settings as Record<string, unknown>) };
@@ -95,7 +99,7 @@ export function mergeHooks(settings: unknown, ours: HooksBlock): Record<string, 
     const kept = before
       .map((g) => {
         if (g === null || typeof g !== "object" || !Array.isArray((g as MatcherGroup).hooks)) return g;
-        return { ...(g as MatcherGroup), hooks: (g as MatcherGroup).hooks.filter((h) => !isOurs(h)) };
+        return { ...(g as MatcherGroup), hooks: (g as MatcherGroup).hooks.filter((h) => !wroteBefore(h)) };
       })
       .filter(
         (g) =>

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { parse } from "smol-toml";
-import { hookEndpoint, type ShimAgent } from "../commands/hook-shim.js";
+import { hookEndpoint, type McpAgent } from "../commands/hook-shim.js";
 import { gatewayProblem, recordCheck } from "./gateway-check.js";
 import { TOKEN_ENV } from "./hook-command.js";
 
@@ -50,7 +50,7 @@ function tokenProblem(
   return `${file}: the geode server does not send the token from ${TOKEN_ENV} the way ${label} expands it (Authorization: Bearer ${forms[0]}): run geode connect with --mcp again`;
 }
 
-const noServer = (file: string, agent: ShimAgent) =>
+const noServer = (file: string, agent: McpAgent) =>
   `${file} has no MCP server "${SERVER}": run geode connect ${agent} --mcp --write ${file}`;
 
 const listHides = (list: unknown, tool: string): boolean =>
@@ -71,7 +71,7 @@ const GEMINI_BUILT_INS = new Set([
   "write_todos",
 ]);
 
-const SPECS: Record<ShimAgent, AgentSpec> = {
+const SPECS: Record<McpAgent, AgentSpec> = {
   "claude-code": {
     label: "Claude Code",
     mode: "auto",
@@ -200,7 +200,7 @@ const SPECS: Record<ShimAgent, AgentSpec> = {
 };
 
 /** The agent's configuration as it parses it: JSON, or TOML for Codex. */
-function readConfig(agent: ShimAgent, file: string): { config: unknown } | { problem: string } {
+function readConfig(agent: McpAgent, file: string): { config: unknown } | { problem: string } {
   if (!existsSync(file))
     return { problem: `${file} does not exist: run geode connect ${agent} --mcp --write ${file}` };
   const text = readFileSync(file, "utf8");
@@ -255,7 +255,7 @@ async function listTools(
  * Exit 0 when all hold, else 1 with the one line that says what is wrong.
  */
 export async function checkMcp(
-  agent: ShimAgent,
+  agent: McpAgent,
   file: string,
   urlOption: string | undefined,
   io: { out(s: string): void; err(s: string): void; env: NodeJS.ProcessEnv },

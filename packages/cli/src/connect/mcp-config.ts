@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "@geode/bus";
 import { parse } from "smol-toml";
 import { type CommandIO, UsageError } from "../command.js";
-import { hookEndpoint, type ShimAgent } from "../commands/hook-shim.js";
+import { hookEndpoint, type McpAgent } from "../commands/hook-shim.js";
 import { writeAtomically, writeMergedJson } from "./config-file.js";
 import { TOKEN_ENV } from "./hook-command.js";
 
@@ -47,7 +47,7 @@ function mergeJsonServer(current: string, key: string, entry: Record<string, unk
 const bearer = (expand: (name: string) => string) => ({ Authorization: `Bearer ${expand(TOKEN_ENV)}` });
 
 /** Each agent's MCP configuration for the gateway (shared/notes/TECH.md section 11 has the facts). */
-const TARGETS: Record<ShimAgent, McpTarget> = {
+const TARGETS: Record<McpAgent, McpTarget> = {
   "claude-code": {
     label: "Claude Code",
     defaultFile: (env) => path.join(home(env), ".claude", "geode-mcp.json"),
@@ -120,7 +120,7 @@ function replaceBlock(text: string, begin: string, end: string, body: string): s
  * for the gateway's `/v1/mcp` (server `geode`, the agent token from `GEODE_AGENT_TOKEN`, never
  * its value), or prints it with `--print`; `--check` proves the agent lists the gateway's tools.
  */
-export async function connectMcp(agent: ShimAgent, args: string[], io: CommandIO): Promise<number> {
+export async function connectMcp(agent: McpAgent, args: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,

@@ -35,13 +35,20 @@ export interface ClaudeStyleRules {
   /**
    * What a rewrite needs: `always` (the agent takes `updatedInput` alone), or `bypass` (the agent
    * takes it only with an `allow`, so it is applied only when the agent's own approval is already
-   * skipped, `permission_mode` `bypassPermissions`; otherwise the call is denied, naming the rewrite).
+   * skipped, `permission_mode` `bypassPermissions`; otherwise the call is denied, naming the rewrite),
+   * or `never` (the agent ignores `updatedInput`: the call is denied, naming the rewrite).
    */
-  rewrite: "always" | "bypass";
+  rewrite: "always" | "bypass" | "never";
   /** What nobody deciding a requested permission becomes: `ask` the agent's user, or `deny` (an agent that cannot ask). */
   unanswered: "ask" | "deny";
   /** What a PreCompact `defer` becomes: `block` (the agent skips this compaction), or `ignore` (the agent cannot skip one). */
   defer: "block" | "ignore";
+  /**
+   * What a Stop escalation (a spent revise budget among others) becomes: `stop` (`{"continue":
+   * false, "stopReason"}`, the default), or `accept` (`{}`: the agent would read `continue: false`
+   * on Stop as one more block and go on, so the turn ends and the answer waits for review).
+   */
+  escalate?: "stop" | "accept";
 }
 
 /** One event, run through the plane and answered in the agent's output format. */
@@ -97,6 +104,10 @@ const preToolUseEvent =
     if (permission?.behavior === "ask" && rules.unanswered === "deny")
       return denyTool(
         `${permission.reason} (nobody answered, and this agent cannot ask its user from a hook)`,
+      );
+    if (updated && rules.rewrite === "never")
+      return denyTool(
+        `${verdict.rewriteReason ?? "rewritten"} (this agent cannot run a rewritten call: run the rewritten call instead)`,
       );
     if (updated && rules.rewrite === "bypass") {
       if (input["permission_mode"] !== "bypassPermissions" && permission?.behavior !== "allow")
@@ -162,13 +173,17 @@ const permissionDeniedEvent: ClaudeStyleEvent = async (call, input) => {
 /**
  * Stop → the verifier (candidate = `last_assistant_message`): accept → `{}`; revise / continue →
  * `{"decision": "block", "reason": instruction}` (the agent goes on); an escalation (the budget of two
- * per root turn spent, among others) ends the loop: `{"continue": false, "stopReason"}`.
+ * per root turn spent, among others) ends the loop: `{"continue": false, "stopReason"}`, or `{}` for an
+ * agent that reads that as one more block.
  */
-const stop: ClaudeStyleEvent = async (call, input) => {
-  const verdict = await verifyStop(call, field(input, "last_assistant_message") ?? "");
-  if (verdict.action === "accept") return NOTHING;
-  return verdict.action === "revise" ? block(verdict.instruction) : stopWith(verdict.reason);
-};
+const stopEvent =
+  (rules: ClaudeStyleRules): ClaudeStyleEvent =>
+  async (call, input) => {
+    const verdict = await verifyStop(call, field(input, "last_assistant_message") ?? "");
+    if (verdict.action === "accept") return NOTHING;
+    if (verdict.action === "revise") return block(verdict.instruction);
+    return rules.escalate === "accept" ? NOTHING : stopWith(verdict.reason);
+  };
 
 /** StopFailure (the turn ended on an API error): recorded as `llm_call_failed`. */
 const stopFailure: ClaudeStyleEvent = async (call, input) => {
@@ -237,7 +252,7 @@ export function claudeStyleHandlers(rules: ClaudeStyleRules) {
     PostToolUse: postToolUseEvent,
     PostToolUseFailure: postToolUseEvent,
     PermissionDenied: permissionDeniedEvent,
-    Stop: stop,
+    Stop: stopEvent(rules),
     StopFailure: stopFailure,
     SubagentStart: subagentStart,
     SubagentStop: subagentStop,

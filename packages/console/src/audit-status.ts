@@ -17,6 +17,8 @@ import { ApiError, sendJson } from "./http-io.js";
 const HEALTH_TIMEOUT_MS = 1_500;
 /** A checkpoint older than this many intervals while its stream grew: the notary is behind. */
 const BEHIND_INTERVALS = 3;
+/** The interval judged by while no notary answers: `GEODE_AUDIT_CHECKPOINT_MS`'s default. */
+const DEFAULT_CHECKPOINT_MS = 5_000;
 /** PostgreSQL's codes for a schema or table that is not there (the notary has not created it yet). */
 const NOT_THERE = new Set(["3F000", "42P01"]);
 
@@ -118,7 +120,8 @@ async function streamLastSeqs(d: ConsoleDeps): Promise<Map<AuditLogName, number 
 /**
  * `GET /api/audit` (DESIGN section 20): each log's latest checkpoint (size, age, key name), the
  * gaps the notary recorded, and whether it fell behind (its checkpoint older than 3 × the interval
- * while the stream grew) or is down; `alerts` says each problem in one sentence.
+ * while the stream grew; judged by the default interval while no notary answers) or is down;
+ * `alerts` says each gap and each log behind in one sentence (the page's red banner).
  */
 export const AUDIT_ROUTES: Route[] = [
   {
@@ -131,10 +134,9 @@ export const AUDIT_ROUTES: Route[] = [
         notaryHealth(d),
       ]);
       const now = Date.now();
-      const interval = health?.checkpoint_ms ?? null;
+      const reported = health?.checkpoint_ms ?? null;
+      const interval = reported ?? DEFAULT_CHECKPOINT_MS;
       const alerts: string[] = [];
-      if (!health)
-        alerts.push("The notary is not answering: no checkpoint is being signed. Start it with `geode up`.");
       const logs = AUDIT_LOGS.map((log): ConsoleAuditLog => {
         const row = tables.rows.get(log);
         const cp = tables.checkpoints.get(log);
@@ -152,8 +154,9 @@ export const AUDIT_ROUTES: Route[] = [
         // The stream sequence the checkpoint reaches; the stream grew when it has more.
         const covered = firstSeq + (checkpoint?.size ?? 0) - 1;
         const grew = streamLast !== null && streamLast > covered;
-        const behind =
-          interval !== null && checkpoint !== null && grew && checkpoint.age_ms > BEHIND_INTERVALS * interval;
+        // A notary that never signed is not behind (nothing to fall behind from); one that did and
+        // then stopped answering is, once its last checkpoint ages past the limit.
+        const behind = checkpoint !== null && grew && checkpoint.age_ms > BEHIND_INTERVALS * interval;
         const gaps = row ? Number(row.gaps) : 0;
         const lastGap =
           row?.last_gap_from != null && row.last_gap_to != null
@@ -167,7 +170,7 @@ export const AUDIT_ROUTES: Route[] = [
           );
         if (behind && checkpoint)
           alerts.push(
-            `Audit log ${log}: the notary is behind: its latest checkpoint is ${Math.round(checkpoint.age_ms / 1000)} s old (over ${BEHIND_INTERVALS} × ${interval} ms) while the stream grew to sequence ${streamLast}.`,
+            `Audit log ${log}: the notary ${health ? "is behind" : "is not answering"}: its latest checkpoint is ${Math.round(checkpoint.age_ms / 1000)} s old (over ${BEHIND_INTERVALS} × ${interval} ms) while the stream grew to sequence ${streamLast}.`,
           );
         return {
           log,
@@ -183,7 +186,7 @@ export const AUDIT_ROUTES: Route[] = [
         };
       });
       const notary = !health ? "down" : health.active ? "active" : "standby";
-      sendJson(r.res, 200, { notary, checkpoint_ms: interval, logs, alerts } satisfies ConsoleAudit);
+      sendJson(r.res, 200, { notary, checkpoint_ms: reported, logs, alerts } satisfies ConsoleAudit);
     },
   },
 ];

@@ -34,7 +34,10 @@ const ConsoleAuditLogSchema = z.strictObject({
   /** The latest range of missing sequences the notary recorded; null when none. */
   last_gap: z.strictObject({ from_seq: count, to_seq: count }).nullable(),
   checkpoint: ConsoleAuditCheckpointSchema.nullable(),
-  /** The checkpoint is older than 3 × the interval while the stream grew past it. */
+  /**
+   * The checkpoint is older than 3 × the interval while the stream grew past it (the default
+   * interval, 5,000 ms, while no notary answers); false before the first checkpoint.
+   */
   behind: z.boolean(),
 });
 export type ConsoleAuditLog = z.infer<typeof ConsoleAuditLogSchema>;
@@ -46,7 +49,7 @@ export const ConsoleAuditSchema = z.strictObject({
   /** `GEODE_AUDIT_CHECKPOINT_MS` as the notary reported it; null when none answered. */
   checkpoint_ms: count.nullable(),
   logs: z.array(ConsoleAuditLogSchema),
-  /** One sentence per problem (a gap, a notary behind or down): the console's red banner. */
+  /** One sentence per log with gaps and per log behind: the console's red banner. */
   alerts: z.array(z.string()),
 });
 export type ConsoleAudit = z.infer<typeof ConsoleAuditSchema>;

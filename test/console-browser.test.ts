@@ -693,7 +693,8 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
     const seqs: number[] = [];
     for (let i = 0; i < 3; i++)
       seqs.push(
-        (await js.publish(names.event("turn_completed"), JSON.stringify({ i }), { msgID: `audit-ui-${i}` })).seq,
+        (await js.publish(names.event("turn_completed"), JSON.stringify({ i }), { msgID: `audit-ui-${i}` }))
+          .seq,
       );
     expect(await jsm.streams.deleteMessage(names.eventsStream, seqs[1]!)).toBe(true);
     // The demo's console signed in last (the cookie is per host, not per port).

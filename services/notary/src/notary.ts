@@ -125,8 +125,6 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
       }
     }
   };
-  // A series that appears at 1 shows no increase() to an alert rule: each log's starts at 0.
-  for (const l of AUDIT_LOGS) observe.auditGaps(l, 0);
   observe.auditCheckpointAge(() =>
     lease.active
       ? followers.flatMap((f, i) => {

@@ -36,8 +36,11 @@ const tsx = require.resolve("tsx");
 const profile = process.env["BENCH_CPU_PROF"]
   ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env["BENCH_CPU_PROF"])}`]
   : [];
-/** Run only when named: replay-memory publishes and replays 1,000,000 events (minutes). */
-const OPT_IN = new Set(["replay-memory"]);
+/**
+ * Run only when named: replay-memory publishes and replays 1,000,000 events, audit publishes
+ * 1,000,000 messages and recomputes their tree three times (minutes each).
+ */
+const OPT_IN = new Set(["replay-memory", "audit"]);
 let failed = 0;
 for (const name of wanted.length > 0 ? wanted : all.filter((b) => !OPT_IN.has(b))) {
   process.stdout.write(`\n## bench/${name}\n\n`);

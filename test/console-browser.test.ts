@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { writeAuditKeyFile } from "@geode/audit";
 import { ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { startConsole, WEB_DIST } from "@geode/console";
 import { names as buildNames, type ConsoleMcpServers } from "@geode/contracts";
@@ -682,4 +683,56 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       await cleanupNamespace(env.jsm, ns, env.databaseUrl);
     }
   }, 300_000);
+
+  it("the latest checkpoint of each log, and a red banner on every view once a message is deleted from the stream", async () => {
+    const { js, jsm, names } = plane().env;
+    const keyDir = mkdtempSync(path.join(os.tmpdir(), "geode-console-audit-"));
+    const keyFile = path.join(keyDir, "audit.key");
+    writeAuditKeyFile(keyFile, "plane-notary");
+    // Three events, the middle one deleted before any notary reads it.
+    const seqs: number[] = [];
+    for (let i = 0; i < 3; i++)
+      seqs.push(
+        (await js.publish(names.event("turn_completed"), JSON.stringify({ i }), { msgID: `audit-ui-${i}` }))
+          .seq,
+      );
+    expect(await jsm.streams.deleteMessage(names.eventsStream, seqs[1]!)).toBe(true);
+    // The demo's console signed in last (the cookie is per host, not per port).
+    await signIn(plane().console.url);
+    await open("handlers");
+    await page.locator("main p:text('The notary is not answering.')").waitFor(WAIT);
+    expect(await page.isVisible("#audit-banner")).toBe(false);
+    const notary = spawnService("services/notary/src/main.ts", {
+      ...plane().env.env,
+      GEODE_AUDIT_KEY_FILE: keyFile,
+      GEODE_AUDIT_CHECKPOINT_MS: "200",
+      GEODE_METRICS_PORT: "0",
+      LOG_LEVEL: "info",
+    });
+    try {
+      await notary.waitForOutput(/notary started/);
+      const banner = page.locator("#audit-banner");
+      await banner.waitFor({ state: "visible", ...WAIT });
+      expect(await banner.getAttribute("role")).toBe("alert");
+      expect(await banner.textContent()).toContain(
+        `Audit log events: 1 stream message is gone (deleted), latest sequences ${seqs[1]}..${seqs[1]}.`,
+      );
+      const row = page.locator('tr[data-audit-log="events"]');
+      await waitFor(async () => (await row.textContent())?.includes("plane-notary") ?? false, 20_000);
+      const text = (await row.textContent()) ?? "";
+      expect(text).toContain(`geode/${names.ns}/events`);
+      expect(text).toContain(`1 (latest ${seqs[1]}..${seqs[1]})`);
+      expect(await row.getAttribute("class")).toBe("bad-row");
+      expect(await page.textContent("main")).toContain("Notary active");
+      await shot("audit");
+      // The banner stays on every view: the record is not whole.
+      await open("sessions");
+      await page.locator("main h2:text('Sessions')").waitFor(WAIT);
+      await banner.waitFor({ state: "visible", ...WAIT });
+      expect(await banner.textContent()).toContain("gone (deleted)");
+    } finally {
+      await notary.stop("SIGTERM");
+      rmSync(keyDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { AuditError, AuditErrorCode } from "./errors.js";
 
 /** The first line of every leaf: a new leaf format gets a new version, never a changed meaning. */
@@ -20,6 +20,7 @@ export interface AuditLeaf {
 }
 
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
+const UTF8 = new TextEncoder();
 const DECIMAL = /^[1-9][0-9]*$/;
 
 function refuse(message: string, details: Record<string, unknown> = {}): AuditError {
@@ -33,7 +34,7 @@ export function messageLeaf(m: {
   msgId?: string;
   data: Uint8Array;
 }): AuditLeaf {
-  const dataHash = createHash("sha256").update(m.data).digest("hex");
+  const dataHash = hash("sha256", m.data, "hex");
   return { seq: m.seq, subject: m.subject, msgId: m.msgId ?? "", dataHash };
 }
 
@@ -56,7 +57,7 @@ export function encodeAuditLeaf(leaf: AuditLeaf): Uint8Array {
     throw refuse("dataHash must be lower-case hex SHA-256 or `deleted`");
   }
   const text = [AUDIT_LEAF_VERSION, String(leaf.seq), leaf.subject, leaf.msgId, leaf.dataHash].join("\n");
-  return new TextEncoder().encode(text);
+  return UTF8.encode(text);
 }
 
 /** The fields of a leaf's bytes; refuses anything {@link encodeAuditLeaf} would not have written. */

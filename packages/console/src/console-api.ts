@@ -14,6 +14,7 @@ import {
 import { resolveReceipt } from "@geode/state";
 import { AGENT_ROUTES } from "./agent-routes.js";
 import { withDecidingPolicies } from "./approval-policies.js";
+import { AUDIT_ROUTES } from "./audit-status.js";
 import type { Caller } from "./console-auth.js";
 import type { ApiRequest, ConsoleDeps, Route } from "./console-route.js";
 import { handlerViews, recentHandlerCalls, webhookHosts } from "./handler-stats.js";
@@ -67,6 +68,7 @@ export const ROUTES: Route[] = [
   ...POLICY_ROUTES,
   ...AGENT_ROUTES,
   ...MCP_ROUTES,
+  ...AUDIT_ROUTES,
   {
     method: "POST",
     pattern: /^\/api\/sessions\/resolve$/,

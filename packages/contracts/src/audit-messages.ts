@@ -50,6 +50,8 @@ export type AuditLogState = z.infer<typeof AuditLogStateSchema>;
 /** The notary's part of its health reply: whether this instance holds the lease, and each log. */
 export const AuditHealthSchema = z.strictObject({
   active: z.boolean(),
+  /** Its `GEODE_AUDIT_CHECKPOINT_MS`: a checkpoint older than 3 × this while a log grew is behind. */
+  checkpoint_ms: z.number().int().positive().optional(),
   logs: z.array(AuditLogStateSchema).max(AUDIT_LOGS.length),
 });
 export type AuditHealth = z.infer<typeof AuditHealthSchema>;

@@ -100,6 +100,7 @@ export {
   ConsoleTimelinePageSchema,
   OPERATOR_PATTERN,
 } from "./console-api.js";
+export { type ConsoleAudit, type ConsoleAuditLog, ConsoleAuditSchema } from "./console-audit.js";
 export { type ConsoleMcpServer, type ConsoleMcpServers, ConsoleMcpServersSchema } from "./console-mcp.js";
 export {
   type ConsolePolicies,

@@ -61,7 +61,21 @@ const initial: Migration = {
   },
 };
 
-const AUDIT_MIGRATIONS: Record<string, Migration> = { "001_audit": initial };
+/** The latest range of missing sequences per log, so the console can name it after a restart. */
+const lastGap: Migration = {
+  async up(db: Db) {
+    await db.schema
+      .alterTable("audit_logs")
+      .addColumn("last_gap_from", "bigint")
+      .addColumn("last_gap_to", "bigint")
+      .execute();
+  },
+  async down(db: Db) {
+    await db.schema.alterTable("audit_logs").dropColumn("last_gap_from").dropColumn("last_gap_to").execute();
+  },
+};
+
+const AUDIT_MIGRATIONS: Record<string, Migration> = { "001_audit": initial, "002_audit_last_gap": lastGap };
 
 function isRaceError(err: unknown): boolean {
   const code = (err as { code?: string } | undefined)?.code;
@@ -174,14 +188,19 @@ export class AuditStore {
 
   /**
    * Appends one batch in one transaction: the new nodes of the tree and the log's new size, last
-   * sequence and frontier. The log row is locked and must still be at `from.size`, else
+   * sequence and frontier (and the batch's latest gap range, when it has one). The log row is locked and must still be at `from.size`, else
    * LogMovedError and nothing is written: two writers (a notary that lost its lease and the one
    * that took over) can never fork or duplicate the tree.
    */
   async append(
     log: AuditLogName,
     from: { size: number },
-    to: { lastSeq: number; gaps: number; frontier: MerkleFrontier },
+    to: {
+      lastSeq: number;
+      gaps: number;
+      frontier: MerkleFrontier;
+      lastGap?: { from: number; to: number } | undefined;
+    },
     nodes: readonly TreeNode[],
   ): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
@@ -202,6 +221,7 @@ export class AuditStore {
         update ${table(this.ns, "audit_logs")}
         set size = ${to.frontier.size}, last_seq = ${to.lastSeq}, gaps = ${to.gaps},
           frontier = ${JSON.stringify(to.frontier.snapshot())}::jsonb, updated_at = ${Date.now()}
+          ${to.lastGap ? sql`, last_gap_from = ${to.lastGap.from}, last_gap_to = ${to.lastGap.to}` : sql``}
         where log = ${log}`.execute(tx);
     });
   }

@@ -227,7 +227,12 @@ export class LogFollower {
     const { store, log } = this.o;
     for (let attempt = 0; ; attempt++) {
       try {
-        await store.append(log, p.from, { lastSeq: p.lastSeq, gaps: p.gaps, frontier: p.frontier }, p.nodes);
+        await store.append(
+          log,
+          p.from,
+          { lastSeq: p.lastSeq, gaps: p.gaps, frontier: p.frontier, lastGap: p.gapRanges.at(-1) },
+          p.nodes,
+        );
         this.o.outage.succeeded();
         break;
       } catch (err) {

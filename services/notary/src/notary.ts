@@ -150,7 +150,11 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
       return lease.active;
     },
     health(): ServiceHealth {
-      const audit: AuditHealth = { active: lease.active, logs: followers.map((f) => f.state()) };
+      const audit: AuditHealth = {
+        active: lease.active,
+        checkpoint_ms: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
+        logs: followers.map((f) => f.state()),
+      };
       const reason = outage.reason ?? followers.map((f) => f.problem).find((p) => p !== undefined);
       return reason === undefined || !lease.active
         ? { status: "ok", audit }

@@ -1,6 +1,7 @@
 import type { ConsoleMe } from "@geode/contracts";
 import { ApiError, api } from "./api.js";
 import { failed, leaveView, onUnauthorized, say } from "./app.js";
+import { showAuditAlerts, startAuditBanner, stopAuditBanner } from "./audit-banner.js";
 import { el } from "./dom.js";
 import { loginView } from "./views/login-view.js";
 import { LANDING, VIEWS } from "./views.js";
@@ -16,6 +17,8 @@ links.replaceChildren(
 
 function showLogin(): void {
   leaveView();
+  stopAuditBanner();
+  showAuditAlerts([]);
   nav.hidden = true;
   loginView(start);
 }
@@ -52,6 +55,7 @@ async function start(): Promise<void> {
     (document.getElementById("who") as HTMLElement).textContent = me.operator ?? "";
     nav.hidden = false;
     route();
+    startAuditBanner();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) showLogin();
     else failed(err);

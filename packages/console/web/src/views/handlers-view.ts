@@ -1,7 +1,8 @@
-import type { ConsoleHandler, ConsoleRecorder } from "@geode/contracts";
+import type { ConsoleAudit, ConsoleHandler, ConsoleRecorder } from "@geode/contracts";
 import { api, type Page } from "../api.js";
 import { confirmDialog, failed, PAGE_SIZE, pager, poll, say, show } from "../app.js";
-import { age, button, el, table } from "../dom.js";
+import { showAuditAlerts } from "../audit-banner.js";
+import { age, button, el, table, time } from "../dom.js";
 
 async function removeHandler(h: ConsoleHandler, reload: () => Promise<void>): Promise<void> {
   const closed =
@@ -57,16 +58,76 @@ function handlerRow(h: ConsoleHandler, reload: () => Promise<void>): HTMLTableRo
   );
 }
 
-/** Hook handlers with heartbeat age and error rate (a dead one can be removed), and the recorder's lag. */
+/** Each audit log's latest checkpoint, its gaps and whether the notary keeps up (DESIGN section 20). */
+function auditTable(audit: ConsoleAudit): HTMLElement {
+  const notary =
+    audit.notary === "down"
+      ? el("p", { class: "bad" }, "The notary is not answering.")
+      : el("p", {}, `Notary ${audit.notary}; a checkpoint at most every ${age(audit.checkpoint_ms ?? 0)}.`);
+  const rows = audit.logs.map((l) => {
+    const cp = l.checkpoint;
+    const bad = l.gaps > 0 || l.behind;
+    return el(
+      "tr",
+      { "data-audit-log": l.log, ...(bad ? { class: "bad-row" } : {}) },
+      el("td", {}, l.origin),
+      el("td", {}, l.size.toLocaleString("en-US")),
+      el("td", {}, cp ? cp.size.toLocaleString("en-US") : "none yet"),
+      el(
+        "td",
+        l.behind ? { class: "bad" } : {},
+        cp ? `${age(cp.age_ms)}${l.behind ? " (behind)" : ""}` : "-",
+      ),
+      el("td", {}, cp ? time(cp.signed_at) : "-"),
+      el("td", {}, cp ? cp.key_name : "-"),
+      el(
+        "td",
+        l.gaps > 0 ? { class: "bad" } : {},
+        l.gaps === 0
+          ? "0"
+          : `${l.gaps}${l.last_gap ? ` (latest ${l.last_gap.from_seq}..${l.last_gap.to_seq})` : ""}`,
+      ),
+    );
+  });
+  return el(
+    "div",
+    {},
+    notary,
+    table(["log", "leaves", "checkpoint size", "checkpoint age", "signed at", "key", "gaps"], rows, {
+      "aria-label": "audit checkpoints",
+    }),
+  );
+}
+
+/**
+ * Hook handlers with heartbeat age and error rate (a dead one can be removed), the recorder's lag
+ * and each audit log's latest checkpoint.
+ */
 export function handlersView(offset = 0): void {
   const handlers = el("div");
   const lag = el("div");
-  show("Hook handlers", handlers, el("h2", {}, "Recorder lag"), lag);
+  const audit = el("div");
+  show(
+    "Hook handlers",
+    handlers,
+    el("h2", {}, "Recorder lag"),
+    lag,
+    el("h2", {}, "Audit checkpoints"),
+    audit,
+  );
   const load = async () => {
     const [page, recorder] = await Promise.all([
       api<Page<ConsoleHandler>>(`/api/handlers?limit=${PAGE_SIZE}&offset=${offset}`),
       api<ConsoleRecorder>("/api/recorder"),
     ]);
+    await api<ConsoleAudit>("/api/audit").then(
+      (a) => {
+        audit.replaceChildren(auditTable(a));
+        showAuditAlerts(a.alerts);
+      },
+      (err: unknown) =>
+        audit.replaceChildren(el("p", { class: "bad" }, err instanceof Error ? err.message : String(err))),
+    );
     const headers = [
       "hook",
       "name",

@@ -97,7 +97,13 @@ function normalizePath(p: string): string {
 }
 
 /** The agent kinds whose hooks name the agent's own tools (its table, its MCP tools' names). */
-const HOOKED: ReadonlySet<string> = new Set<ToolOwner>(["claude-code", "codex", "gemini-cli", "copilot"]);
+const HOOKED: ReadonlySet<string> = new Set<ToolOwner>([
+  "claude-code",
+  "codex",
+  "gemini-cli",
+  "copilot",
+  "opencode",
+]);
 
 /**
  * Whether a registered MCP tool of this name decides the call's kind and MCP context: not when the

@@ -16,10 +16,17 @@ import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { geminiCliAdapter } from "./gemini-cli/gemini-cli-adapter.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
+import { opencodeAdapter } from "./opencode/opencode-adapter.js";
 import { createPlane } from "./plane.js";
 
 /** The agent kinds the gateway speaks for, one adapter each. */
-const ADAPTERS: readonly AnyAdapter[] = [claudeCodeAdapter, codexAdapter, geminiCliAdapter, copilotAdapter];
+const ADAPTERS: readonly AnyAdapter[] = [
+  claudeCodeAdapter,
+  codexAdapter,
+  geminiCliAdapter,
+  copilotAdapter,
+  opencodeAdapter,
+];
 
 export interface AgentGatewayOptions {
   nc: NatsConnection;

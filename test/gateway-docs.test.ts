@@ -2,7 +2,13 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLAUDE_CODE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_CLI_EVENTS } from "@geode/contracts";
+import {
+  CLAUDE_CODE_EVENTS,
+  CODEX_EVENTS,
+  COPILOT_EVENTS,
+  GEMINI_CLI_EVENTS,
+  OPENCODE_EVENTS,
+} from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 
@@ -27,6 +33,7 @@ const GUIDES = [
   { file: "docs/codex.md", header: "| Codex event |", events: CODEX_EVENTS },
   { file: "docs/gemini-cli.md", header: "| Gemini CLI event |", events: GEMINI_CLI_EVENTS },
   { file: "docs/copilot.md", header: "| Copilot event |", events: COPILOT_EVENTS },
+  { file: "docs/opencode.md", header: "| opencode event |", events: OPENCODE_EVENTS },
 ] as const;
 
 describe.each(GUIDES)("$file", ({ file, header, events }) => {
@@ -50,6 +57,20 @@ describe("docs/codex.md", () => {
       "geode connect codex --check",
     ])
       expect(read("docs/codex.md")).toContain(command);
+  });
+});
+
+describe("docs/opencode.md", () => {
+  it("names the three commands from nothing to a guarded session, --check, and the flag that turns plugins off", () => {
+    for (const text of [
+      "geode up",
+      "geode agents add",
+      "geode connect opencode",
+      "geode connect opencode --check",
+      "pnpm exec opencode",
+      "--pure",
+    ])
+      expect(read("docs/opencode.md")).toContain(text);
   });
 });
 

@@ -51,6 +51,7 @@ describe("opencode: the front door", () => {
       "session.idle",
       "session.error",
       "session.deleted",
+      "instance.disposed",
     ]);
   });
 });

@@ -21,6 +21,8 @@ export const OPENCODE_EVENTS = [
   { event: "session.idle", plane: null, tool: false, guards: false },
   { event: "session.error", plane: null, tool: false, guards: false },
   { event: "session.deleted", plane: "SessionEnd", tool: false, guards: false },
+  /** The plugin's own: opencode disposes of its instance (`opencode run` ends), for each session it saw. */
+  { event: "instance.disposed", plane: "SessionEnd", tool: false, guards: false },
 ] as const;
 export type OpencodeEventName = (typeof OPENCODE_EVENTS)[number]["event"];
 
@@ -64,6 +66,7 @@ export const OpencodeEventFields = {
   "session.idle": z.looseObject({}),
   "session.error": z.looseObject({ error: z.string().optional() }),
   "session.deleted": z.looseObject({}),
+  "instance.disposed": z.looseObject({}),
 } as const satisfies Record<OpencodeEventName, z.ZodObject>;
 
 /** The plugin's body, each event checked with its own fields. */

@@ -27,7 +27,7 @@ const sessionCreated: OpencodeEvent = async (call) => {
   return NOTHING;
 };
 
-/** session.deleted → the session is completed, SessionEnd runs, the run is closed. */
+/** session.deleted, instance.disposed → the session is completed, SessionEnd runs, the run is closed. */
 const sessionDeleted: OpencodeEvent = async (call) => {
   await call.sessions.end(call.agent, call.corr, "other", call.signal);
   return NOTHING;
@@ -120,4 +120,5 @@ export const OPENCODE_HANDLERS: ReadonlyMap<string, OpencodeEvent> = new Map([
   ["session.error", sessionError],
   ["session.idle", recordOnlyEvent],
   ["session.deleted", sessionDeleted],
+  ["instance.disposed", sessionDeleted],
 ]);

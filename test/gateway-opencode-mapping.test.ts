@@ -64,8 +64,8 @@ describe("opencode: sessions and prompts", () => {
     expect((await post(opencodeInput("session.created", {}, sessionId))).body).toEqual({});
     expect(seenStart[0]?.payload).toMatchObject({ provider: "opencode", resumed: false });
     expect(seenStart[0]?.correlation.run_id).toBe(sessionId);
-    expect((await post(opencodeInput("session.deleted", {}, sessionId))).body).toEqual({});
-    expect(seenEnd[0]?.payload).toMatchObject({ status: "completed" });
+    expect((await post(opencodeInput("session.deleted", { reason: "deleted" }, sessionId))).body).toEqual({});
+    expect(seenEnd[0]?.payload).toEqual({ reason: "deleted", status: "completed" });
     const started = (await fx.sessionEvents(sessionId)).find((e) => e.event === "session_started");
     expect(started?.payload).toMatchObject({ agent: "laptop", agent_kind: "opencode", provider: "opencode" });
     expect(JSON.stringify(seenStart)).not.toContain("secret-project");

@@ -13,6 +13,7 @@ import {
   COPILOT_HOOK_PATH,
   GEMINI_CLI_HOOK_PATH,
   HookName,
+  OPENCODE_HOOK_PATH,
 } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type HookEnvelope, serveTool } from "@geode/sdk";
@@ -125,6 +126,23 @@ const AGENTS: AgentCase[] = [
     command: (s) =>
       copilot("preToolUse", s, { toolName: "bash", toolArgs: JSON.stringify({ command: `echo ${LONE}` }) }),
     end: (s) => copilot("sessionEnd", s, { reason: `r${LONE}` }),
+  },
+  {
+    kind: "opencode",
+    model: false,
+    start: (s) => [OPENCODE_HOOK_PATH, { event: "session.created", session_id: s }],
+    prompt: (s) => [OPENCODE_HOOK_PATH, { event: "chat.message", session_id: s, prompt: `p${LONE}` }],
+    command: (s) => [
+      OPENCODE_HOOK_PATH,
+      {
+        event: "tool.execute.before",
+        session_id: s,
+        tool: "bash",
+        call_id: "c1",
+        args: { command: `echo ${LONE}` },
+      },
+    ],
+    end: (s) => [OPENCODE_HOOK_PATH, { event: "instance.disposed", session_id: s, reason: `r${LONE}` }],
   },
 ];
 

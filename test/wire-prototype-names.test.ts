@@ -13,6 +13,7 @@ import {
   COPILOT_HOOK_PATH,
   GEMINI_CLI_HOOK_PATH,
   HookName,
+  OPENCODE_HOOK_PATH,
 } from "@geode/contracts";
 import { serveHook } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
@@ -76,6 +77,10 @@ const endpoints: Array<{
     agent: "copilot (hookName)",
     event: (n, f) => [COPILOT_HOOK_PATH, { sessionId: randomUUID(), hookName: n, ...f }, ""],
   },
+  {
+    agent: "opencode",
+    event: (n, f) => [OPENCODE_HOOK_PATH, { session_id: `ses_${randomUUID()}`, event: n, ...f }, ""],
+  },
 ];
 
 describe("Object.prototype names on the wire", () => {
@@ -94,7 +99,7 @@ describe("Object.prototype names on the wire", () => {
       const recorded = (await eventsOf(env().jsm, env().names.eventsStream))
         .filter((e) => e.event === "adapter_dispatch_attempt")
         .map((e) => `${String(e.payload["adapter"])} ${String(e.payload["hook_event_name"])}`);
-      return ["claude-code", "codex", "gemini-cli", "copilot"].every((a) =>
+      return ["claude-code", "codex", "gemini-cli", "copilot", "opencode"].every((a) =>
         PROTO_NAMES.every((n) => recorded.includes(`${a} ${n}`)),
       );
     });
@@ -118,6 +123,7 @@ describe("Object.prototype names on the wire", () => {
         ["codex", (n) => endpoints[1]!.event("PreToolUse", { tool_name: n, tool_input: { a: 1 } })],
         ["gemini-cli", (n) => endpoints[2]!.event("BeforeTool", { tool_name: n, tool_input: { a: 1 } })],
         ["copilot", (n) => endpoints[3]!.event("preToolUse", { toolName: n, toolArgs: { a: 1 } })],
+        ["opencode", (n) => endpoints[5]!.event("tool.execute.before", { tool: n, args: { a: 1 } })],
       ];
       const refused: Record<string, unknown> = {};
       for (const [agent, input] of calls)

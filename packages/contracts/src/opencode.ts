@@ -65,8 +65,9 @@ export const OpencodeEventFields = {
   "session.compacted": z.looseObject({}),
   "session.idle": z.looseObject({}),
   "session.error": z.looseObject({ error: z.string().optional() }),
-  "session.deleted": z.looseObject({}),
-  "instance.disposed": z.looseObject({}),
+  /** `reason`: the plugin's word for the end (`deleted`, `exit`). */
+  "session.deleted": z.looseObject({ reason: z.string().max(256).optional() }),
+  "instance.disposed": z.looseObject({ reason: z.string().max(256).optional() }),
 } as const satisfies Record<OpencodeEventName, z.ZodObject>;
 
 /** The plugin's body, each event checked with its own fields. */

@@ -131,7 +131,12 @@ function sessionEvent(event: BusEvent): Record<string, unknown> | null {
       const id = str(info["id"]) ?? str(p["sessionID"]);
       if (!id) return null;
       const parent = str(info["parentID"]);
-      return { event: event.type, session_id: id, ...(parent ? { parent_session_id: parent } : {}) };
+      return {
+        event: event.type,
+        session_id: id,
+        ...(parent ? { parent_session_id: parent } : {}),
+        ...(event.type === "session.deleted" ? { reason: "deleted" } : {}),
+      };
     }
     case "session.idle":
     case "session.compacted":
@@ -169,7 +174,9 @@ export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePlugin
     dispose: async () => {
       const ended = [...sessions];
       sessions.clear();
-      await Promise.all(ended.map((id) => send(options, { event: "instance.disposed", session_id: id })));
+      await Promise.all(
+        ended.map((id) => send(options, { event: "instance.disposed", session_id: id, reason: "exit" })),
+      );
     },
     "tool.execute.before": async (input: ToolInput, output: { args: unknown }) => {
       const answer = await post({

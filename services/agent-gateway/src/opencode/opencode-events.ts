@@ -28,8 +28,8 @@ const sessionCreated: OpencodeEvent = async (call) => {
 };
 
 /** session.deleted, instance.disposed → the session is completed, SessionEnd runs, the run is closed. */
-const sessionDeleted: OpencodeEvent = async (call) => {
-  await call.sessions.end(call.agent, call.corr, "other", call.signal);
+const sessionDeleted: OpencodeEvent = async (call, input) => {
+  await call.sessions.end(call.agent, call.corr, field(input, "reason") ?? "other", call.signal);
   return NOTHING;
 };
 

@@ -3,7 +3,8 @@
  * its plugin comes from `geode connect opencode` (user-level, beside `~/.config/opencode`), its
  * token from `geode agents add`, its model is a scripted Chat Completions stand-in on loopback.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
@@ -154,6 +155,53 @@ describe("opencode governed through the agent gateway", () => {
       );
       expect(pure.code).toBe(1);
       expect(pure.err).toContain("OPENCODE_PURE is set");
+    },
+  );
+
+  it(
+    "--managed: the plugin in the managed config guards a user whose own config has no plugin",
+    CLI,
+    async () => {
+      const managed = mkdtempSync(path.join(tmpdir(), "geode-opencode-managed-"));
+      plane.cleanups.push(() => rmSync(managed, { recursive: true, force: true }));
+      await plane
+        .scope()
+        .serve(HookName.PreToolUse, { name: "managed-guard" }, (e) =>
+          shellCommandOf(e).includes("blocked.txt") ? { action: "block", reason: "the team says no" } : null,
+        );
+      const api = await startChatCompletionsStandIn([bashTurn("touch blocked.txt"), { text: "Done." }]);
+      plane.cleanups.push(() => api.close());
+      const { home, work } = opencodeScratchFor(plane, api.url);
+      // The user's own folder as opencode leaves it once its start-up install has run.
+      const userDir = path.join(home, ".config", "opencode");
+      mkdirSync(path.join(userDir, "node_modules"));
+      const dependencies = { "@opencode-ai/plugin": "1.18.33" };
+      writeFileSync(path.join(userDir, "package.json"), JSON.stringify({ dependencies }));
+      writeFileSync(
+        path.join(userDir, "package-lock.json"),
+        JSON.stringify({ name: "opencode", lockfileVersion: 3, packages: { "": { dependencies } } }),
+      );
+      const env = { HOME: home, OPENCODE_TEST_MANAGED_CONFIG_DIR: managed };
+      const written = await runConnect(plane, "opencode", { flags: ["--managed"], cwd: work }, env);
+      expect(written.code, written.err).toBe(0);
+      expect(written.out).toContain(path.join(managed, "opencode.json"));
+      expect(readFileSync(path.join(userDir, "opencode.json"), "utf8")).not.toContain("geode");
+      const run = await runOpencode({
+        prompt: "Do it.",
+        home,
+        cwd: work,
+        env: { GEODE_AGENT_TOKEN: plane.token(), OPENCODE_TEST_MANAGED_CONFIG_DIR: managed },
+      });
+      expect(run.code, run.stderr.slice(-1500)).toBe(0);
+      expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
+      expect(toolMessages(api).join("\n")).toContain("managed-guard: the team says no");
+      const check = await runConnect(
+        plane,
+        "opencode",
+        { flags: ["--managed", "--check"], cwd: work },
+        { ...env, GEODE_AGENT_TOKEN: plane.token() },
+      );
+      expect(check.code, check.err).toBe(0);
     },
   );
 });

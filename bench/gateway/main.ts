@@ -5,7 +5,8 @@
  * hook to call (Notification) and with a hook that has no handler (PostToolUse), and the same
  * PreToolUse invoked directly over NATS, so the gateway's own share shows. Target: the gateway adds
  * at most 2 ms at the median. Then the command path of the agents with command hooks only
- * (command-path.ts): target at most 30 ms over a do-nothing command hook at the median.
+ * (command-path.ts): target at most 30 ms over a do-nothing command hook at the median. Then
+ * opencode's plugin path (plugin-path.ts): target at most 3 ms per tool call at the median.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
@@ -25,6 +26,7 @@ import {
   table,
 } from "../lib/stats.js";
 import { CODEX_CASE, COPILOT_CASE, GEMINI_CASE, measureCommandPaths } from "./command-path.js";
+import { measurePluginPath } from "./plugin-path.js";
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 100);
 const PER_ROUND = 20;
@@ -184,6 +186,12 @@ try {
     Math.max(10, Math.round(ROUNDS / 5)),
   );
   process.stdout.write(`${commandPath.text}\n`);
+  const pluginPath = await measurePluginPath(
+    gatewayUrl.replace(CLAUDE_CODE_HOOK_PATH, ""),
+    token,
+    Math.max(10, Math.round(ROUNDS / 2)),
+  );
+  process.stdout.write(`${pluginPath.text}\n`);
   process.stdout.write(
     [
       `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,

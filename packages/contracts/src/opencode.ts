@@ -47,7 +47,10 @@ export const OpencodeEventFields = {
   "session.created": z.looseObject({}),
   "chat.message": z.looseObject({ prompt: z.string(), message_id: agentId.optional() }),
   "tool.execute.before": z.looseObject(toolCall),
-  /** opencode's permission: its type (`bash`, `edit`, …), the patterns asked for, its title. */
+  /**
+   * opencode's permission: its type (`bash`, `edit`, …), the patterns asked for, its title.
+   * opencode 1.18.33 does not call this hook (it publishes `permission.asked` on its bus instead).
+   */
   "permission.ask": z.looseObject({
     tool: agentId,
     call_id: agentId.optional(),

@@ -159,6 +159,35 @@ describe("opencode governed through the agent gateway", () => {
   );
 
   it(
+    "a rewrite runs the rewritten arguments; --fail-open lets opencode go on with the gateway down",
+    CLI,
+    async () => {
+      await plane.scope().serve(HookName.PreToolUse, { name: "redirect" }, (e) =>
+        shellCommandOf(e) === "touch asked.txt"
+          ? {
+              action: "rewrite",
+              updates: {
+                arguments: { ...(e.payload["arguments"] as object), command: "touch rewritten.txt" },
+              },
+            }
+          : null,
+      );
+      const { run, work } = await session([bashTurn("touch asked.txt"), { text: "Done." }]);
+      expect(run.code, run.stderr.slice(-1500)).toBe(0);
+      expect(existsSync(path.join(work, "rewritten.txt"))).toBe(true);
+      expect(existsSync(path.join(work, "asked.txt"))).toBe(false);
+      const port = await freePort();
+      const open = await session([bashTurn("touch ungoverned.txt"), { text: "Done." }], {
+        url: `http://127.0.0.1:${port}`,
+        flags: ["--fail-open"],
+      });
+      expect(open.run.code, open.run.stderr.slice(-1500)).toBe(0);
+      expect(existsSync(path.join(open.work, "ungoverned.txt"))).toBe(true);
+      expect(open.run.stderr).toContain("going on ungoverned");
+    },
+  );
+
+  it(
     "--managed: the plugin in the managed config guards a user whose own config has no plugin",
     CLI,
     async () => {

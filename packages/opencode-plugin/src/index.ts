@@ -112,6 +112,21 @@ async function send(
   return { decision: "deny", reason: `${why}; ${then}` };
 }
 
+/**
+ * The rewritten arguments, written into the object opencode passed (it runs the tool with the
+ * object it holds, not with a new one put in `output.args`).
+ */
+function rewriteInPlace(output: { args: unknown }, args: Record<string, unknown>): void {
+  const current = output.args;
+  if (current === null || typeof current !== "object" || Array.isArray(current)) {
+    output.args = args;
+    return;
+  }
+  const target = current as Record<string, unknown>;
+  for (const key of Object.keys(target)) if (!Object.hasOwn(args, key)) delete target[key];
+  Object.assign(target, args);
+}
+
 /** The text of a user message's parts (what the user typed). */
 function promptText(parts: unknown): string {
   if (!Array.isArray(parts)) return "";
@@ -187,7 +202,7 @@ export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePlugin
         args: output.args ?? {},
       });
       refuseOn(answer);
-      if (answer.args) output.args = answer.args;
+      if (answer.args) rewriteInPlace(output, answer.args);
     },
     "tool.execute.after": async (input: ToolInput, output: { title?: string; output?: string }) => {
       const answer = await post({

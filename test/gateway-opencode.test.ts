@@ -73,7 +73,7 @@ describe("opencode governed through the agent gateway", () => {
   );
 
   it(
-    "fail-closed: with the gateway down, and with a wrong token, the call is refused and the model told why",
+    "fail-closed: with the gateway down, and with a wrong token, the prompt is refused and the model never asked",
     CLI,
     async () => {
       const port = await freePort();

@@ -37,6 +37,10 @@ import {
   NAMESPACE_PATTERN,
   NotaryLeaseSchema,
   names,
+  OPENCODE_EVENTS,
+  OPENCODE_HOOK_PATH,
+  OpencodeEventFields,
+  OpencodeHookInputSchema,
   PolicyRecordSchema,
   PROBE_HEADER,
   RECORDER_CONSUMER,
@@ -656,6 +660,31 @@ function gatewaySection(): string {
     'PreToolUse never reached the gateway is the timeline record `governance.gap` `{agent, agent_kind, tool_name, missing: "PreToolUse"}`.',
     "",
     fieldTable(AgentCheckReportSchema, "input"),
+    "",
+    opencodeSection(),
+  ].join("\n");
+}
+
+/** The body `@geode/opencode-plugin` posts (opencode has no hooks of its own to send one). */
+function opencodeSection(): string {
+  return [
+    "### opencode plugin body",
+    "",
+    `\`POST ${OPENCODE_HOOK_PATH}\`: opencode has no command or HTTP hooks, so the body is the one its plugin`,
+    "`@geode/opencode-plugin` posts for each hook or session event (docs/opencode.md), `event` naming it;",
+    'another body → 400. The reply is 200 with what the plugin does: `{}` (go on), `decision: "deny"`',
+    'with `reason` (it throws the reason, or denies the permission), `decision: "allow"` (a',
+    "permission), `args` (the arguments to run instead), `output` (the tool result the model reads",
+    "instead), `context` (appended to it). Every body:",
+    "",
+    fieldTable(OpencodeHookInputSchema, "input"),
+    "",
+    "| event | more fields | guards (fail-closed can block) |",
+    "| --- | --- | --- |",
+    ...OPENCODE_EVENTS.map((e) => {
+      const fields = Object.keys(OpencodeEventFields[e.event].shape);
+      return `| ${code(e.event)} | ${fields.length === 0 ? "none" : fields.map(code).join(", ")} | ${e.guards ? "yes" : "no"} |`;
+    }),
   ].join("\n");
 }
 

@@ -330,7 +330,7 @@ describe("the session routes: the token and bad query values", () => {
   it.each([
     [
       "/api/sessions?agent_kind=robot",
-      "agent_kind must be one of runtime, claude-code, codex, gemini-cli, copilot, qwen-code, mcp",
+      "agent_kind must be one of runtime, claude-code, codex, gemini-cli, copilot, qwen-code, opencode, mcp",
     ],
     ["/api/sessions?status=sleeping", "status must be one of active, paused, completed, error"],
     ["/api/sessions?has_blocks=yes", "has_blocks must be one of true, false"],

@@ -8,6 +8,7 @@ import {
   COPILOT_EVENTS,
   GEMINI_CLI_EVENTS,
   QWEN_CODE_EVENTS,
+  OPENCODE_EVENTS,
 } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
@@ -34,6 +35,7 @@ const GUIDES = [
   { file: "docs/gemini-cli.md", header: "| Gemini CLI event |", events: GEMINI_CLI_EVENTS },
   { file: "docs/copilot.md", header: "| Copilot event |", events: COPILOT_EVENTS },
   { file: "docs/qwen-code.md", header: "| Qwen Code event |", events: QWEN_CODE_EVENTS },
+  { file: "docs/opencode.md", header: "| opencode event |", events: OPENCODE_EVENTS },
 ] as const;
 
 describe.each(GUIDES)("$file", ({ file, header, events }) => {
@@ -73,6 +75,20 @@ describe("docs/qwen-code.md", () => {
       "disableAllHooks",
     ])
       expect(read("docs/qwen-code.md")).toContain(text);
+  });
+});
+
+describe("docs/opencode.md", () => {
+  it("names the three commands from nothing to a guarded session, --check, and the flag that turns plugins off", () => {
+    for (const text of [
+      "geode up",
+      "geode agents add",
+      "geode connect opencode",
+      "geode connect opencode --check",
+      "pnpm exec opencode",
+      "--pure",
+    ])
+      expect(read("docs/opencode.md")).toContain(text);
   });
 });
 

@@ -14,6 +14,7 @@ import {
   GEMINI_CLI_HOOK_PATH,
   HookName,
   QWEN_CODE_HOOK_PATH,
+  OPENCODE_HOOK_PATH,
 } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type HookEnvelope, serveTool } from "@geode/sdk";
@@ -146,6 +147,23 @@ const AGENTS: AgentCase[] = [
       }),
     ],
     end: (s) => [QWEN_CODE_HOOK_PATH, common(s, "SessionEnd", { reason: `r${LONE}` })],
+  },
+  {
+    kind: "opencode",
+    model: false,
+    start: (s) => [OPENCODE_HOOK_PATH, { event: "session.created", session_id: s }],
+    prompt: (s) => [OPENCODE_HOOK_PATH, { event: "chat.message", session_id: s, prompt: `p${LONE}` }],
+    command: (s) => [
+      OPENCODE_HOOK_PATH,
+      {
+        event: "tool.execute.before",
+        session_id: s,
+        tool: "bash",
+        call_id: "c1",
+        args: { command: `echo ${LONE}` },
+      },
+    ],
+    end: (s) => [OPENCODE_HOOK_PATH, { event: "instance.disposed", session_id: s, reason: `r${LONE}` }],
   },
 ];
 

@@ -14,6 +14,7 @@ import {
   GEMINI_CLI_HOOK_PATH,
   HookName,
   QWEN_CODE_HOOK_PATH,
+  OPENCODE_HOOK_PATH,
 } from "@geode/contracts";
 import { serveHook } from "@geode/sdk";
 import { useTestEnv, waitFor } from "@geode/testing";
@@ -81,6 +82,10 @@ const endpoints: Array<{
     agent: "qwen-code",
     event: (n, f) => [QWEN_CODE_HOOK_PATH, { session_id: randomUUID(), hook_event_name: n, ...f }, ""],
   },
+  {
+    agent: "opencode",
+    event: (n, f) => [OPENCODE_HOOK_PATH, { session_id: `ses_${randomUUID()}`, event: n, ...f }, ""],
+  },
 ];
 
 describe("Object.prototype names on the wire", () => {
@@ -99,7 +104,7 @@ describe("Object.prototype names on the wire", () => {
       const recorded = (await eventsOf(env().jsm, env().names.eventsStream))
         .filter((e) => e.event === "adapter_dispatch_attempt")
         .map((e) => `${String(e.payload["adapter"])} ${String(e.payload["hook_event_name"])}`);
-      return ["claude-code", "codex", "gemini-cli", "copilot", "qwen-code"].every((a) =>
+      return ["claude-code", "codex", "gemini-cli", "copilot", "qwen-code", "opencode"].every((a) =>
         PROTO_NAMES.every((n) => recorded.includes(`${a} ${n}`)),
       );
     });
@@ -124,6 +129,7 @@ describe("Object.prototype names on the wire", () => {
         ["gemini-cli", (n) => endpoints[2]!.event("BeforeTool", { tool_name: n, tool_input: { a: 1 } })],
         ["copilot", (n) => endpoints[3]!.event("preToolUse", { toolName: n, toolArgs: { a: 1 } })],
         ["qwen-code", (n) => endpoints[5]!.event("PreToolUse", { tool_name: n, tool_input: { a: 1 } })],
+        ["opencode", (n) => endpoints[6]!.event("tool.execute.before", { tool: n, args: { a: 1 } })],
       ];
       const refused: Record<string, unknown> = {};
       for (const [agent, input] of calls)

@@ -8,6 +8,7 @@
  * (command-path.ts): target at most 30 ms over a do-nothing command hook at the median. Qwen Code's
  * `type: "http"` hooks (`--fail-open`) take the HTTP path: its PreToolUse through
  * `/v1/qwen-code/hook`, the same target as Claude Code's.
+ * Then opencode's plugin path (plugin-path.ts): target at most 3 ms per tool call at the median.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
@@ -34,6 +35,7 @@ import {
   QWEN_CASE,
   qwenPreToolUse,
 } from "./command-path.js";
+import { measurePluginPath } from "./plugin-path.js";
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 100);
 const PER_ROUND = 20;
@@ -198,6 +200,12 @@ try {
     Math.max(10, Math.round(ROUNDS / 5)),
   );
   process.stdout.write(`${commandPath.text}\n`);
+  const pluginPath = await measurePluginPath(
+    gatewayUrl.replace(CLAUDE_CODE_HOOK_PATH, ""),
+    token,
+    Math.max(10, Math.round(ROUNDS / 2)),
+  );
+  process.stdout.write(`${pluginPath.text}\n`);
   process.stdout.write(
     [
       `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,

@@ -286,6 +286,17 @@ export {
   TOOL_NAME_PATTERN,
   VERIFIER_CONSUMERS,
 } from "./names.js";
+export {
+  OPENCODE_EVENTS,
+  OPENCODE_HOOK_PATH,
+  OpencodeEventFields,
+  type OpencodeEventName,
+  type OpencodeHookInput,
+  OpencodeHookInputCodec,
+  OpencodeHookInputSchema,
+  type OpencodeHookOutput,
+  opencodeRefusal,
+} from "./opencode.js";
 export { ownEntry } from "./own-entry.js";
 export {
   MAX_POLICY_TEXT_CHARS,

@@ -35,6 +35,18 @@ describe("the tool-kind table", () => {
       kind: "file_write",
       paths: ["/p/.env"],
     });
+    expect(toolFacts("opencode", "bash", { command: "ls", workdir: "/w" })).toEqual({
+      kind: "shell",
+      command: "ls",
+    });
+    expect(toolFacts("opencode", "read", { filePath: "/p/.env" })).toEqual({
+      kind: "file_read",
+      paths: ["/p/.env"],
+    });
+    expect(toolFacts("opencode", "webfetch", { url: "https://x.test/", format: "text" })).toEqual({
+      kind: "web_fetch",
+      url: "https://x.test/",
+    });
   });
 
   it("reads file paths (one or a list) and URLs from where each tool keeps them", () => {

@@ -40,7 +40,7 @@ const WEB: ToolKindEntry = { kind: "web_fetch" };
 /**
  * Every pinned agent's tool names as its hooks name them (checked against the real CLIs by the
  * gateway tests: Claude Code 2.1.332, Codex CLI 0.171.0, Gemini CLI 0.61.0, Copilot CLI 1.0.102,
- * Qwen Code 0.24.4).
+ * Qwen Code 0.24.4, opencode 1.18.33).
  * MCP tools are recognized by their names' form (`toolKindOf`); any other tool is `other`.
  */
 export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, ToolKindEntry>>>> = {
@@ -136,6 +136,26 @@ export const AGENT_TOOLS: Readonly<Record<ToolOwner, Readonly<Record<string, Too
     enter_plan_mode: OTHER,
     exit_plan_mode: OTHER,
     lsp: OTHER,
+  },
+  // opencode 1.18.33's tools (the ten it offers its model headless, and those of its other modes).
+  opencode: {
+    bash: shell("command"),
+    read: read("filePath"),
+    glob: read("path"),
+    grep: read("path"),
+    list: read("path"),
+    write: write("filePath"),
+    edit: edit("filePath"),
+    multiedit: edit("filePath"),
+    apply_patch: edit(),
+    webfetch: fetchUrl("url"),
+    websearch: WEB,
+    codesearch: WEB,
+    task: OTHER,
+    skill: OTHER,
+    todowrite: OTHER,
+    todoread: OTHER,
+    question: OTHER,
   },
   // MCP clients name only the gateway's registered tools (`{server}_{tool}`), no built-ins.
   mcp: {},

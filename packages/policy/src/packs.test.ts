@@ -32,7 +32,7 @@ interface ExampleTable {
 }
 
 /** The hooked agents, and the gateway's MCP clients (which name registered MCP tools only). */
-const AGENTS: AgentKind[] = ["claude-code", "codex", "gemini-cli", "copilot", "qwen-code", "mcp"];
+const AGENTS: AgentKind[] = ["claude-code", "codex", "gemini-cli", "copilot", "qwen-code", "opencode", "mcp"];
 
 function toolOf(agent: AgentKind, want: (e: ToolKindEntry) => boolean): [string, ToolKindEntry] | undefined {
   return Object.entries(AGENT_TOOLS[agent]).find(([, e]) => want(e));

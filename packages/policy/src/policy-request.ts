@@ -103,6 +103,7 @@ const HOOKED: ReadonlySet<string> = new Set<ToolOwner>([
   "gemini-cli",
   "copilot",
   "qwen-code",
+  "opencode",
 ]);
 
 /**

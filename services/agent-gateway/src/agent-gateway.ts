@@ -16,6 +16,7 @@ import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { geminiCliAdapter } from "./gemini-cli/gemini-cli-adapter.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
+import { opencodeAdapter } from "./opencode/opencode-adapter.js";
 import { createPlane } from "./plane.js";
 import { qwenCodeAdapter } from "./qwen-code/qwen-code-adapter.js";
 
@@ -26,6 +27,7 @@ const ADAPTERS: readonly AnyAdapter[] = [
   geminiCliAdapter,
   copilotAdapter,
   qwenCodeAdapter,
+  opencodeAdapter,
 ];
 
 export interface AgentGatewayOptions {

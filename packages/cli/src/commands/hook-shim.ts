@@ -22,7 +22,7 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 export function hookEndpoint(
   url: string | undefined,
   env: NodeJS.ProcessEnv,
-  agent: ShimAgent = "claude-code",
+  agent: ShimAgent | "opencode" = "claude-code",
   defaultPath = `/v1/${agent}/hook`,
 ): string {
   let base = url ?? env["GEODE_GATEWAY_URL"];

@@ -273,6 +273,14 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./connect-qwen-code.js")).connectQwenCodeCommand,
   },
   {
+    path: ["connect", "opencode"],
+    summary:
+      "place the opencode plugin that goes through the agent gateway beside ~/.config/opencode/opencode.json (or --write PATH; --managed: /etc/opencode) and load it there; --check proves opencode runs it",
+    usage:
+      "geode connect opencode [--url <gateway url>] [--write <opencode.json>] [--managed] [--fail-open] [--check] [--print]",
+    load: async () => (await import("./connect-opencode.js")).connectOpencodeCommand,
+  },
+  {
     path: ["hook-shim"],
     summary: "command hook for agents: stdin hook input → agent gateway → stdout (exit 2 on deny/block)",
     usage:

@@ -19,7 +19,7 @@ function connectEndpoint(
   url: string | undefined,
   positionals: readonly string[],
   env: NodeJS.ProcessEnv,
-  agent: ShimAgent,
+  agent: ShimAgent | "opencode",
 ): string {
   if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
   try {
@@ -45,7 +45,7 @@ export type ConnectValues<T extends OptionsConfig> = ReturnType<typeof parseArgs
 export function parseConnectArgs<const T extends OptionsConfig>(
   args: string[],
   env: NodeJS.ProcessEnv,
-  agent: ShimAgent,
+  agent: ShimAgent | "opencode",
   own: T,
 ): { values: ConnectValues<T>; endpoint: string; failClosed: boolean } {
   const config: ConnectConfig<T> = { args, allowPositionals: true, options: { ...CONNECT_OPTIONS, ...own } };

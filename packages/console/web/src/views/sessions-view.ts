@@ -7,7 +7,7 @@ import { badge } from "./verdicts.js";
 
 /** The list's filters, kept in the address (`#sessions?has_blocks=true`), so a filtered view is a link. */
 const FILTERS = ["agent", "agent_kind", "status", "has_blocks", "since", "until", "q"] as const;
-const KINDS = ["", "claude-code", "codex", "gemini-cli", "copilot", "qwen-code", "runtime"];
+const KINDS = ["", "claude-code", "codex", "gemini-cli", "copilot", "qwen-code", "opencode", "runtime"];
 const STATUSES = ["", "active", "paused", "completed", "error"];
 const PAGE = 25;
 

@@ -7,8 +7,8 @@ import {
   CODEX_EVENTS,
   COPILOT_EVENTS,
   GEMINI_CLI_EVENTS,
-  QWEN_CODE_EVENTS,
   OPENCODE_EVENTS,
+  QWEN_CODE_EVENTS,
 } from "@geode/contracts";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";

@@ -13,8 +13,8 @@ import {
   COPILOT_HOOK_PATH,
   GEMINI_CLI_HOOK_PATH,
   HookName,
-  QWEN_CODE_HOOK_PATH,
   OPENCODE_HOOK_PATH,
+  QWEN_CODE_HOOK_PATH,
 } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type HookEnvelope, serveTool } from "@geode/sdk";

@@ -7,7 +7,15 @@ export const AgentNameSchema = z
   .string()
   .regex(AGENT_NAME_PATTERN, "agent names match [a-z0-9][a-z0-9_-]{0,63}");
 /** The kinds of coding agent the gateway governs (a runtime's own sessions name none). */
-export const AgentKindSchema = z.enum(["claude-code", "codex", "gemini-cli", "copilot", "qwen-code", "opencode", "mcp"]);
+export const AgentKindSchema = z.enum([
+  "claude-code",
+  "codex",
+  "gemini-cli",
+  "copilot",
+  "qwen-code",
+  "opencode",
+  "mcp",
+]);
 export type AgentKind = z.infer<typeof AgentKindSchema>;
 
 /** A group of agents that policies name (`Geode::Group::"<group>"`). */

@@ -206,19 +206,26 @@ describe("a handler is confined to its own subjects and registration", () => {
   it("cannot execute tools", async () => {
     const executor = await as("tool-executor");
     let calls = 0;
-    executor.subscribe(n.toolExecute, {
+    // A stand-in in the executors' queue group, gone after this test: a later test's real
+    // executor shares the connection and the group, and would lose calls to it.
+    const standIn = executor.subscribe(n.toolExecute, {
       queue: "tool-executor",
       callback: (_err, m) => {
         calls++;
         m.respond(json({ status: "completed" }));
       },
     });
-    await executor.flush();
-    const guard = await as("handler-guard");
-    await expect(
-      guard.request(n.toolExecute, json({ tool_name: "shell" }), { timeout: 5_000 }),
-    ).rejects.toThrow(denied);
-    expect(calls).toBe(0);
+    try {
+      await executor.flush();
+      const guard = await as("handler-guard");
+      await expect(
+        guard.request(n.toolExecute, json({ tool_name: "shell" }), { timeout: 5_000 }),
+      ).rejects.toThrow(denied);
+      expect(calls).toBe(0);
+    } finally {
+      standIn.unsubscribe();
+      await executor.flush();
+    }
   });
 
   it("cannot cancel other callers' hook invocations; the runtime can", async () => {

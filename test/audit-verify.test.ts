@@ -1,0 +1,201 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { readAuditKeyFile, writeAuditKeyFile } from "@geode/audit";
+import { createLogger } from "@geode/bus";
+import { runCliCaptured } from "@geode/cli/testing";
+import { AuditStore, type Notary, startNotary } from "@geode/notary";
+import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const dir = mkdtempSync(path.join(tmpdir(), "geode-audit-verify-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** One namespace with a notary signing with its own key, and `geode audit` run against it. */
+function useAuditedPlane(name: string) {
+  const env = useTestEnv();
+  const keyFile = path.join(dir, `${name}.key`);
+  let db: ProjectionDb;
+  let store: AuditStore;
+  let notary: Notary | undefined;
+  let published = 0;
+  const start = async () => {
+    notary = await startNotary({
+      nc: env().nc,
+      names: env().names,
+      log: createLogger("notary", "warn"),
+      databaseUrl: env().databaseUrl,
+      keyFile,
+      checkpointMs: 200,
+      leaseMs: 1_500,
+      batchSize: 100,
+    });
+  };
+  beforeAll(async () => {
+    writeAuditKeyFile(keyFile, `verify-${name}`);
+    db = await openProjectionDb({ ns: env().ns, databaseUrl: env().databaseUrl, migrate: false });
+    store = new AuditStore(db.root, env().ns);
+    await start();
+  });
+  afterAll(async () => {
+    await notary?.stop();
+    await db?.close();
+  });
+  const cliEnv = (e: TestEnv) => ({
+    ...process.env,
+    NATS_URL: e.natsUrl,
+    DATABASE_URL: e.databaseUrl,
+    GEODE_NAMESPACE: e.ns,
+    GEODE_AUDIT_KEY_FILE: keyFile,
+  });
+  return {
+    env,
+    keyFile,
+    verifierKey: () => readAuditKeyFile(keyFile).verifierKey,
+    store: () => store,
+    db: () => db,
+    cli: (...argv: string[]) => runCliCaptured(["audit", ...argv], cliEnv(env())),
+    async publish(count: number): Promise<number[]> {
+      const seqs: number[] = [];
+      for (let i = 0; i < count; i++) {
+        published++;
+        const ack = await env().js.publish(
+          env().names.event("turn_completed"),
+          JSON.stringify({ i: published, name }),
+          { msgID: `${name}-${published}` },
+        );
+        seqs.push(ack.seq);
+      }
+      return seqs;
+    },
+    /** Until the notary has read `size` leaves and signed a checkpoint of them. */
+    async checkpointed(size: number): Promise<string> {
+      await waitFor(
+        async () => (await store.latestCheckpoint("events").catch(() => undefined))?.size === size,
+        60_000,
+        100,
+      );
+      return (await store.latestCheckpoint("events"))!.note;
+    },
+    async stopNotary() {
+      await notary?.stop();
+      notary = undefined;
+    },
+    start,
+  };
+}
+
+describe("geode audit verify on an untouched log", () => {
+  const plane = useAuditedPlane("clean");
+
+  it("verifies clean (exit 0, a summary), also as JSON, and with the key given", { timeout: 120_000 }, async () => {
+    await plane.publish(30);
+    await plane.checkpointed(30);
+    const r = await plane.cli("verify", "--log", "events");
+    expect(r.err).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/: ok, 30 leaves \(30 re-read from .*_EVENTS\), \d+ checkpoints? verified \(latest of size 30\)/);
+    const j = await plane.cli("verify", "--json", "--key", plane.verifierKey());
+    expect(j.code).toBe(0);
+    const parsed = JSON.parse(j.out);
+    expect(parsed.ok).toBe(true);
+    expect(parsed.logs.map((l: { log: string; leaves: number }) => [l.log, l.leaves])).toEqual([
+      ["events", 30],
+      ["timeline", 0],
+    ]);
+  });
+
+  it("a wrong key: bad signature of the first checkpoint (exit 1)", async () => {
+    const other = path.join(dir, "other.key");
+    const { verifierKey } = writeAuditKeyFile(other, "someone-else");
+    const first = (await plane.store().checkpoints("events"))[0]!;
+    const r = await plane.cli("verify", "--log", "events", "--key", verifierKey);
+    expect(r.code).toBe(1);
+    expect(r.out).toBe(`bad signature: checkpoint of size ${first.size}\n`);
+  });
+
+  it("a checkpoint whose signature was altered: bad signature (exit 1)", async () => {
+    const note = (await plane.store().latestCheckpoint("events"))!.note;
+    // The last base64 character of the signature line changed.
+    const end = note.length - 2;
+    const altered = note.slice(0, end) + (note[end] === "A" ? "B" : "A") + note.slice(end + 1);
+    const file = path.join(dir, "altered.note");
+    writeFileSync(file, altered);
+    const r = await plane.cli("verify", "--log", "events", "--checkpoint", file);
+    expect(r.code).toBe(1);
+    expect(r.out).toBe("bad signature: checkpoint of size 30\n");
+    // The same note in the notary's own table.
+    await sql`update ${sql.id(plane.env().ns, "audit_checkpoints")} set note = ${altered}
+      where log = 'events' and size = 30`.execute(plane.db().root);
+    const stored = await plane.cli("verify", "--log", "events");
+    expect(stored.code).toBe(1);
+    expect(stored.out).toBe("bad signature: checkpoint of size 30\n");
+  });
+});
+
+describe("a message deleted through the JetStream API after the notary read it", () => {
+  const plane = useAuditedPlane("deleted");
+
+  it("is named: deleted: seq N..N (exit 1)", { timeout: 120_000 }, async () => {
+    const seqs = await plane.publish(20);
+    await plane.checkpointed(20);
+    await plane.env().jsm.streams.deleteMessage(plane.env().names.eventsStream, seqs[6]!);
+    const r = await plane.cli("verify", "--log", "events");
+    expect(r.code).toBe(1);
+    expect(r.out).toBe(`deleted: seq ${seqs[6]}..${seqs[6]}\n`);
+    const j = JSON.parse((await plane.cli("verify", "--log", "events", "--json")).out);
+    expect(j).toMatchObject({
+      ok: false,
+      divergence: { log: "events", kind: "deleted", from_seq: seqs[6], to_seq: seqs[6] },
+    });
+  });
+});
+
+describe("a message deleted and an altered copy published again", () => {
+  const plane = useAuditedPlane("replaced");
+
+  it("names the original's sequence as deleted, though the copy was recorded after it", {
+    timeout: 120_000,
+  }, async () => {
+    const seqs = await plane.publish(12);
+    await plane.checkpointed(12);
+    const { js, jsm, names } = plane.env();
+    const target = seqs[3]!;
+    const original = await jsm.streams.getMessage(names.eventsStream, { seq: target });
+    await jsm.streams.deleteMessage(names.eventsStream, target);
+    const altered = JSON.parse(new TextDecoder().decode(original!.data));
+    altered.i = -1;
+    await js.publish(original!.subject, JSON.stringify(altered), { msgID: "replaced-copy" });
+    await plane.checkpointed(13);
+    const r = await plane.cli("verify", "--log", "events");
+    expect(r.code).toBe(1);
+    expect(r.out).toBe(`deleted: seq ${target}..${target}\n`);
+  });
+});
+
+describe("the stream purged past a checkpoint, and the audit tables started again", () => {
+  const plane = useAuditedPlane("purged");
+
+  it("verifies clean alone, and with the checkpoint kept elsewhere: truncated (exit 1)", {
+    timeout: 120_000,
+  }, async () => {
+    await plane.publish(10);
+    const witness = path.join(dir, "witness.note");
+    writeFileSync(witness, await plane.checkpointed(10));
+    await plane.stopNotary();
+    const { jsm, names, ns } = plane.env();
+    await jsm.streams.purge(names.eventsStream);
+    for (const t of ["audit_tree", "audit_checkpoints", "audit_logs"])
+      await sql`delete from ${sql.id(ns, t)} where log = 'events'`.execute(plane.db().root);
+    await plane.start();
+    await plane.publish(3);
+    await plane.checkpointed(3);
+    const alone = await plane.cli("verify", "--log", "events");
+    expect(alone.code).toBe(0);
+    const r = await plane.cli("verify", "--log", "events", "--checkpoint", witness);
+    expect(r.code).toBe(1);
+    expect(r.out).toBe("truncated: the log has 3 leaves, checkpoint says 10\n");
+  });
+});

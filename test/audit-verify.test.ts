@@ -90,13 +90,17 @@ function useAuditedPlane(name: string) {
 describe("geode audit verify on an untouched log", () => {
   const plane = useAuditedPlane("clean");
 
-  it("verifies clean (exit 0, a summary), also as JSON, and with the key given", { timeout: 120_000 }, async () => {
+  it("verifies clean (exit 0, a summary), also as JSON, and with the key given", {
+    timeout: 120_000,
+  }, async () => {
     await plane.publish(30);
     await plane.checkpointed(30);
     const r = await plane.cli("verify", "--log", "events");
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/: ok, 30 leaves \(30 re-read from .*_EVENTS\), \d+ checkpoints? verified \(latest of size 30\)/);
+    expect(r.out).toMatch(
+      /: ok, 30 leaves \(30 re-read from .*_EVENTS\), \d+ checkpoints? verified \(latest of size 30\)/,
+    );
     const j = await plane.cli("verify", "--json", "--key", plane.verifierKey());
     expect(j.code).toBe(0);
     const parsed = JSON.parse(j.out);

@@ -89,7 +89,7 @@ beforeAll(async () => {
   store = new AuditStore(db.root, env().ns);
   for (let i = 0; i < 7; i++)
     seqs.push(
-      (await env().js.publish(env().names.event("turn_started"), `{"early":${i}}`, { msgID: `early-${i}` }))
+      (await env().js.publish(env().names.event("turn_completed"), `{"early":${i}}`, { msgID: `early-${i}` }))
         .seq,
     );
   await new Promise((r) => setTimeout(r, 20));

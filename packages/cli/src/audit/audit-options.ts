@@ -4,7 +4,7 @@ import { DEFAULT_AUDIT_KEY_FILE, type NoteVerifier, noteVerifier, readAuditKeyFi
 import { UsageError } from "../command.js";
 
 /** The two logs of DESIGN section 20 (as `AUDIT_LOGS` of @geode/contracts, kept here so offline commands import no contracts). */
-export const LOGS = ["events", "timeline"] as const;
+const LOGS = ["events", "timeline"] as const;
 export type LogName = (typeof LOGS)[number];
 
 /** `--log events|timeline`, or every log when absent. */

@@ -1,4 +1,5 @@
 import {
+  type Checkpoint,
   encodeAuditLeaf,
   fromBase64,
   leafHash,
@@ -36,7 +37,7 @@ export interface MessageFile {
 }
 
 /** The leaf hash of an exported message, base64. */
-export function messageLeafHash(m: Pick<MessageFile, "seq" | "subject" | "msg_id" | "data_base64">): string {
+function messageLeafHash(m: Pick<MessageFile, "seq" | "subject" | "msg_id" | "data_base64">): string {
   const data = fromBase64(m.data_base64);
   if (!data) throw new Error("data_base64 is not base64");
   return toBase64(
@@ -50,7 +51,7 @@ export function checkProof(
   verifier: NoteVerifier,
   message?: MessageFile,
 ): string | undefined {
-  let checkpoint;
+  let checkpoint: Checkpoint;
   try {
     checkpoint = openCheckpoint(proof.checkpoint, { verifiers: [verifier] }).checkpoint;
   } catch (err) {

@@ -20,8 +20,8 @@ import {
 } from "@nats-io/jetstream";
 import type { LogName } from "./audit-options.js";
 import { readCheckpoints, readLeafHashes, readStoredLog } from "./audit-tables.js";
-import { readStream } from "./read-stream.js";
 import { ProjectionCheck, rowDivergenceText } from "./projection-check.js";
+import { readStream } from "./read-stream.js";
 
 /** The first thing that does not hold, as `geode audit verify` names it (DESIGN section 20). */
 export type Divergence =

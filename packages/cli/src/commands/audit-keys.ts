@@ -7,8 +7,8 @@ import {
   readAuditKeyFile,
   writeAuditKeyFile,
 } from "@geode/audit";
-import { type CommandModule, UsageError } from "../command.js";
 import { auditKeyFile } from "../audit/audit-options.js";
+import { type CommandModule, UsageError } from "../command.js";
 
 /**
  * `geode audit keygen [--out FILE] [--name NAME]`: a new Ed25519 signing key for the notary,

@@ -203,3 +203,104 @@ describe("the stream purged past a checkpoint, and the audit tables started agai
     expect(r.out).toBe("truncated: the log has 3 leaves, checkpoint says 10\n");
   });
 });
+
+describe("geode audit verify --projection", () => {
+  const plane = useAuditedPlane("projection");
+  const tableSeqs: Record<string, number> = {};
+
+  beforeAll(async () => {
+    const { RuntimeEventBus } = await import("@geode/bus");
+    const bus = await RuntimeEventBus.create({
+      nc: plane.env().nc,
+      names: plane.env().names,
+      source: "audit-test",
+    });
+    const corr = { session_id: "s-proj", run_id: "r-proj" };
+    await bus.emit("turn_completed", { words: 3 }, corr);
+    const ext = await bus.emit(
+      "extension_invoked",
+      { surface: "hook", name: "PreToolUse", extension: "guard", status: "ok", duration_ms: 4 },
+      corr,
+    );
+    await bus.timeline("session.started", { agent: "test" }, corr);
+    await bus.timeline("session.ended", { reason: "done" }, corr);
+    await bus.flush();
+    expect(ext).not.toBeNull();
+    await waitFor(
+      async () =>
+        (
+          await plane
+            .store()
+            .latestCheckpoint("events")
+            .catch(() => undefined)
+        )?.size === 2 &&
+        (
+          await plane
+            .store()
+            .latestCheckpoint("timeline")
+            .catch(() => undefined)
+        )?.size === 2,
+      60_000,
+      100,
+    );
+    const replayed = await runCliCaptured(["replay"], {
+      ...process.env,
+      NATS_URL: plane.env().natsUrl,
+      DATABASE_URL: plane.env().databaseUrl,
+      GEODE_NAMESPACE: plane.env().ns,
+    });
+    expect(replayed.code, replayed.err).toBe(0);
+    for (const t of ["activity_events", "extension_invocations", "session_events"]) {
+      const r = await sql<{ stream_seq: string }>`select stream_seq from ${sql.id(plane.env().ns, t)}
+        order by stream_seq desc limit 1`.execute(plane.db().root);
+      tableSeqs[t] = Number(r.rows[0]!.stream_seq);
+    }
+  }, 120_000);
+
+  /** Puts a tampered row back as the recorder made it: deleted, and replayed from the stream. */
+  async function restore(table: string, seq: number): Promise<void> {
+    await sql`delete from ${sql.id(plane.env().ns, table)} where stream_seq = ${seq}`.execute(
+      plane.db().root,
+    );
+    const r = await runCliCaptured(["replay"], {
+      ...process.env,
+      NATS_URL: plane.env().natsUrl,
+      DATABASE_URL: plane.env().databaseUrl,
+      GEODE_NAMESPACE: plane.env().ns,
+    });
+    expect(r.code).toBe(0);
+    expect((await plane.cli("verify", "--projection")).code).toBe(0);
+  }
+
+  it("the untouched projection matches its streams (exit 0)", async () => {
+    const r = await plane.cli("verify", "--projection");
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(r.out).toMatch(/events: ok, 2 leaves .*projection rows match/);
+    expect(r.out).toMatch(/timeline: ok, 2 leaves .*projection rows match/);
+  });
+
+  for (const table of ["activity_events", "extension_invocations", "session_events"]) {
+    it(`a changed and a deleted ${table} row are named by table and stream_seq (exit 1)`, {
+      timeout: 60_000,
+    }, async () => {
+      const seq = tableSeqs[table]!;
+      const t = sql.id(plane.env().ns, table);
+      const change =
+        table === "extension_invocations"
+          ? sql`update ${t} set status = 'blocked' where stream_seq = ${seq}`
+          : sql`update ${t} set payload = '{"rewritten":true}'::jsonb where stream_seq = ${seq}`;
+      await change.execute(plane.db().root);
+      const changed = await plane.cli("verify", "--projection");
+      expect(changed.code).toBe(1);
+      expect(changed.out).toBe(`changed row: ${table} stream_seq ${seq}\n`);
+      // Without --projection the streams alone still verify.
+      expect((await plane.cli("verify")).code).toBe(0);
+      await restore(table, seq);
+      await sql`delete from ${t} where stream_seq = ${seq}`.execute(plane.db().root);
+      const deleted = await plane.cli("verify", "--projection");
+      expect(deleted.code).toBe(1);
+      expect(deleted.out).toBe(`deleted row: ${table} stream_seq ${seq}\n`);
+      await restore(table, seq);
+    });
+  }
+});

@@ -106,12 +106,13 @@ export const auditVerifyCommand: CommandModule = {
         );
         return failed ? 1 : 0;
       }
+      if (failed) {
+        // The divergence alone on stdout, so a script reads one line; where, on stderr.
+        io.out(`${divergenceText(failed.divergence!)}\n`);
+        io.err(`geode audit verify: log ${failed.origin} (stream ${failed.stream}) diverges\n`);
+        return 1;
+      }
       for (const v of verdicts) {
-        if (v.divergence) {
-          io.out(`${divergenceText(v.divergence)}\n`);
-          io.err(`geode audit verify: log ${v.origin} (stream ${v.stream}) diverges\n`);
-          return 1;
-        }
         io.out(
           `${v.origin}: ok, ${v.leaves.toLocaleString("en-US")} leaves (${v.retained.toLocaleString("en-US")} re-read from ${v.stream}), ` +
             `${v.checkpoints} checkpoint${v.checkpoints === 1 ? "" : "s"} verified (latest of size ${v.checkpoint_size})` +

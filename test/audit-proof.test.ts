@@ -254,3 +254,41 @@ describe("geode audit prove and check-proof", () => {
     expect([...packages].sort()).toEqual(["@geode/audit", "node:fs", "node:path", "node:util"]);
   });
 });
+
+describe("geode audit keygen, key and checkpoint", () => {
+  it("keygen writes a 0600 key, never over one, and prints the verifier key on its last line", async () => {
+    const { statSync } = await import("node:fs");
+    const file = path.join(dir, "made", "new.key");
+    const r = await cli("keygen", "--out", file, "--name", "acme-notary");
+    expect(r.code).toBe(0);
+    const last = r.out.trimEnd().split("\n").at(-1)!;
+    expect(last).toMatch(/^acme-notary\+[0-9a-f]{8}\+[A-Za-z0-9+/=]+$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readAuditKeyFile(file).verifierKey).toBe(last);
+    const before = readFileSync(file, "utf8");
+    const again = await cli("keygen", "--out", file);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/exists already; it is never overwritten/);
+    expect(readFileSync(file, "utf8")).toBe(before);
+  });
+
+  it("key prints the verifier key of GEODE_AUDIT_KEY_FILE; checkpoint the latest note as signed", async () => {
+    const k = await cli("key");
+    expect(k).toMatchObject({ code: 0, out: `${vkey()}\n` });
+    await waitFor(
+      async () =>
+        (await cli("checkpoint", "--log", "events")).out === (await store.latestCheckpoint("events"))!.note,
+      30_000,
+      100,
+    );
+    const c = await cli("checkpoint", "--log", "events");
+    expect(c.code).toBe(0);
+    expect(c.out).toBe((await store.latestCheckpoint("events"))!.note);
+  });
+
+  it("geode audit --session still lists the hook calls (the table, not a sub-command)", async () => {
+    const r = await cli("--session", "nobody", "--json");
+    expect(r.code, r.err).toBe(0);
+    expect(JSON.parse(r.out)).toEqual([]);
+  });
+});

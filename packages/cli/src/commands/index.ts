@@ -54,6 +54,50 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./audit.js")).auditCommand,
   },
   {
+    path: ["audit", "keygen"],
+    summary: "write a new Ed25519 key for the notary's checkpoints (mode 0600) and print its verifier key",
+    usage: "geode audit keygen [--out FILE] [--name NAME]",
+    load: async () => (await import("./audit-keys.js")).auditKeygenCommand,
+  },
+  {
+    path: ["audit", "key"],
+    summary: "print the verifier key of GEODE_AUDIT_KEY_FILE (what checks the notary's checkpoints)",
+    usage: "geode audit key",
+    load: async () => (await import("./audit-keys.js")).auditKeyCommand,
+  },
+  {
+    path: ["audit", "checkpoint"],
+    summary: "print a log's latest signed checkpoint, the note exactly as the notary signed it",
+    usage: "geode audit checkpoint [--log events|timeline]",
+    load: async () => (await import("./audit-proof.js")).auditCheckpointCommand,
+  },
+  {
+    path: ["audit", "verify"],
+    summary:
+      "re-read the streams, recompute the audit trees and check every checkpoint; names the first divergence (exit 1)",
+    usage:
+      "geode audit verify [--log events|timeline] [--key VKEY] [--checkpoint FILE]… [--projection] [--json]",
+    load: async () => (await import("./audit-verify.js")).auditVerifyCommand,
+  },
+  {
+    path: ["audit", "prove"],
+    summary: "print the inclusion proof of one stream sequence against the latest checkpoint, as JSON",
+    usage: "geode audit prove SEQ [--log events|timeline]",
+    load: async () => (await import("./audit-proof.js")).auditProveCommand,
+  },
+  {
+    path: ["audit", "check-proof"],
+    summary: "check an inclusion proof offline (no plane, NATS or Postgres): signature, path, message",
+    usage: "geode audit check-proof FILE --key VKEY [--message FILE]",
+    load: async () => (await import("./audit-check-proof.js")).auditCheckProofCommand,
+  },
+  {
+    path: ["audit", "export"],
+    summary: "write a period's messages, their proofs and the covering checkpoint, for check-proof alone",
+    usage: "geode audit export --since T [--until T] [--log events|timeline] --out DIR",
+    load: async () => (await import("./audit-proof.js")).auditExportCommand,
+  },
+  {
     path: ["handlers", "add"],
     summary: "register an HTTP endpoint as a hook handler (a webhook the agent gateway calls, signed)",
     usage:

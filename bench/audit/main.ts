@@ -36,8 +36,7 @@ import {
 } from "@geode/audit";
 import { RuntimeEventBus } from "@geode/bus";
 import { names as buildNames, RECORDER_CONSUMER } from "@geode/contracts";
-import { PgHashStore } from "@geode/notary";
-import { openProjectionDb } from "@geode/projection";
+import { AuditTreeStore, openProjectionDb } from "@geode/projection";
 import {
   cleanupNamespace,
   DEFAULT_DATABASE_URL,
@@ -373,7 +372,7 @@ try {
   target("verify recompute / bare ordered consumer", recompute / floor, "≥ 0.80", recompute / floor >= 0.8);
 
   // 4. Proofs at tree size N from the notary's tree in Postgres, checked offline.
-  const hashes = new PgHashStore(projection.root, ns, "events");
+  const hashes = new AuditTreeStore(projection.root, ns, "events");
   const root = hashOf(last.root);
   if (!sameHash(await treeRoot(hashes, N), root))
     throw new Error("the stored tree's root is not the checkpoint's");

@@ -1,5 +1,6 @@
 export { type AgentActivity, type AgentCheck, agentActivity, type SessionAgent } from "./agent-activity.js";
 export { type AuditApproval, type AuditEntry, auditTrail } from "./audit-trail.js";
+export { AuditTreeStore } from "./audit-tree.js";
 export { type BatchResult, type ProjectionBatch, writeBatch } from "./batch-writer.js";
 export { copyLines, copyRows, stageAndInsert } from "./copy-writer.js";
 export {

@@ -1,13 +1,6 @@
-import {
-  AuditError,
-  AuditErrorCode,
-  type FrontierSnapshot,
-  type HashStore,
-  MerkleFrontier,
-  type NodeId,
-  type TreeNode,
-} from "@geode/audit";
+import { type FrontierSnapshot, type HashStore, MerkleFrontier, type TreeNode } from "@geode/audit";
 import type { AuditLogName } from "@geode/contracts";
+import { AuditTreeStore } from "@geode/projection";
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 
 // biome-ignore lint/suspicious/noExplicitAny: the audit tables are written through raw SQL.
@@ -277,37 +270,6 @@ export class AuditStore {
 
   /** The hash store of one log's tree. */
   hashStore(log: AuditLogName): HashStore {
-    return new PgHashStore(this.db, this.ns, log);
+    return new AuditTreeStore(this.db, this.ns, log);
   }
-}
-
-/**
- * A log's tree in `{ns}.audit_tree`, for proofs (`@geode/audit`'s HashStore): one query per
- * call, whatever the number of nodes asked.
- */
-export class PgHashStore implements HashStore {
-  constructor(
-    private readonly db: Db,
-    private readonly ns: string,
-    private readonly log: AuditLogName,
-  ) {}
-
-  async nodes(ids: readonly NodeId[]): Promise<readonly Uint8Array[]> {
-    if (ids.length === 0) return [];
-    const r = await sql<{ level: number; idx: string; hash: Buffer }>`
-      select t.level, t.idx, t.hash from ${table(this.ns, "audit_tree")} t
-      join unnest(${ids.map((id) => id.level)}::smallint[], ${ids.map((id) => String(id.index))}::bigint[])
-        as want(level, idx) on t.level = want.level and t.idx = want.idx
-      where t.log = ${this.log}`.execute(this.db);
-    const byKey = new Map(r.rows.map((row) => [`${row.level}/${row.idx}`, new Uint8Array(row.hash)]));
-    return ids.map((id) => {
-      const hash = byKey.get(`${id.level}/${id.index}`);
-      if (!hash) throw missingNode(id);
-      return hash;
-    });
-  }
-}
-
-function missingNode(id: NodeId): AuditError {
-  return new AuditError(AuditErrorCode.MissingNode, "the audit tree lacks a node", { details: { ...id } });
 }

@@ -2,7 +2,6 @@ export {
   AuditStore,
   LogMovedError,
   migrateAudit,
-  PgHashStore,
   type StoredCheckpoint,
   type StoredLog,
 } from "./audit-store.js";

@@ -1,4 +1,3 @@
-import { AuditError, AuditErrorCode, type HashStore, type NodeId } from "@geode/audit";
 import { type Kysely, sql } from "kysely";
 import type { LogName } from "./audit-options.js";
 
@@ -74,31 +73,4 @@ export async function readLeafHashes(
     where log = ${log} and level = 0 and idx >= ${from} and idx < ${to}`.execute(db);
   for (const row of r.rows) out.set(Number(row.idx), new Uint8Array(row.hash));
   return out;
-}
-
-/** One log's stored tree as a HashStore (for `geode audit prove` and `export`): one query a call. */
-export class StoredTree implements HashStore {
-  constructor(
-    private readonly db: Db,
-    private readonly ns: string,
-    private readonly log: LogName,
-  ) {}
-
-  async nodes(ids: readonly NodeId[]): Promise<readonly Uint8Array[]> {
-    if (ids.length === 0) return [];
-    const r = await sql<{ level: number; idx: string; hash: Buffer }>`
-      select t.level, t.idx, t.hash from ${table(this.ns, "audit_tree")} t
-      join unnest(${ids.map((id) => id.level)}::smallint[], ${ids.map((id) => String(id.index))}::bigint[])
-        as want(level, idx) on t.level = want.level and t.idx = want.idx
-      where t.log = ${this.log}`.execute(this.db);
-    const byKey = new Map(r.rows.map((row) => [`${row.level}/${row.idx}`, new Uint8Array(row.hash)]));
-    return ids.map((id) => {
-      const hash = byKey.get(`${id.level}/${id.index}`);
-      if (!hash)
-        throw new AuditError(AuditErrorCode.MissingNode, "the audit tree lacks a node", {
-          details: { ...id },
-        });
-      return hash;
-    });
-  }
 }

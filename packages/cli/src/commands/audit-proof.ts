@@ -11,10 +11,10 @@ import {
 } from "@geode/audit";
 import { connectBus, loadConfig } from "@geode/bus";
 import { type AuditCheckpointMessage, names as buildNames, type Names } from "@geode/contracts";
-import type { ProjectionDb } from "@geode/projection";
+import { AuditTreeStore, type ProjectionDb } from "@geode/projection";
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type LogName, logsOption, oneLogOption } from "../audit/audit-options.js";
-import { readCheckpoints, readStoredLog, StoredTree } from "../audit/audit-tables.js";
+import { readCheckpoints, readStoredLog } from "../audit/audit-tables.js";
 import type { MessageFile, ProofFile } from "../audit/proof-file.js";
 import { readStream } from "../audit/read-stream.js";
 import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
@@ -35,7 +35,7 @@ async function proveSeq(
 ): Promise<ProofFile> {
   const size = noteSize(note);
   const index = seq - firstSeq;
-  const tree = new StoredTree(projection.root, projection.ns, log);
+  const tree = new AuditTreeStore(projection.root, projection.ns, log);
   const [leaf] = await tree.nodes([{ level: 0, index }]);
   const proofPath = await inclusionProof(tree, { index, size });
   return {

@@ -1,6 +1,6 @@
 /**
  * A scripted stand-in for the OpenAI Chat Completions API (`POST /v1/chat/completions`) on
- * loopback, for agents that speak it (Qwen Code through its `openai` auth): each of the agent's
+ * loopback, for agents that speak it (Qwen Code through its `openai` auth, opencode): each of the agent's
  * main-loop requests (those that offer tools) gets the next turn of a script, a tool call or text
  * that ends the turn, streamed as `chat.completion.chunk` SSE frames (or one JSON completion when
  * the request does not stream). Side requests without tools get a short text and leave the script
@@ -19,6 +19,14 @@ export interface ShellTool {
   name: string;
   args(command: string): Record<string, unknown>;
 }
+
+/** For a script of `{call}` and `{text}` turns only. */
+const NO_SHELL: ShellTool = {
+  name: "",
+  args: () => {
+    throw new Error("a {shell} turn needs the stand-in's shell option");
+  },
+};
 
 /** The stand-in, the script's requests (those that offered tools) and every request it was sent. */
 export interface ChatCompletionsStandIn {
@@ -72,13 +80,14 @@ function completionOf(text: string): Record<string, unknown> {
 
 /**
  * Serves `POST /v1/chat/completions` on 127.0.0.1: main-loop request i gets `script[i]` (then
- * "Done."), each after `gate`; `shell` names the agent's shell tool for `{shell}` turns.
+ * "Done."), each after `gate`; `shell` names the agent's shell tool for `{shell}` turns; a side
+ * request (no tools) gets `sideText` (default "ok").
  */
 export async function startChatCompletionsStandIn(
   script: ChatTurn[],
-  shell: ShellTool,
-  gate?: StandInGate,
+  options: { shell?: ShellTool; gate?: StandInGate; sideText?: string } = {},
 ): Promise<ChatCompletionsStandIn> {
+  const shell = options.shell ?? NO_SHELL;
   const requests: StandInRequest[] = [];
   const all: StandInRequest[] = [];
   const server = await startStandInServer((request, res) => {
@@ -90,17 +99,19 @@ export async function startChatCompletionsStandIn(
     }
     const tools = request.body["tools"];
     const main = Array.isArray(tools) && tools.length > 0;
-    const turn: ChatTurn = main ? (script[requests.push(request) - 1] ?? { text: "Done." }) : { text: "ok" };
+    const turn: ChatTurn = main
+      ? (script[requests.push(request) - 1] ?? { text: "Done." })
+      : { text: options.sideText ?? "ok" };
     if (request.body["stream"] !== true) {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(completionOf("text" in turn ? turn.text : "ok")));
+      res.end(JSON.stringify(completionOf("text" in turn ? turn.text : (options.sideText ?? "ok"))));
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     for (const frame of framesOf(turn, requests.length, shell))
       res.write(`data: ${JSON.stringify(frame)}\n\n`);
     res.end("data: [DONE]\n\n");
-  }, gate);
+  }, options.gate);
   return { url: server.url, requests, all, close: server.close };
 }
 

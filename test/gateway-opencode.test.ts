@@ -19,7 +19,7 @@ import {
   shellCommandOf,
   useAgentPlane,
 } from "./agent-plane-support.js";
-import { type ChatTurn, startChatCompletionsStandIn, toolMessages } from "./opencode-stand-in.js";
+import { type ChatTurn, chatToolOutputs, startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 import { bashTurn, opencodeScratchFor, opencodeSession, runOpencode } from "./opencode-support.js";
 
 const plane = useAgentPlane("opencode-laptop");
@@ -47,7 +47,7 @@ describe("opencode governed through the agent gateway", () => {
       const { run, api, work } = await session([bashTurn("touch blocked.txt"), { text: "Could not do it." }]);
       expect(run.code, run.stderr.slice(-1500)).toBe(0);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
-      expect(toolMessages(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
+      expect(chatToolOutputs(api).join("\n")).toContain("no-touch: touching blocked.txt is not allowed");
     },
   );
 
@@ -68,7 +68,7 @@ describe("opencode governed through the agent gateway", () => {
       expect(run.code, run.stderr.slice(-1500)).toBe(0);
       expect(existsSync(path.join(work, "made.txt"))).toBe(true);
       expect(seen.map(shellCommandOf)).toEqual(["touch made.txt"]);
-      expect(toolMessages(api).join("\n")).toContain("the build needs OPENCODE-CTX-77");
+      expect(chatToolOutputs(api).join("\n")).toContain("the build needs OPENCODE-CTX-77");
     },
   );
 
@@ -83,7 +83,7 @@ describe("opencode governed through the agent gateway", () => {
       });
       // The prompt itself is guarded (chat.message): opencode refuses it and the model is never asked.
       expect(preciousSurvives(down.work)).toBe(true);
-      expect(down.api.turns).toHaveLength(0);
+      expect(down.api.requests).toHaveLength(0);
       const said = `${down.run.stdout}${down.run.stderr}`;
       expect(said, said.slice(-2000)).toContain("a guarded call is refused");
       const wrong = await session([bashTurn(RM_PRECIOUS), { text: "Done." }], {
@@ -91,7 +91,7 @@ describe("opencode governed through the agent gateway", () => {
         prepare: plantPrecious,
       });
       expect(preciousSurvives(wrong.work)).toBe(true);
-      expect(wrong.api.turns).toHaveLength(0);
+      expect(wrong.api.requests).toHaveLength(0);
       expect(`${wrong.run.stdout}${wrong.run.stderr}`).toContain("the gateway refused the agent token (401)");
     },
   );
@@ -223,7 +223,7 @@ describe("opencode governed through the agent gateway", () => {
       });
       expect(run.code, run.stderr.slice(-1500)).toBe(0);
       expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
-      expect(toolMessages(api).join("\n")).toContain("managed-guard: the team says no");
+      expect(chatToolOutputs(api).join("\n")).toContain("managed-guard: the team says no");
       const check = await runConnect(
         plane,
         "opencode",

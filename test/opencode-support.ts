@@ -13,7 +13,7 @@ import {
   type ChatCompletionsStandIn,
   type ChatTurn,
   startChatCompletionsStandIn,
-} from "./opencode-stand-in.js";
+} from "./chat-completions-stand-in.js";
 
 /** The npm package's binary (its postinstall copied it from the platform package). */
 const OPENCODE_BIN = path.join(REPO_ROOT, "node_modules/.bin/opencode");

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { plantPrecious, preciousSurvives, RM_PRECIOUS } from "./agent-plane-support.js";
-import { toolMessages } from "./opencode-stand-in.js";
+import { chatToolOutputs } from "./chat-completions-stand-in.js";
 import { bashTurn, opencodeSession } from "./opencode-support.js";
 import { usePolicyPlane } from "./policy-support.js";
 
@@ -23,7 +23,7 @@ describe("geode policy add --pack destructive-shell guards opencode through the 
     expect(run.code, run.stderr.slice(-1500)).toBe(0);
     expect(preciousSurvives(work)).toBe(true);
     expect(existsSync(path.join(work, "harmless.txt"))).toBe(true);
-    expect(toolMessages(api).join("\n")).toContain(REFUSAL);
+    expect(chatToolOutputs(api).join("\n")).toContain(REFUSAL);
     expect(sessionId).not.toBe("");
     await plane.expectPolicyAudit(sessionId, POLICY);
   });

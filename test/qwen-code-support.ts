@@ -25,7 +25,7 @@ const QWEN_SHELL = { name: "run_shell_command", args: (command: string) => ({ co
 
 /** The Chat Completions stand-in with Qwen Code's shell tool for `{shell}` turns. */
 export const startQwenStandIn = (script: ChatTurn[]): Promise<ChatCompletionsStandIn> =>
-  startChatCompletionsStandIn(script, QWEN_SHELL);
+  startChatCompletionsStandIn(script, { shell: QWEN_SHELL });
 
 /** The user settings a scratch HOME starts with (`extra` merged in: folder trust, say). */
 function writeQwenSettings(home: string, extra: Record<string, unknown> = {}): void {

@@ -4,9 +4,9 @@ import {
   agentInputCodec,
   anyJson,
   CLAUDE_STYLE_EVENT_FIELDS,
-  type ClaudeStyleOutput,
   claudeStyleInput,
 } from "./agent-input.js";
+import type { ClaudeCodeHookOutput } from "./claude-code.js";
 
 /** Path of the agent gateway's Qwen Code endpoint. */
 export const QWEN_CODE_HOOK_PATH = "/v1/qwen-code/hook";
@@ -104,17 +104,4 @@ export const QwenCodeHookInputCodec = agentInputCodec(
  * Qwen Code's hook output (the subset the gateway writes; the same JSON as Claude Code's). `ask`
  * pauses for its user in the terminal UI and is a deny headless. `{}` means "nothing to say".
  */
-export interface QwenCodeHookOutput extends ClaudeStyleOutput {
-  hookSpecificOutput?:
-    | {
-        hookEventName: "PreToolUse";
-        permissionDecision?: "allow" | "deny" | "ask";
-        permissionDecisionReason?: string;
-        updatedInput?: Record<string, unknown>;
-      }
-    | {
-        hookEventName: "PermissionRequest";
-        decision: { behavior: "allow" } | { behavior: "deny"; message?: string };
-      }
-    | { hookEventName: "PostToolUse" | "PostToolUseFailure"; additionalContext: string };
-}
+export type QwenCodeHookOutput = ClaudeCodeHookOutput;

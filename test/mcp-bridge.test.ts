@@ -240,7 +240,9 @@ describe("server-filesystem over stdio", () => {
     expect(textOf(read.result)).toBe("hello from the plane");
   });
 
-  it("the record removed: its tools are gone and so is the child", async () => {
+  // Each step below is bounded by its own wait; on a loaded machine together they once ran past
+  // the default 30 s (the stop's grace periods, KV deletes and the event's publish in a row).
+  it("the record removed: its tools are gone and so is the child", { timeout: 60_000 }, async () => {
     expect(pidsWith(root)).toHaveLength(1);
     await servers.remove("fs");
     await waitFor(async () => (await toolsOf("fs")).length === 0);

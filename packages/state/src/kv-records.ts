@@ -5,6 +5,7 @@ import {
   type GeodeConnection,
   isRevisionConflict,
 } from "@geode/bus";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
 import { isLive, type MutateOptions, type MutateResult, mutateKvRecord } from "./mutate-kv-record.js";
 
@@ -70,9 +71,12 @@ function safeJson(entry: KvEntry): unknown {
  */
 export class KvRecords<T> {
   private readonly clean: (value: T) => T;
+  /** The bucket's stream and its key prefix (`$KV.{bucket}.`), read once. */
+  private stream: Promise<{ name: string; prefix: string }> | undefined;
 
   constructor(
     readonly kv: KV,
+    private readonly jsm: JetStreamManager,
     private readonly parseRecord: (raw: unknown) => T,
     clean?: (value: T) => T,
   ) {
@@ -95,7 +99,7 @@ export class KvRecords<T> {
       options.create === false
         ? await new Kvm(conn.nc).open(conn.names.buckets[bucket])
         : await ensureBucket(conn.nc, conn.names, bucket);
-    return new KvRecords(kv, parse, clean);
+    return new KvRecords(kv, await jetstreamManager(conn.nc, { checkAPI: false }), parse, clean);
   }
 
   /** The parsed value, or undefined when the raw value is not a valid record. */
@@ -173,11 +177,36 @@ export class KvRecords<T> {
     await this.kv.purge(key);
   }
 
+  /**
+   * The newest entry of every live key matching `filter` (default all). The keys come from one
+   * stream-info request (the subjects the bucket's stream holds), not from `kv.keys()`: its
+   * ordered consumer, when reset on a loaded server, waits for a 30 s idle heartbeat to end.
+   */
+  private async liveEntries(filter = ">"): Promise<KvEntry[]> {
+    this.stream ??= (async () => {
+      const { bucket, streamInfo } = await this.kv.status();
+      const [subjects] = streamInfo.config.subjects ?? [];
+      if (subjects === undefined || !subjects.endsWith(">"))
+        throw new Error(`bucket ${bucket} has no key subjects`);
+      return { name: streamInfo.config.name, prefix: subjects.slice(0, -1) };
+    })().catch((err: unknown) => {
+      this.stream = undefined;
+      throw err;
+    });
+    const { name, prefix } = await this.stream;
+    const info = await this.jsm.streams.info(name, { subjects_filter: `${prefix}${filter}` });
+    const out: KvEntry[] = [];
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const entry = await this.kv.get(subject.slice(prefix.length));
+      if (entry && isLive(entry)) out.push(entry);
+    }
+    // In the order the bucket last wrote them, as `kv.keys()` gave them.
+    return out.sort((a, b) => a.revision - b.revision);
+  }
+
   /** Live keys matching `filter` (default all). */
   async keys(filter = ">"): Promise<string[]> {
-    const out: string[] = [];
-    for await (const key of await this.kv.keys(filter)) out.push(key);
-    return out;
+    return (await this.liveEntries(filter)).map((e) => e.key);
   }
 
   /** Every live record matching `filter`; `onMalformed` hears of keys holding something else. */
@@ -186,9 +215,8 @@ export class KvRecords<T> {
     onMalformed?: (key: string) => void,
   ): Promise<Array<{ key: string } & Revisioned<T>>> {
     const out: Array<{ key: string } & Revisioned<T>> = [];
-    for (const key of await this.keys(filter)) {
-      const entry = await this.kv.get(key);
-      if (!isLive(entry)) continue;
+    for (const entry of await this.liveEntries(filter)) {
+      const key = entry.key;
       const value = this.tryParse(safeJson(entry));
       if (value === undefined) onMalformed?.(key);
       else out.push({ key, value, revision: entry.revision });
@@ -272,10 +300,7 @@ export class KvRecords<T> {
       const before = changes;
       const current: KvEntry[] = [];
       try {
-        for (const key of await this.keys()) {
-          const entry = await this.kv.get(key);
-          if (entry && isLive(entry)) current.push(entry);
-        }
+        current.push(...(await this.liveEntries()));
       } catch {
         return; // NATS is away too: the next re-read tries again
       }

@@ -92,12 +92,3 @@ export {
   serveHealth,
 } from "./service-runtime.js";
 export { checkDatabaseUrl, checkNatsUrl, redactUrl } from "./urls.js";
-export {
-  checkWebhookUrl,
-  guardedLookup,
-  type HostResolver,
-  type ResolvedAddress,
-  resolveWebhookHost,
-  WebhookTargetRefused,
-  type WebhookUrlCheck,
-} from "./webhook-target.js";

@@ -454,6 +454,15 @@ export {
   WEBHOOK_ALLOWABLE,
   type WebhookAllowable,
 } from "./webhook-address.js";
+export {
+  checkWebhookUrl,
+  guardedLookup,
+  type HostResolver,
+  type ResolvedAddress,
+  resolveWebhookHost,
+  WebhookTargetRefused,
+  type WebhookUrlCheck,
+} from "./webhook-target.js";
 export { wellFormed, wellFormedJsonText } from "./well-formed.js";
 export {
   type Codec,

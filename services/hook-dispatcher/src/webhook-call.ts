@@ -1,18 +1,21 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
-import { decodeJson, guardedLookup, type HostResolver, WebhookTargetRefused } from "@geode/bus";
+import { decodeJson } from "@geode/bus";
 import {
   checkHost,
   ErrorCode,
   GeodeError,
+  guardedLookup,
   HookHandlerLeg,
+  type HostResolver,
   urlHost,
   WEBHOOK_DELIVERY_HEADER,
   WEBHOOK_SIGNATURE_HEADER,
   WEBHOOK_TIMESTAMP_HEADER,
   type WebhookAllowable,
   type WebhookRecord,
+  WebhookTargetRefused,
   webhookSignature,
 } from "@geode/contracts";
 import type { Msg } from "@nats-io/transport-node";

@@ -1,8 +1,9 @@
 import { parseArgs } from "node:util";
-import { checkWebhookUrl, connectBus, loadConfig } from "@geode/bus";
+import { connectBus, loadConfig } from "@geode/bus";
 import {
   type AddressKind,
   names as buildNames,
+  checkWebhookUrl,
   FailureModeSchema,
   GeodeError,
   HANDLER_NAME_PATTERN,

@@ -7,7 +7,7 @@ import {
   checkHost,
   urlHost,
   type WebhookAllowable,
-} from "@geode/contracts";
+} from "./webhook-address.js";
 
 /** One address a name resolves to. */
 export interface ResolvedAddress {

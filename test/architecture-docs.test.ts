@@ -33,9 +33,18 @@ describe("the layer table of docs/architecture.md", () => {
       "packages/telemetry",
       "packages/testing",
     ]);
-    // Telemetry sits on the bus, below everything that reports through it.
+    // Telemetry sits on the bus and the service runtime, below everything that reports through it.
     const telemetry = rows.find((l) => l.folders.includes("packages/telemetry"));
-    expect(telemetry?.imports).toEqual(["packages/bus", "packages/contracts", "packages/testing"]);
+    expect(telemetry?.imports).toEqual([
+      "packages/bus",
+      "packages/contracts",
+      "packages/env",
+      "packages/service",
+      "packages/testing",
+    ]);
+    // The service runtime sits on the bus and never reaches telemetry.
+    const service = rows.find((l) => l.folders.includes("packages/service"));
+    expect(service?.imports).toEqual(["packages/bus", "packages/contracts", "packages/env", "packages/testing"]);
   });
 
   it("follows a change of the rules: a folder the rule allows more shows it", () => {

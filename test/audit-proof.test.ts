@@ -3,10 +3,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { readAuditKeyFile, writeAuditKeyFile } from "@geode/audit";
-import { createLogger } from "@geode/bus";
 import { runCliCaptured } from "@geode/cli/testing";
 import { AuditStore, type Notary, startNotary } from "@geode/notary";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { createLogger } from "@geode/service";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

@@ -3,15 +3,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { writeAuditKeyFile } from "@geode/audit";
-import {
-  ConfigError,
-  configuredReplicas,
-  ensureBucket,
-  ensureDurableConsumer,
-  ensureEventStreams,
-} from "@geode/bus";
+import { configuredReplicas, ensureBucket, ensureDurableConsumer, ensureEventStreams } from "@geode/bus";
 import { runCliCaptured } from "@geode/cli/testing";
 import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
+import { ConfigError } from "@geode/env";
 import {
   cleanupNamespace,
   type SpawnedProcess,

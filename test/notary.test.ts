@@ -17,7 +17,6 @@ import {
   verifyInclusion,
   writeAuditKeyFile,
 } from "@geode/audit";
-import { createLogger } from "@geode/bus";
 import { freePort } from "@geode/cli";
 import {
   type AuditCheckpointMessage,
@@ -28,6 +27,7 @@ import {
 } from "@geode/contracts";
 import { AuditStore, type Notary, startNotary } from "@geode/notary";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { createLogger } from "@geode/service";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

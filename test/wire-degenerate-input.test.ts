@@ -1,7 +1,8 @@
-import { RuntimeEventBus, serveHealth } from "@geode/bus";
+import { RuntimeEventBus } from "@geode/bus";
 import { HookName } from "@geode/contracts";
 import { startHookDispatcher } from "@geode/hook-dispatcher";
 import { serveApprovals, serveHook, serveTool } from "@geode/sdk";
+import { serveHealth } from "@geode/service";
 import { useTestEnv, waitFor } from "@geode/testing";
 import { startToolExecutor } from "@geode/tool-executor";
 import { startVerifier } from "@geode/verifier";

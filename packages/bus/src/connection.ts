@@ -1,7 +1,7 @@
 import { names as buildNames, type Names } from "@geode/contracts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { type GeodeConfig, loadConfig } from "./config.js";
 import { NatsUnavailableError } from "./errors.js";
+import { NATS_ENV, type NatsConfig } from "./nats-config.js";
 
 export type { NatsConnection };
 
@@ -10,7 +10,7 @@ export type { NatsConnection };
  * connection that fails throws NatsUnavailableError (one line, password masked, with a hint).
  */
 export async function connectBus(
-  config: Pick<GeodeConfig, "natsUrl" | "natsUser" | "natsPass" | "natsToken">,
+  config: Pick<NatsConfig, "natsUrl" | "natsUser" | "natsPass" | "natsToken">,
   name: string,
 ): Promise<NatsConnection> {
   try {
@@ -56,7 +56,7 @@ export interface ConnectOptions {
 export async function connectGeode(
   options: ConnectOptions = {},
 ): Promise<GeodeConnection & { close(): Promise<void> }> {
-  const env = loadConfig(process.env);
+  const env = NATS_ENV.parse(process.env);
   const nc = await connectBus(
     {
       natsUrl: options.natsUrl ?? env.natsUrl,

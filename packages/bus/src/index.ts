@@ -1,28 +1,11 @@
 export { decodeJson, encodeJson, jsonDepth } from "./codec.js";
 export {
-  COMMON_ENV,
-  configuredResultInlineBytes,
-  DEFAULT_METRICS_PORT,
-  type GeodeConfig,
-  loadConfig,
-  STREAM_REPLICA_COUNTS,
-} from "./config.js";
-export {
   type ConnectOptions,
   connectBus,
   connectGeode,
   type GeodeConnection,
   type NatsConnection,
 } from "./connection.js";
-export {
-  ConfigError,
-  type EnvSpec,
-  type EnvVar,
-  type EnvVarDoc,
-  envSpec,
-  envVar,
-  read,
-} from "./env-spec.js";
 export { NatsUnavailableError } from "./errors.js";
 export {
   type EventObserver,
@@ -36,7 +19,6 @@ export {
   type HookClient,
   type InvokeOptions,
 } from "./hook-client.js";
-export { checkHttpTimeouts, type HttpTimeouts, httpServerOptions, httpTimeoutVars } from "./http-timeouts.js";
 export {
   type BusInterceptor,
   compose,
@@ -48,7 +30,13 @@ export {
   type ServeInput,
   useInterceptors,
 } from "./interceptors.js";
-export { createLogger, LOG_REDACT_PATHS, type Logger, silentLogger } from "./logger.js";
+export { type Logger, silentLogger } from "./logger.js";
+export {
+  NATS_VARS,
+  type NatsConfig,
+  natsCredentialsProblem,
+  STREAM_REPLICA_COUNTS,
+} from "./nats-config.js";
 export {
   assertReplicasFit,
   BUCKET_HISTORY,
@@ -80,15 +68,4 @@ export {
   type ServeRequestsOptions,
   serveRequests,
 } from "./responder.js";
-export {
-  GEODE_VERSION,
-  type RunningService,
-  type RunServiceOptions,
-  runService,
-  type ServiceContext,
-  type ServiceHealth,
-  type ServiceTelemetry,
-  type StartedTelemetry,
-  serveHealth,
-} from "./service-runtime.js";
-export { checkDatabaseUrl, checkNatsUrl, redactUrl } from "./urls.js";
+export { checkNatsUrl, redactUrl } from "./urls.js";

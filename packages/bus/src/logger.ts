@@ -1,36 +1,7 @@
 import { type Logger, pino } from "pino";
 
+/** What the bus's responders and publishers log to (pino; `@geode/service`'s `createLogger`). */
 export type { Logger };
-
-/** Paths never written to logs, whatever a caller passes. */
-export const LOG_REDACT_PATHS = [
-  "password",
-  "*.password",
-  "token",
-  "*.token",
-  "authorization",
-  "*.authorization",
-  "*.headers",
-  "payload",
-  "*.payload",
-  "arguments",
-  "*.arguments",
-  "user_input",
-  "*.user_input",
-  "candidate.text",
-  "instruction",
-  "*.instruction",
-];
-
-/** Structured JSON logs (pino); correlation ids go in as fields, never payload content. */
-export function createLogger(service: string, level = process.env["LOG_LEVEL"] ?? "info"): Logger {
-  return pino({
-    level,
-    base: { service },
-    redact: { paths: LOG_REDACT_PATHS, censor: "[REDACTED]" },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
-}
 
 /** A logger that writes nothing (tests and library defaults). */
 export function silentLogger(): Logger {

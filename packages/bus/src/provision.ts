@@ -1,4 +1,5 @@
 import type { Names } from "@geode/contracts";
+import { ConfigError } from "@geode/env";
 import {
   type ConsumerConfig,
   type ConsumerInfo,
@@ -10,8 +11,7 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
-import { COMMON_ENV } from "./config.js";
-import { ConfigError } from "./env-spec.js";
+import { NATS_ENV } from "./nats-config.js";
 
 export interface StreamOptions {
   /** Stream replicas (a NATS cluster runs 3). Default `GEODE_STREAM_REPLICAS`, else 1. */
@@ -36,7 +36,7 @@ export const STREAM_DEFAULTS = {
  * streams, buckets and durable consumers alike. A bad value throws ConfigError naming it.
  */
 export function configuredReplicas(env: NodeJS.ProcessEnv = process.env): number {
-  return COMMON_ENV.parse({ GEODE_STREAM_REPLICAS: env["GEODE_STREAM_REPLICAS"] }).streamReplicas;
+  return NATS_ENV.parse({ GEODE_STREAM_REPLICAS: env["GEODE_STREAM_REPLICAS"] }).streamReplicas;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { type GeodeConfig, redactUrl } from "@geode/bus";
+import { redactUrl } from "@geode/bus";
 import {
   DEFAULT_PGLITE_DIR,
   openProjectionDb,
@@ -8,6 +8,7 @@ import {
   ProjectionUnavailableError,
   readLiveOwner,
 } from "@geode/projection";
+import type { GeodeConfig } from "@geode/service";
 import { findPlane } from "./plane-record.js";
 
 type Env = Record<string, string | undefined>;

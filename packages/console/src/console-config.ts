@@ -1,4 +1,5 @@
-import { checkHttpTimeouts, envSpec, envVar, type HttpTimeouts, httpTimeoutVars, read } from "@geode/bus";
+import { envSpec, envVar, read } from "@geode/env";
+import { checkHttpTimeouts, type HttpTimeouts, httpTimeoutVars } from "@geode/service";
 
 /**
  * A browser on the same machine sends its requests at once: 10 s for the headers and 30 s for a

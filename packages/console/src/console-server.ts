@@ -3,15 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  type GeodeConnection,
-  type HttpTimeouts,
-  httpServerOptions,
-  type Logger,
-  RuntimeEventBus,
-  repeatedHeader,
-  silentLogger,
-} from "@geode/bus";
+import { type GeodeConnection, type Logger, RuntimeEventBus, repeatedHeader, silentLogger } from "@geode/bus";
 import {
   type ConsoleLoginReply,
   ConsoleLoginRequestSchema,
@@ -19,6 +11,7 @@ import {
   type ConsoleMe,
 } from "@geode/contracts";
 import { createVerifyClient } from "@geode/runtime";
+import { type HttpTimeouts, httpServerOptions } from "@geode/service";
 import {
   AttemptStore,
   HandlerRegistrations,

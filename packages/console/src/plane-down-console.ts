@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { httpServerOptions } from "@geode/bus";
 import { ErrorCode } from "@geode/contracts";
+import { httpServerOptions } from "@geode/service";
 import { DEFAULT_CONSOLE_TIMEOUTS } from "./console-config.js";
 import { ApiError, sendError } from "./http-io.js";
 

@@ -1,12 +1,4 @@
-import {
-  DEFAULT_INVOKE_TIMEOUT_MS,
-  envSpec,
-  envVar,
-  type GeodeConnection,
-  RequestFailedError,
-  read,
-  requestJson,
-} from "@geode/bus";
+import { DEFAULT_INVOKE_TIMEOUT_MS, type GeodeConnection, RequestFailedError, requestJson } from "@geode/bus";
 import {
   type CorrelationInput,
   isResultRef,
@@ -17,6 +9,7 @@ import {
   type ToolExecuteReply,
   unresolvedResultReply,
 } from "@geode/contracts";
+import { envSpec, envVar, read } from "@geode/env";
 import { ReceiptStore, ResultRefError, ResultStore, type StoredReceipt, ToolStore } from "@geode/state";
 
 export interface ToolCall {

@@ -1,10 +1,4 @@
-import {
-  configuredResultInlineBytes,
-  type GeodeConnection,
-  type Logger,
-  type Responder,
-  serveRequests,
-} from "@geode/bus";
+import { type GeodeConnection, type Logger, type Responder, serveRequests } from "@geode/bus";
 import {
   type Correlation,
   CorrelationInputSchema,
@@ -15,6 +9,7 @@ import {
   ToolDefinitionSchema,
   ToolTerminalLeg,
 } from "@geode/contracts";
+import { configuredResultInlineBytes } from "@geode/service";
 import { ResultStore, ToolStore } from "@geode/state";
 
 /** What a tool returns: its result object and whether it is an error result. */

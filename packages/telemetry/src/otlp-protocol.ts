@@ -1,4 +1,4 @@
-import { COMMON_ENV } from "@geode/bus";
+import { COMMON_ENV } from "@geode/service";
 
 /** The OTLP protocols spans can be exported with (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
 export type OtlpProtocol = ReturnType<typeof COMMON_ENV.parse>["otlpProtocol"];

@@ -1,5 +1,6 @@
-import type { Logger, ServiceTelemetry } from "@geode/bus";
+import type { Logger } from "@geode/bus";
 import type { Names } from "@geode/contracts";
+import type { ServiceTelemetry } from "@geode/service";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { legTelemetry } from "./leg-telemetry.js";
 import { disableMetrics, enableMetrics } from "./metrics.js";

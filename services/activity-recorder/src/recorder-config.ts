@@ -1,4 +1,4 @@
-import { envSpec, envVar, read } from "@geode/bus";
+import { envSpec, envVar, read } from "@geode/env";
 import { DEFAULT_RUN_FILE_MAX_BYTES } from "./run-mirror.js";
 
 export const DEFAULT_BATCH_SIZE = 1_000;

@@ -1,4 +1,5 @@
-import { checkHttpTimeouts, envSpec, envVar, type HttpTimeouts, httpTimeoutVars, read } from "@geode/bus";
+import { envSpec, envVar, read } from "@geode/env";
+import { checkHttpTimeouts, type HttpTimeouts, httpTimeoutVars } from "@geode/service";
 
 /** The agent gateway's settings. */
 export interface GatewayConfig {

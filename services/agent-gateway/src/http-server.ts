@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { decodeJson, type HttpTimeouts, httpServerOptions, type Logger, repeatedHeader } from "@geode/bus";
+import { decodeJson, type Logger, repeatedHeader } from "@geode/bus";
 import {
   ErrorCode,
   GeodeError,
@@ -8,6 +8,7 @@ import {
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
 } from "@geode/contracts";
+import { type HttpTimeouts, httpServerOptions } from "@geode/service";
 import { newTraceContext, runInTrace, withSpan } from "@geode/telemetry";
 import { RefusedTokenLog } from "./refused-token-log.js";
 

@@ -1,4 +1,4 @@
-import { envSpec, envVar, read } from "@geode/bus";
+import { envSpec, envVar, read } from "@geode/env";
 
 /** The defaults of the mcp-bridge's limits (docs/operations.md, "Configuration"). */
 export const MCP_BRIDGE_DEFAULTS = {

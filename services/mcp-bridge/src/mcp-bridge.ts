@@ -1,11 +1,8 @@
 import {
-  configuredResultInlineBytes,
   type GeodeConnection,
   type Logger,
   type Responder,
-  type RunningService,
   RuntimeEventBus,
-  type ServiceHealth,
   serveRequests,
 } from "@geode/bus";
 import {
@@ -18,6 +15,7 @@ import {
   type Names,
   parseOrThrow,
 } from "@geode/contracts";
+import { configuredResultInlineBytes, type RunningService, type ServiceHealth } from "@geode/service";
 import { McpServerStore, type RecordWatch, ResultStore, ToolStore } from "@geode/state";
 import { MCP_BRIDGE_DEFAULTS, type McpBridgeLimits } from "./mcp-bridge-config.js";
 import { Upstream, upstreamError } from "./upstream.js";

@@ -1,5 +1,5 @@
 import { DEFAULT_AUDIT_KEY_FILE } from "@geode/audit";
-import { envSpec, envVar, read } from "@geode/bus";
+import { envSpec, envVar, read } from "@geode/env";
 
 /** At most one checkpoint per log this often, and only when the log grew (DESIGN section 20). */
 export const DEFAULT_CHECKPOINT_MS = 5_000;

@@ -5,12 +5,12 @@ import {
   ensureCheckpointStream,
   ensureEventStreams,
   type Logger,
-  type ServiceHealth,
   type StreamOptions,
   silentLogger,
 } from "@geode/bus";
 import { AUDIT_LOGS, type AuditHealth, type Names } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb, type RetryPolicy, redactDatabaseUrl } from "@geode/projection";
+import type { ServiceHealth } from "@geode/service";
 import { observe } from "@geode/telemetry";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";

@@ -1,4 +1,4 @@
-import type { GeodeConnection, Logger, RunningService, ServiceHealth } from "@geode/bus";
+import type { GeodeConnection, Logger } from "@geode/bus";
 import { type HookEnvelope, HookName, type Names } from "@geode/contracts";
 import {
   type CallerIdentity,
@@ -8,6 +8,7 @@ import {
   registeredToolApplies,
   schemaText,
 } from "@geode/policy";
+import type { RunningService, ServiceHealth } from "@geode/service";
 import {
   AgentStore,
   type HookAnswer,

@@ -1,4 +1,4 @@
-import { runService } from "@geode/bus";
+import { runService } from "@geode/service";
 import { serviceTelemetry } from "@geode/telemetry";
 import { startToolExecutor, TOOL_EXECUTOR_ENV } from "./index.js";
 

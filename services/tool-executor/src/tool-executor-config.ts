@@ -1,6 +1,7 @@
 import path from "node:path";
-import { envSpec, envVar, RESULT_STORE_DEFAULTS, read } from "@geode/bus";
+import { RESULT_STORE_DEFAULTS } from "@geode/bus";
 import { DEFAULT_RECEIPT_LEASE_MS, DEFAULT_RESULT_INLINE_BYTES } from "@geode/contracts";
+import { envSpec, envVar, read } from "@geode/env";
 
 const DEFAULT_TOOL_ROOT = ".geode/files";
 const DEFAULT_TOOL_TIMEOUT_MS = 300_000;

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import {
   AgentGroupSchema,
   AgentNameSchema,
@@ -10,6 +10,7 @@ import {
   sha256,
 } from "@geode/contracts";
 import { type AgentActivity, type AgentCheck, agentActivity } from "@geode/projection";
+import { loadConfig } from "@geode/service";
 import { AgentStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { openExistingProjection } from "../projection-from-env.js";

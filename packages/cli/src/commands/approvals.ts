@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig, serveRequests } from "@geode/bus";
+import { connectBus, serveRequests } from "@geode/bus";
 import {
   ApprovalLeg,
   type ApprovalReply,
@@ -8,6 +8,7 @@ import {
   names as buildNames,
   QueueGroup,
 } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { type CommandModule, intOption, UsageError } from "../command.js";
 
 function describe(req: ApprovalRequest): string {

@@ -9,9 +9,10 @@ import {
   parseCheckpoint,
   toBase64,
 } from "@geode/audit";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import { type AuditCheckpointMessage, names as buildNames, type Names } from "@geode/contracts";
 import { AuditTreeStore, type ProjectionDb } from "@geode/projection";
+import { loadConfig } from "@geode/service";
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type LogName, logsOption, oneLogOption } from "../audit/audit-options.js";
 import { readCheckpoints, readStoredLog } from "../audit/audit-tables.js";

@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { parseCheckpoint } from "@geode/audit";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { logsOption, verifierOption } from "../audit/audit-options.js";
 import { divergenceText, type LogVerdict, verifyLog } from "../audit/verify-log.js";

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "@geode/bus";
 import { sanitizeText } from "@geode/contracts";
 import { type AuditEntry, auditTrail } from "@geode/projection";
+import { loadConfig } from "@geode/service";
 import { type CommandModule, intOption } from "../command.js";
 import { printable } from "../printable.js";
 import { openExistingProjection } from "../projection-from-env.js";

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadConfig } from "@geode/bus";
 import { CODEX_EVENTS } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { parse } from "smol-toml";
 import type { CommandIO, CommandModule } from "../command.js";
 import { listCodexHooks } from "../connect/codex-app-server.js";

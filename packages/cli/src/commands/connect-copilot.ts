@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { loadConfig } from "@geode/bus";
 import { COPILOT_EVENTS } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import type { CommandIO, CommandModule } from "../command.js";
 import { writeMergedJson } from "../connect/config-file.js";
 import { parseConnectArgs } from "../connect/connect-args.js";

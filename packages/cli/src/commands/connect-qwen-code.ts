@@ -1,6 +1,6 @@
 import path from "node:path";
-import { loadConfig } from "@geode/bus";
 import { QWEN_CODE_EVENTS } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import type { CommandIO, CommandModule } from "../command.js";
 import { mergeHooks } from "../connect/claude-code-settings.js";
 import { writeMergedJson } from "../connect/config-file.js";

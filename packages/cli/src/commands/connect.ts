@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadConfig } from "@geode/bus";
 import { CLAUDE_CODE_EVENTS } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import type { CommandIO, CommandModule } from "../command.js";
 import {
   claudeCodeHooks,

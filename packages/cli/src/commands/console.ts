@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
-import { connectBus, createLogger, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
+import { connectBus, redactUrl } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
+import { createLogger, type GeodeConfig, loadConfig } from "@geode/service";
 import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
 import { noPlaneFound, openExistingProjection } from "../projection-from-env.js";
 

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import {
   type AddressKind,
   names as buildNames,
@@ -17,6 +17,7 @@ import {
   WebhookRecordSchema,
   webhookRegistration,
 } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { HandlerRegistrations, WebhookStore } from "@geode/state";
 import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";

@@ -1,4 +1,4 @@
-import { serveHealth } from "@geode/bus";
+import { serveHealth } from "@geode/service";
 import { useTestEnv } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import { runCliCaptured } from "../capture-io.js";

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import { names as buildNames, SERVICE_NAMES } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { type CommandModule, intOption } from "../command.js";
 import { renderTable } from "../render-table.js";
 import { probeHealth } from "../up/health-probe.js";

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { connectBus, createHookClient, loadConfig } from "@geode/bus";
+import { connectBus, createHookClient } from "@geode/bus";
 import { names as buildNames, type DispatchOutcome, HOOK_NAMES, type HookName } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { type CommandModule, intOption, UsageError } from "../command.js";
 import { renderTable } from "../render-table.js";
 import { readJsonOption } from "./json-option.js";

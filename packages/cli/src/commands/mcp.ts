@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { connectBus, type GeodeConnection, loadConfig, RequestFailedError, requestJson } from "@geode/bus";
+import { connectBus, type GeodeConnection, RequestFailedError, requestJson } from "@geode/bus";
 import {
   names as buildNames,
   HealthLeg,
@@ -10,6 +10,7 @@ import {
   type McpServerState,
   type ToolDefinition,
 } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { McpServerStore, ToolStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { operatorName } from "../operator-name.js";

@@ -1,13 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  ensureBucket,
-  ensureEventStreams,
-  ensureResultStore,
-  RuntimeEventBus,
-  serveHealth,
-} from "@geode/bus";
+import { ensureBucket, ensureEventStreams, ensureResultStore, RuntimeEventBus } from "@geode/bus";
 import { names as buildNames } from "@geode/contracts";
 import {
   decodeStreamMessage,
@@ -16,6 +10,7 @@ import {
   projectionNamespaces,
   writeBatch,
 } from "@geode/projection";
+import { serveHealth } from "@geode/service";
 import { useTestEnv } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliCaptured } from "../capture-io.js";

@@ -1,8 +1,9 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { connectBus, type GeodeConfig, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import { NAMESPACE_PATTERN } from "@geode/contracts";
 import { type ProjectionDb, projectionNamespaces } from "@geode/projection";
+import { type GeodeConfig, loadConfig } from "@geode/service";
 import { type CommandIO, type CommandModule, describeFailure, UsageError } from "../command.js";
 import { mergeNamespaces, natsNamespaces, openInventoryDb } from "../namespaces/namespace-inventory.js";
 import { liveServices, type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { connectBus, createHookClient, loadConfig } from "@geode/bus";
+import { connectBus, createHookClient } from "@geode/bus";
 import {
   type AgentKind,
   names as buildNames,
@@ -16,6 +16,7 @@ import {
   type PolicyTestResult,
   parsePolicyReason,
 } from "@geode/policy";
+import { loadConfig } from "@geode/service";
 import { AgentStore, HandlerRegistrations, leaseExpired, SessionStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { CommandIO } from "../command.js";

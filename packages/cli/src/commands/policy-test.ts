@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import {
   AgentKindSchema,
   names as buildNames,
@@ -23,6 +23,7 @@ import {
   policyTestResult,
   registeredToolApplies,
 } from "@geode/policy";
+import { loadConfig } from "@geode/service";
 import { AgentStore, PolicyStore, ToolStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { readJsonOption } from "./json-option.js";

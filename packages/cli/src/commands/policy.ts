@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import {
   names as buildNames,
   type PolicyMode,
@@ -16,6 +16,7 @@ import {
   policySetsInForce,
   schemaText,
 } from "@geode/policy";
+import { loadConfig } from "@geode/service";
 import { PolicyStore } from "@geode/state";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";
 import { operatorName } from "../operator-name.js";

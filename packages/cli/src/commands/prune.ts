@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "@geode/bus";
 import { RETENTION_DAYS } from "@geode/contracts";
 import { pruneExpired } from "@geode/projection";
+import { loadConfig } from "@geode/service";
 import type { CommandModule } from "../command.js";
 import { openExistingProjection } from "../projection-from-env.js";
 

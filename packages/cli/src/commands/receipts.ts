@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig, RuntimeEventBus } from "@geode/bus";
+import { connectBus, RuntimeEventBus } from "@geode/bus";
 import {
   names as buildNames,
   isReceiptRunning,
@@ -7,6 +7,7 @@ import {
   type Receipt,
   type ReceiptState,
 } from "@geode/contracts";
+import { loadConfig } from "@geode/service";
 import { ReceiptStore, resolveReceipt } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type CommandIO, type CommandModule, UsageError } from "../command.js";

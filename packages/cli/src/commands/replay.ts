@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { connectBus, type GeodeConfig, loadConfig, type NatsConnection, silentLogger } from "@geode/bus";
+import { connectBus, type NatsConnection, silentLogger } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
 import {
   describeDbError,
@@ -11,6 +11,7 @@ import {
   ProjectionUnavailableError,
   type StreamKind,
 } from "@geode/projection";
+import { type GeodeConfig, loadConfig } from "@geode/service";
 import {
   DeliverPolicy,
   JetStreamApiError,

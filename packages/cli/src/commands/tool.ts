@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { connectBus, loadConfig } from "@geode/bus";
+import { connectBus } from "@geode/bus";
 import { names as buildNames, type ToolExecuteReply } from "@geode/contracts";
 import { createToolClient } from "@geode/runtime";
+import { loadConfig } from "@geode/service";
 import { type CommandModule, intOption, UsageError } from "../command.js";
 import { readJsonOption } from "./json-option.js";
 

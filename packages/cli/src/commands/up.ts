@@ -1,5 +1,7 @@
 import { parseArgs } from "node:util";
-import { ConfigError, type GeodeConfig, loadConfig, redactUrl } from "@geode/bus";
+import { redactUrl } from "@geode/bus";
+import { ConfigError } from "@geode/env";
+import { type GeodeConfig, loadConfig } from "@geode/service";
 import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
 import { ensureAuditKey } from "../up/audit-key.js";
 import { ensureNats } from "../up/ensure-nats.js";

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { loadConfig } from "@geode/bus";
+import { loadConfig } from "@geode/service";
 import { parse } from "smol-toml";
 import { type CommandIO, UsageError } from "../command.js";
 import { hookEndpoint, type McpAgent } from "../commands/hook-shim.js";

@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { connectGeode, type GeodeConnection, loadConfig, NatsUnavailableError } from "@geode/bus";
+import { connectGeode, type GeodeConnection, NatsUnavailableError } from "@geode/bus";
 import { HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { loadConfig } from "@geode/service";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { natsNamespaces } from "../namespaces/namespace-inventory.js";

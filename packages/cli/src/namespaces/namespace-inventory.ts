@@ -1,6 +1,6 @@
-import type { GeodeConfig } from "@geode/bus";
 import { names as buildNames, NAMESPACE_PATTERN } from "@geode/contracts";
 import type { ProjectionDb } from "@geode/projection";
+import type { GeodeConfig } from "@geode/service";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { openExistingProjection } from "../projection-from-env.js";

@@ -1,6 +1,6 @@
 import path from "node:path";
-import type { GeodeConfig } from "@geode/bus";
 import { DEFAULT_PGLITE_DIR, redactDatabaseUrl, serveEmbeddedDatabase } from "@geode/projection";
+import type { GeodeConfig } from "@geode/service";
 import { recordPlane } from "../plane-record.js";
 
 /** The services that read or write the projection database. */

@@ -1,5 +1,6 @@
 import path from "node:path";
-import { type GeodeConfig, redactUrl } from "@geode/bus";
+import { redactUrl } from "@geode/bus";
+import type { GeodeConfig } from "@geode/service";
 import type { CommandIO } from "../command.js";
 import {
   findNatsServerBinary,

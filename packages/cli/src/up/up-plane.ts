@@ -1,12 +1,6 @@
-import {
-  connectBus,
-  type GeodeConfig,
-  type Responder,
-  redactUrl,
-  type ServiceHealth,
-  serveHealth,
-} from "@geode/bus";
+import { connectBus, type Responder, redactUrl } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
+import { type GeodeConfig, type ServiceHealth, serveHealth } from "@geode/service";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type CommandIO, describeFailure } from "../command.js";
 import { renderTable } from "../render-table.js";

@@ -1,12 +1,17 @@
+import {
+  assertReplicasFit,
+  type BusInterceptor,
+  connectBus,
+  type Logger,
+  type NatsConnection,
+  type Responder,
+  serveRequests,
+  useInterceptors,
+} from "@geode/bus";
 import { names as buildNames, HealthLeg, type HealthReply, type Names } from "@geode/contracts";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { ConfigError, type EnvSpec } from "@geode/env";
 import { type GeodeConfig, loadConfig } from "./config.js";
-import { connectBus } from "./connection.js";
-import { ConfigError, type EnvSpec } from "./env-spec.js";
-import { type BusInterceptor, useInterceptors } from "./interceptors.js";
-import { createLogger, type Logger } from "./logger.js";
-import { assertReplicasFit } from "./provision.js";
-import { type Responder, serveRequests } from "./responder.js";
+import { createLogger } from "./logger.js";
 import { supervisorGone } from "./supervisor-channel.js";
 
 export const GEODE_VERSION = "0.1.0";

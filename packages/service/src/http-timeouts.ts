@@ -1,5 +1,5 @@
 import type { ServerOptions } from "node:http";
-import { type EnvVar, envVar, read } from "./env-spec.js";
+import { type EnvVar, envVar, read } from "@geode/env";
 
 /**
  * How long an HTTP client may take, in ms: to send a request's headers, to send the whole request

@@ -14,6 +14,7 @@ import type { EnvSpec, EnvVarDoc } from "@geode/env";
 import { MCP_BRIDGE_ENV } from "@geode/mcp-bridge";
 import { NOTARY_ENV } from "@geode/notary";
 import { COMMON_ENV } from "@geode/service";
+import { TELEMETRY_ENV } from "@geode/telemetry";
 import { REPO_ROOT } from "@geode/testing";
 import { TOOL_EXECUTOR_ENV } from "@geode/tool-executor";
 import { replaceBlock } from "./doc-block.js";
@@ -25,6 +26,7 @@ const END = "<!-- end of configuration table -->";
 /** Every component's environment, the common one first. */
 export const ENV_SPECS: readonly EnvSpec<unknown>[] = [
   COMMON_ENV,
+  TELEMETRY_ENV,
   TOOL_EXECUTOR_ENV,
   RECORDER_ENV,
   GATEWAY_ENV,

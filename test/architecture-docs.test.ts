@@ -44,7 +44,12 @@ describe("the layer table of docs/architecture.md", () => {
     ]);
     // The service runtime sits on the bus and never reaches telemetry.
     const service = rows.find((l) => l.folders.includes("packages/service"));
-    expect(service?.imports).toEqual(["packages/bus", "packages/contracts", "packages/env", "packages/testing"]);
+    expect(service?.imports).toEqual([
+      "packages/bus",
+      "packages/contracts",
+      "packages/env",
+      "packages/testing",
+    ]);
   });
 
   it("follows a change of the rules: a folder the rule allows more shows it", () => {

@@ -1,7 +1,6 @@
 export {
   COMMON_ENV,
   configuredResultInlineBytes,
-  DEFAULT_METRICS_PORT,
   type GeodeConfig,
   loadConfig,
 } from "./config.js";

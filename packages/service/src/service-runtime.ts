@@ -80,13 +80,10 @@ export interface RunningService {
  * connects, so its first calls are counted; it never stops the service (what it cannot start, it
  * logs and leaves off).
  */
-export interface ServiceTelemetry {
-  start(service: {
-    name: string;
-    version: string;
-    config: GeodeConfig;
-    log: Logger;
-  }): Promise<StartedTelemetry>;
+export interface ServiceTelemetry<T = unknown> {
+  /** Its own settings, read with the service's (a bad value exits 2 as theirs does). */
+  readonly env: EnvSpec<T>;
+  start(service: { name: string; version: string; settings: T; log: Logger }): Promise<StartedTelemetry>;
 }
 
 export interface StartedTelemetry {
@@ -99,11 +96,11 @@ export interface StartedTelemetry {
 }
 
 /** What `runService` is told besides the service's start. */
-export interface RunServiceOptions<S> {
+export interface RunServiceOptions<S, T = unknown> {
   /** The service's own settings (`services/<name>/src/*-config.ts`). */
   env?: EnvSpec<S>;
   /** Its metrics and traces: `serviceTelemetry` of `@geode/telemetry`; none without. */
-  telemetry?: ServiceTelemetry;
+  telemetry?: ServiceTelemetry<T>;
 }
 
 /**
@@ -124,16 +121,18 @@ function exitOnStartFailure(log: Logger, err: unknown): never {
  * bad variable), connect, start, answer health, and drain on SIGTERM/SIGINT, or by itself when
  * the supervisor that started it with an IPC channel (`geode up`) is gone.
  */
-export async function runService<S = undefined>(
+export async function runService<S = undefined, T = unknown>(
   service: string,
-  options: RunServiceOptions<S>,
+  options: RunServiceOptions<S, T>,
   start: (ctx: ServiceContext<S>) => Promise<RunningService>,
 ): Promise<void> {
   let config: GeodeConfig;
   let settings: S;
+  let telemetrySettings: T | undefined;
   try {
     config = loadConfig();
     settings = options.env ? options.env.parse(process.env) : (undefined as S);
+    telemetrySettings = options.telemetry?.env.parse(process.env);
   } catch (err) {
     process.stderr.write(`${service}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     process.exit(2);
@@ -141,7 +140,12 @@ export async function runService<S = undefined>(
   // Watched from the start: a supervisor that dies while this process starts is noticed too.
   const supervisor = supervisorGone(config.shutdownTimeoutMs);
   const log = createLogger(service, config.logLevel);
-  const telemetry = await options.telemetry?.start({ name: service, version: GEODE_VERSION, config, log });
+  const telemetry = await options.telemetry?.start({
+    name: service,
+    version: GEODE_VERSION,
+    settings: telemetrySettings as T,
+    log,
+  });
   let nc: NatsConnection;
   try {
     nc = await connectBus(config, service);

@@ -5,6 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { legTelemetry } from "./leg-telemetry.js";
 import { disableMetrics, enableMetrics } from "./metrics.js";
 import { type MetricsServer, serveMetrics } from "./metrics-server.js";
+import { TELEMETRY_ENV, type TelemetryConfig } from "./telemetry-config.js";
 import { incomingTrace, outgoingTraceHeaders } from "./trace-interceptors.js";
 import { startTracing } from "./tracing-setup.js";
 
@@ -22,9 +23,10 @@ export function telemetryInterceptors(names: Names) {
  * `OTEL_EXPORTER_OTLP_ENDPOINT` started before the service connects, the interceptors on its
  * connection, `geode_nats_connected` from its status.
  */
-export const serviceTelemetry: ServiceTelemetry = {
-  async start({ name, version, config, log }) {
-    const server = await openMetrics(config.metricsPort, log);
+export const serviceTelemetry: ServiceTelemetry<TelemetryConfig> = {
+  env: TELEMETRY_ENV,
+  async start({ name, version, settings, log }) {
+    const server = await openMetrics(settings.metricsPort, log);
     const stopTracing = await startTracing(name, version);
     return {
       metricsUrl: server?.url ?? null,

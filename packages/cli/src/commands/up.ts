@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
 import { redactUrl } from "@geode/bus";
 import { ConfigError } from "@geode/env";
-import { type GeodeConfig, loadConfig } from "@geode/service";
+import { loadConfig } from "@geode/service";
+import { TELEMETRY_ENV } from "@geode/telemetry";
 import { type CommandIO, type CommandModule, intOption, UsageError } from "../command.js";
 import { ensureAuditKey } from "../up/audit-key.js";
 import { ensureNats } from "../up/ensure-nats.js";
@@ -11,6 +12,7 @@ import {
   connectPlane,
   createPlane,
   openDatabase,
+  type PlaneConfig,
   printReady,
   reportStartFailure,
   spawnServices,
@@ -37,9 +39,10 @@ function parseUpOptions(args: string[]): UpOptions {
   };
 }
 
-function readConfig(io: CommandIO): GeodeConfig | number {
+function readConfig(io: CommandIO): PlaneConfig | number {
   try {
-    return loadConfig(io.env);
+    // The services' telemetry settings too: `geode up` hands each its metrics port.
+    return { ...loadConfig(io.env), ...TELEMETRY_ENV.parse(io.env) };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     io.err(`geode up: ${err.message}\n`);

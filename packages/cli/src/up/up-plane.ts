@@ -1,6 +1,7 @@
 import { connectBus, type Responder, redactUrl } from "@geode/bus";
 import { names as buildNames, type Names } from "@geode/contracts";
 import { type GeodeConfig, type ServiceHealth, serveHealth } from "@geode/service";
+import type { TelemetryConfig } from "@geode/telemetry";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type CommandIO, describeFailure } from "../command.js";
 import { renderTable } from "../render-table.js";
@@ -19,7 +20,7 @@ const RECOVERY_PROBE_MS = 250;
 
 /** Everything `geode up` runs, for the steps that start, watch and stop it. */
 export interface UpPlane {
-  readonly config: GeodeConfig;
+  readonly config: PlaneConfig;
   readonly names: Names;
   readonly nats: NatsPlan;
   readonly io: CommandIO;
@@ -36,7 +37,10 @@ export interface UpPlane {
   recoveryTimer: ReturnType<typeof setInterval> | undefined;
 }
 
-export function createPlane(config: GeodeConfig, nats: NatsPlan, io: CommandIO): UpPlane {
+/** What `geode up` reads: the common environment and the port its services' metrics start at. */
+export type PlaneConfig = GeodeConfig & Pick<TelemetryConfig, "metricsPort">;
+
+export function createPlane(config: PlaneConfig, nats: NatsPlan, io: CommandIO): UpPlane {
   return {
     config,
     names: buildNames(config.namespace),

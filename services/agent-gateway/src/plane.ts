@@ -103,20 +103,33 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     AgentStore.open(conn),
   ]);
   const client = createHookClient(nc, n);
-  // Every request to the plane sends the queued records first: they reach their streams before
+  // Every request the plane makes sends the queued records first: they reach their streams before
   // the step that follows them.
-  const hooks: HookClient = {
-    invoke(hook, payload, correlation, callOptions = {}) {
-      events.sendQueued();
-      return client.invoke(hook, payload, correlation, { timeoutMs: options.hookTimeoutMs, ...callOptions });
+  const calls = sendingQueuedFirst(events, {
+    invoke: ((hook, payload, correlation, callOptions = {}) =>
+      client.invoke(hook, payload, correlation, {
+        timeoutMs: options.hookTimeoutMs,
+        ...callOptions,
+      })) as HookClient["invoke"],
+    finalize: (request: VerifyFinalizeRequest, callOptions: CallOptions = {}) =>
+      requestJson(nc, n.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
+        timeoutMs: options.verifyTimeoutMs,
+        signal: callOptions.signal,
+        reply: VerifyFinalizeLeg.reply,
+      }),
+    approve: (request: ApprovalRequest, o: { timeoutMs: number; signal?: AbortSignal | undefined }) =>
+      requestApproval(conn, request, o),
+    mutateSession: (id: string, update: Parameters<SessionStore["mutate"]>[1]) => sessions.mutate(id, update),
+    endSession: (...a: Parameters<SessionStore["end"]>) => sessions.end(...a),
+    createSession: (...a: Parameters<SessionStore["create"]>) => sessions.create(...a),
+    openRun: async (runId: string) => {
+      await runs.open(runId);
     },
-  };
-  const flushed =
-    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
-    (...a: A): Promise<R> => {
-      events.sendQueued();
-      return f(...a);
-    };
+    closeRun: async (runId: string) => {
+      await runs.close(runId);
+    },
+  });
+  const hooks: HookClient = { invoke: calls.invoke };
   const emit: Plane["emit"] = (event, payload, correlation, id) => {
     void events.emit(event, payload, correlation, id === undefined ? {} : { id });
   };
@@ -135,18 +148,8 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
       });
     },
 
-    finalize(request, callOptions = {}) {
-      events.sendQueued();
-      return requestJson(nc, n.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
-        timeoutMs: options.verifyTimeoutMs,
-        signal: callOptions.signal,
-        reply: VerifyFinalizeLeg.reply,
-      });
-    },
-
-    approve: flushed((request: ApprovalRequest, o: { timeoutMs: number; signal?: AbortSignal | undefined }) =>
-      requestApproval(conn, request, o),
-    ),
+    finalize: calls.finalize,
+    approve: calls.approve,
     approvalTimeoutMs: options.approvalTimeoutMs,
 
     lifecycle: {
@@ -155,32 +158,36 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
         emit: (event, payload, correlation, o) => emit(event, payload, correlation, o?.id),
         timeline: (kind, payload, correlation, o) => timeline(kind, payload, correlation, o?.id),
       },
-      sessions: {
-        mutate: flushed((id: string, update: Parameters<SessionStore["mutate"]>[1]) =>
-          sessions.mutate(id, update),
-        ),
-        end: flushed((...a: Parameters<SessionStore["end"]>) => sessions.end(...a)),
-        create: flushed((...a: Parameters<SessionStore["create"]>) => sessions.create(...a)),
-      },
+      sessions: { mutate: calls.mutateSession, end: calls.endSession, create: calls.createSession },
     },
 
     emit,
     timeline,
-
-    async openRun(runId) {
-      events.sendQueued();
-      await runs.open(runId);
-    },
-
-    async closeRun(runId) {
-      events.sendQueued();
-      await runs.close(runId);
-    },
+    openRun: calls.openRun,
+    closeRun: calls.closeRun,
 
     ...agentDirectory(agents, log),
 
     connected: connectionState(nc),
   };
+}
+
+/**
+ * The plane's one interceptor: each of `calls` sends the records `events` holds queued before it
+ * makes its request, so an event reaches its stream before the step it precedes (see `emit`).
+ */
+function sendingQueuedFirst<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
+  events: RuntimeEventBus,
+  calls: T,
+): T {
+  const wrapped = Object.entries(calls).map(([name, call]) => [
+    name,
+    (...args: never[]) => {
+      events.sendQueued();
+      return call(...args);
+    },
+  ]);
+  return Object.fromEntries(wrapped) as T;
 }
 
 /** Whether the connection is up now: false from a disconnect until the reconnect, and once closed. */

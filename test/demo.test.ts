@@ -101,7 +101,10 @@ describe("geode demo", () => {
 
   it("says so when its audit does not verify, and then fails", () => {
     expect(demoPassed(result)).toBe(true);
-    const failed = { ...result, audit: { status: "failed", message: `geode/${env.ns}/events: modified: seq 3` } };
+    const failed = {
+      ...result,
+      audit: { status: "failed", message: `geode/${env.ns}/events: modified: seq 3` },
+    };
     expect(renderSummary(failed as DemoResult)).toContain(
       `  audit: DOES NOT VERIFY: geode/${env.ns}/events: modified: seq 3\n`,
     );

@@ -47,7 +47,7 @@ export async function recomputeTree(
 }
 
 /** What `geode audit verify --json` reports of one log. */
-export interface VerifiedLog {
+interface VerifiedLog {
   log: AuditLogName;
   leaves: number;
   checkpoint_size: number;

@@ -8,7 +8,7 @@ import { readCheckpoints, readStoredLog } from "../audit/audit-tables.js";
 import { divergenceText, verifyLog } from "../audit/verify-log.js";
 
 /** One log of the demo's run as `geode audit verify` found it. */
-export interface DemoAuditLog {
+interface DemoAuditLog {
   origin: string;
   leaves: number;
   /** The size of the latest signed checkpoint checked. */

@@ -21,6 +21,7 @@ import {
   startAnthropicStandIn,
   type Turn,
 } from "./claude-code-support.js";
+import { startTestNotary } from "./notary-support.js";
 
 const plane = useAgentPlane("claude");
 const { env, cleanups } = plane;
@@ -344,6 +345,22 @@ describe("Claude Code governed through the agent gateway", () => {
       } finally {
         await db.end();
       }
+    },
+  );
+
+  // Last, so it covers every session of the file: the notary, started now, reads both logs from
+  // their first message.
+  it(
+    "the file's whole run verifies clean: geode audit verify --projection over every session",
+    CLI,
+    async () => {
+      await plane.scope().serve(HookName.PreToolUse, { name: "audit-tools" }, () => null);
+      const { run } = await session([bash("echo audited"), { text: "Done." }]);
+      expect(run.code, run.stderr.slice(-1500)).toBe(0);
+      const notary = await startTestNotary(env());
+      cleanups.push(() => notary.stop());
+      const logs = await notary.expectVerifiesClean({ projection: true });
+      for (const l of logs) expect(l.leaves, l.log).toBeGreaterThan(0);
     },
   );
 });

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import type { CommandModule } from "../command.js";
 import { renderSummary } from "../demo/render-summary.js";
-import { runDemo } from "../demo/run-demo.js";
+import { demoPassed, runDemo } from "../demo/run-demo.js";
 
 export const demoCommand: CommandModule = {
   async run(args, io) {
@@ -20,7 +20,6 @@ export const demoCommand: CommandModule = {
       progress: values.quiet ? () => undefined : (line) => io.err(`  ${line}\n`),
     });
     io.out(renderSummary(result));
-    const allRan = result.surfaces.every((s) => s.calls > 0);
-    return allRan && result.postgresRows === result.jsonlRows && result.writeExecutions === 1 ? 0 : 1;
+    return demoPassed(result) ? 0 : 1;
   },
 };

@@ -1,4 +1,5 @@
 import { renderTable } from "../render-table.js";
+import { auditLine } from "./demo-audit.js";
 import type { DemoResult } from "./run-demo.js";
 
 /** The demo's closing summary, for people. */
@@ -28,6 +29,7 @@ export function renderSummary(r: DemoResult): string {
     `  Postgres (${r.database}) activity rows of run ${s.runId}: ${r.postgresRows}`,
     `  ${r.jsonlFile}: ${r.jsonlRows} rows${r.postgresRows === r.jsonlRows ? " (equal)" : " (DIFFERENT)"}`,
     `  fs.write executed ${r.writeExecutions} time(s); its retry was ${s.retry.status} from the receipt`,
+    `  ${auditLine(r.audit)}`,
     `  finished in ${r.seconds.toFixed(1)} s`,
     "",
     ...lookNext(r),
@@ -54,6 +56,7 @@ function lookNext(r: DemoResult): string[] {
     "Look next",
     `  ${env} pnpm geode events tail --from-seq 1   # the events, one line each`,
     `  ${env} pnpm geode replay --rebuild           # rebuild the projection from the streams`,
+    `  ${env} pnpm geode audit verify --projection  # check the run's record is whole and unchanged`,
     `  ${env} pnpm geode receipts ls                # the durable admission receipts`,
     `  pnpm geode ns rm ${ns} --yes                   # remove it when done`,
   ];

@@ -2,13 +2,19 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { connectGeode, type GeodeConnection, NatsUnavailableError } from "@geode/bus";
-import { HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
-import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
+import {
+  openProjectionDb,
+  type ProjectionDb,
+  type ServedEmbeddedDatabase,
+  serveEmbeddedDatabase,
+} from "@geode/projection";
 import { loadConfig } from "@geode/service";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { natsNamespaces } from "../namespaces/namespace-inventory.js";
 import { type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";
+import { ensureAuditKey } from "../up/audit-key.js";
 import { probeHealth } from "../up/health-probe.js";
 import {
   findNatsServerBinary,
@@ -25,10 +31,15 @@ import {
   type ServiceProcess,
   spawnServiceProcess,
 } from "../up/service-processes.js";
+import { awaitCheckpoints, type DemoAudit, verifyDemoAudit } from "./demo-audit.js";
 import { type DemoSessionResult, parseDemoResult } from "./demo-result.js";
 
 const DEFAULT_NATS_PORT = 4222;
 const DEFAULT_NATS_URL = `nats://127.0.0.1:${DEFAULT_NATS_PORT}`;
+/** The demo's notary signs this often, so its checkpoint covers the run soon after the session. */
+const DEMO_CHECKPOINT_MS = "500";
+/** How long the demo waits for the notary's checkpoints to cover the run. */
+const CHECKPOINT_WAIT_MS = 30_000;
 const JOIN_POINTS = ["tool_request", "tool_execution", "llm_request", "llm_execution"] as const;
 /** The example handlers and the remote tool, each in its own process. */
 const HANDLER_SCRIPTS = [
@@ -77,6 +88,8 @@ export interface DemoResult {
   jsonlFile: string;
   /** `tool_exec_started` rows of the mutation's operation: the replay must not add one. */
   writeExecutions: number;
+  /** The run's audit logs checked as `geode audit verify --projection` checks them. */
+  audit: DemoAudit;
   /** What was removed at the end (undefined when the namespace was kept). */
   removed: NamespaceRemoval | undefined;
   seconds: number;
@@ -219,7 +232,27 @@ interface DemoContext {
   baseEnv: NodeJS.ProcessEnv;
   progress: (line: string) => void;
   keep: boolean;
+  /** The notary's key file, or why the demo runs no notary. */
+  audit: { keyFile: string } | { skipped: string };
   t0: number;
+}
+
+/**
+ * The notary signs with `geode up`'s key (GEODE_AUDIT_KEY_FILE, default `.geode/audit.key`, made
+ * when missing), so a kept demo verifies later with a plain `geode audit verify`. Connected with
+ * credentials, the demo runs no notary: its processes all connect as that one user, and only the
+ * notary's own user may publish checkpoints.
+ */
+function demoAuditPlan(ctx: DemoContext): DemoContext["audit"] {
+  const auth = natsAuth(ctx.baseEnv);
+  if (auth.user !== undefined || auth.token !== undefined)
+    return {
+      skipped: `the demo connects to NATS as ${auth.user ?? "a token's user"}, and only the notary's own NATS user may publish checkpoints`,
+    };
+  const key = ensureAuditKey(ctx.baseEnv);
+  if (key.madeVerifierKey !== undefined)
+    ctx.progress(`made the audit signing key ${key.file}; its verifier key: ${key.madeVerifierKey}`);
+  return { keyFile: key.file };
 }
 
 function demoContext(options: DemoOptions): DemoContext {
@@ -233,12 +266,16 @@ function demoContext(options: DemoOptions): DemoContext {
     baseEnv,
     progress: options.progress ?? (() => undefined),
     keep: options.keep ?? false,
+    audit: { skipped: "not started" },
     t0: Date.now(),
   };
 }
 
-/** The environment of every process of the demo: its NATS, namespace, database and examples. */
-function demoEnv(ctx: DemoContext, natsUrl: string): NodeJS.ProcessEnv {
+/**
+ * The environment of every process of the demo: its NATS, namespace, database (`databaseUrl`, the
+ * embedded one served here when DATABASE_URL is unset), examples and the notary's key.
+ */
+function demoEnv(ctx: DemoContext, natsUrl: string, databaseUrl: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...ctx.baseEnv,
     NATS_URL: natsUrl,
@@ -247,16 +284,19 @@ function demoEnv(ctx: DemoContext, natsUrl: string): NodeJS.ProcessEnv {
     GEODE_TOOL_ROOT: path.resolve(".geode/demo-files"),
     GEODE_TOOL_MIDDLEWARE: demoExampleModule(path.join(REPO_ROOT, "examples/demo/tool-middleware.ts")),
     GEODE_APPROVAL_TIMEOUT_MS: "10000",
+    GEODE_AUDIT_CHECKPOINT_MS: DEMO_CHECKPOINT_MS,
     LOG_LEVEL: ctx.baseEnv["LOG_LEVEL"] ?? "warn",
+    DATABASE_URL: databaseUrl,
   };
-  if (ctx.databaseUrl) env["DATABASE_URL"] = ctx.databaseUrl;
-  else delete env["DATABASE_URL"];
+  if ("keyFile" in ctx.audit) env["GEODE_AUDIT_KEY_FILE"] = ctx.audit.keyFile;
   return env;
 }
 
 /** The processes a demo started, stopped at its end whatever happened. */
 interface DemoProcesses {
   nats: NatsServerProcess | undefined;
+  /** The embedded PGlite served to the services (DATABASE_URL unset): they all share it. */
+  database: ServedEmbeddedDatabase | undefined;
   services: ServiceProcess[];
   examples: ChildProcess[];
 }
@@ -273,13 +313,15 @@ export function demoMetricsPort(env: NodeJS.ProcessEnv, i: number): string {
 }
 
 /**
- * The plane's services but the agent gateway and the notary: the scripted session is the demo's
- * runtime, and the gateway's HTTP port may already be bound by a running `geode up`; the notary
- * signs with a key the demo does not hold (and its processes connect as the operator, who may not
- * publish checkpoints).
+ * The plane's services but the agent gateway (the scripted session is the demo's runtime, and the
+ * gateway's HTTP port may already be bound by a running `geode up`), and the notary only when the
+ * demo has its key.
  */
-function startServices(procs: DemoProcesses, env: NodeJS.ProcessEnv, progress: (line: string) => void): void {
-  const services = discoverServices().filter((d) => d.name !== "agent-gateway" && d.name !== "notary");
+function startServices(procs: DemoProcesses, env: NodeJS.ProcessEnv, ctx: DemoContext): void {
+  const { progress } = ctx;
+  const services = discoverServices().filter(
+    (d) => d.name !== "agent-gateway" && (d.name !== "notary" || "keyFile" in ctx.audit),
+  );
   for (const [i, s] of services.entries()) {
     const serviceEnv = { ...env, GEODE_METRICS_PORT: demoMetricsPort(env, i) };
     const proc = spawnServiceProcess(s, serviceEnv, (name, line) => progress(`[${name}] ${line}`));
@@ -321,11 +363,13 @@ async function waitForRecorder(conn: GeodeConnection): Promise<void> {
   }
 }
 
-/** Examples first, then the services in reverse; then the NATS the demo started, if any. */
-async function stopProcesses(procs: DemoProcesses, stopNats: boolean): Promise<void> {
-  for (const c of procs.examples) await stopChild(c).catch(() => undefined);
-  for (const s of [...procs.services].reverse()) await stopChild(s.child).catch(() => undefined);
-  if (stopNats) await procs.nats?.stop();
+/** Examples first, then the services in reverse; at the end the database and NATS the demo started. */
+async function stopProcesses(procs: DemoProcesses, end: boolean): Promise<void> {
+  for (const c of procs.examples.splice(0)) await stopChild(c).catch(() => undefined);
+  for (const s of procs.services.splice(0).reverse()) await stopChild(s.child).catch(() => undefined);
+  if (!end) return;
+  await procs.database?.close().catch(() => undefined);
+  await procs.nats?.stop();
 }
 
 /** The session against the running plane: handlers up, the story played, the recorder caught up. */
@@ -350,23 +394,78 @@ async function playSession(ctx: DemoContext, env: NodeJS.ProcessEnv, procs: Demo
 }
 
 /**
+ * The projection database of the demo: DATABASE_URL, or the embedded PGlite in `.geode/pgdata`
+ * served on loopback for the run, so the recorder, the notary and the demo itself share it (as
+ * under `geode up`: no second process opens the folder).
+ */
+async function demoDatabase(ctx: DemoContext, procs: DemoProcesses): Promise<string> {
+  if (ctx.databaseUrl) return ctx.databaseUrl;
+  procs.database = await serveEmbeddedDatabase({ dir: ctx.pgliteDir, command: "geode demo" });
+  return procs.database.url;
+}
+
+/** A NATS connection of the demo itself, for `use`. */
+async function withNats<T>(ctx: DemoContext, natsUrl: string, use: (nc: NatsConnection) => Promise<T>) {
+  const nc = await connect({ servers: natsUrl.split(",").map((u) => u.trim()), ...natsAuth(ctx.baseEnv) });
+  try {
+    return await use(nc);
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * The run's audit (DESIGN section 20): once the notary's checkpoints cover both logs, the services
+ * stop (nothing more is appended) and the logs are verified as `geode audit verify --projection`
+ * verifies them.
+ */
+async function auditRun(
+  ctx: DemoContext,
+  procs: DemoProcesses,
+  natsUrl: string,
+  projection: ProjectionDb,
+): Promise<DemoAudit> {
+  const plan = ctx.audit;
+  if (!("keyFile" in plan)) {
+    await stopProcesses(procs, false);
+    return { status: "skipped", reason: plan.skipped };
+  }
+  const names = buildNames(ctx.ns);
+  ctx.progress("waiting for the notary to sign a checkpoint of the run");
+  const short = await withNats(ctx, natsUrl, (nc) =>
+    awaitCheckpoints({ nc, names, projection, timeoutMs: CHECKPOINT_WAIT_MS }),
+  );
+  await stopProcesses(procs, false);
+  if (short !== undefined) return { status: "failed", message: short };
+  ctx.progress("verifying the run's audit logs (geode audit verify --projection)");
+  return withNats(ctx, natsUrl, (nc) => verifyDemoAudit({ nc, names, projection, keyFile: plan.keyFile }));
+}
+
+/**
  * Runs the whole demo: the plane's services (all but the agent gateway) and the example handlers
- * as processes, the scripted session, then the audit read back from the Postgres projection and
- * the run's events.jsonl; at the end its namespace is removed unless `keep`.
+ * as processes, the scripted session, the run's audit logs verified, then the audit read back
+ * from the Postgres projection and the run's events.jsonl; at the end its namespace is removed
+ * unless `keep`.
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const ctx = demoContext(options);
-  const procs: DemoProcesses = { nats: undefined, services: [], examples: [] };
+  const procs: DemoProcesses = { nats: undefined, database: undefined, services: [], examples: [] };
   try {
     const nats = await demoNats(ctx.natsSet, ctx.baseEnv, ctx.progress);
     procs.nats = nats.server;
-    const env = demoEnv(ctx, nats.url);
+    ctx.audit = demoAuditPlan(ctx);
+    const databaseUrl = await demoDatabase(ctx, procs);
+    const env = demoEnv(ctx, nats.url, databaseUrl);
     ctx.progress(`namespace ${ctx.ns}; starting the services`);
-    startServices(procs, env, ctx.progress);
+    startServices(procs, env, ctx);
     const session = await playSession(ctx, env, procs, nats.url);
-    // Stop the services before reading the projection: an embedded PGlite has one owner at a time.
-    await stopProcesses(procs, false);
-    return await readBack(ctx, nats.url, session);
+    const projection = await openProjectionDb({ ns: ctx.ns, databaseUrl, command: "geode demo" });
+    try {
+      const audit = await auditRun(ctx, procs, nats.url, projection);
+      return await readBack(ctx, nats.url, session, projection, audit);
+    } finally {
+      await projection.close();
+    }
   } finally {
     await stopProcesses(procs, true);
   }
@@ -430,40 +529,48 @@ function jsonlRowCount(file: string): number {
 
 /** Removes the demo's namespace (streams, buckets, schema, run files) through the open projection. */
 async function removeDemoNamespace(ctx: DemoContext, natsUrl: string, projection: ProjectionDb) {
-  const nc = await connect({ servers: natsUrl.split(",").map((u) => u.trim()), ...natsAuth(ctx.baseEnv) });
-  try {
+  return withNats(ctx, natsUrl, async (nc) => {
     const removal = await removeNamespace({ nc, ns: ctx.ns, db: projection, runsDir: ctx.runsDir });
     ctx.progress(`removed namespace ${ctx.ns} (geode demo --keep keeps it)`);
     return removal;
-  } finally {
-    await nc.close();
-  }
+  });
 }
 
 /** The audit from the projection and the run's JSONL; then the namespace goes, unless kept. */
-async function readBack(ctx: DemoContext, natsUrl: string, session: DemoSessionResult): Promise<DemoResult> {
-  const { ns, databaseUrl, pgliteDir } = ctx;
-  const projection = await openProjectionDb({ ns, databaseUrl, pgliteDir, command: "geode demo" });
-  try {
-    const jsonlFile = path.join(ctx.runsDir, session.runId, "events.jsonl");
-    const result: DemoResult = {
-      namespace: ns,
-      natsUrl,
-      database: projection.kind,
-      session,
-      surfaces: await auditSurfaces(projection.db, session.runId),
-      ...(await activityCounts(projection.db, session.runId)),
-      jsonlRows: jsonlRowCount(jsonlFile),
-      jsonlFile,
-      removed: undefined,
-      seconds: 0,
-    };
-    if (!ctx.keep) result.removed = await removeDemoNamespace(ctx, natsUrl, projection);
-    result.seconds = (Date.now() - ctx.t0) / 1000;
-    return result;
-  } finally {
-    await projection.close();
-  }
+async function readBack(
+  ctx: DemoContext,
+  natsUrl: string,
+  session: DemoSessionResult,
+  projection: ProjectionDb,
+  audit: DemoAudit,
+): Promise<DemoResult> {
+  const jsonlFile = path.join(ctx.runsDir, session.runId, "events.jsonl");
+  const result: DemoResult = {
+    namespace: ctx.ns,
+    natsUrl,
+    database: ctx.databaseUrl ? "postgres" : "pglite",
+    session,
+    surfaces: await auditSurfaces(projection.db, session.runId),
+    ...(await activityCounts(projection.db, session.runId)),
+    jsonlRows: jsonlRowCount(jsonlFile),
+    jsonlFile,
+    audit,
+    removed: undefined,
+    seconds: 0,
+  };
+  if (!ctx.keep) result.removed = await removeDemoNamespace(ctx, natsUrl, projection);
+  result.seconds = (Date.now() - ctx.t0) / 1000;
+  return result;
+}
+
+/**
+ * Whether the demo showed what it promises: every hook and join point ran, Postgres and the JSONL
+ * hold the same rows, the retried write ran once, and the audit did not fail to verify.
+ */
+export function demoPassed(r: DemoResult): boolean {
+  const allRan = r.surfaces.every((s) => s.calls > 0);
+  const recorded = r.postgresRows === r.jsonlRows && r.writeExecutions === 1;
+  return allRan && recorded && r.audit.status !== "failed";
 }
 
 /** Removes what a kept demo left in NATS and on disk (tests that ran it with `keep`). */

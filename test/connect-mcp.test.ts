@@ -11,13 +11,13 @@ import path from "node:path";
 import { runCliCaptured } from "@geode/cli/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { scratchFolders } from "./agent-process-support.js";
+import { startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 import { runClaude, scratch, startAnthropicStandIn } from "./claude-code-support.js";
 import { providerConfig, runCodex, startResponsesStandIn } from "./codex-support.js";
 import { runCopilot, startChatStandIn } from "./copilot-support.js";
 import { geminiScratch, runGemini, startGeminiStandIn, trustFolder } from "./gemini-support.js";
 import { opencodeScratch, runOpencode } from "./opencode-support.js";
 import { qwenScratch, runQwen, startQwenStandIn } from "./qwen-code-support.js";
-import { startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 
 const TOKEN = "agent-token-connect-mcp-0123456789";
 const TOOL = "standin_echo";

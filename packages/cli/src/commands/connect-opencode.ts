@@ -37,7 +37,8 @@ interface Options {
 
 const GUARDED = OPENCODE_EVENTS.filter((e) => e.guards);
 
-const installDirs = (o: Options, env: NodeJS.ProcessEnv): string[] => startInstallDirs(o.file, o.managed, env);
+const installDirs = (o: Options, env: NodeJS.ProcessEnv): string[] =>
+  startInstallDirs(o.file, o.managed, env);
 
 /** The folder a project config belongs to (`x/.opencode/opencode.json` and `x/opencode.json`: `x`). */
 const projectOf = (file: string): string => {

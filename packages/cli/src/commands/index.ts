@@ -314,8 +314,7 @@ export const COMMANDS: CommandSpec[] = [
       "print (or --write into a Qwen Code settings file; --system: its system settings) the Qwen Code hooks that go through the agent gateway; --check proves Qwen Code runs them",
     usage:
       "geode connect qwen-code [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check]",
-    load: async () =>
-      withMcp("qwen-code", (await import("./connect-qwen-code.js")).connectQwenCodeCommand),
+    load: async () => withMcp("qwen-code", (await import("./connect-qwen-code.js")).connectQwenCodeCommand),
   },
   {
     path: ["connect", "opencode"],

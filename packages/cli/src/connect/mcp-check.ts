@@ -88,7 +88,10 @@ const GEMINI_BUILT_INS = new Set([
 /** Whether `glob` (`*` any run of characters, `?` one) matches all of `name`. */
 const globMatches = (glob: string, name: string): boolean =>
   new RegExp(
-    `^${glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`,
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
   ).test(name);
 
 /** The value of the last key of `rules` whose glob matches `name` (opencode's rule order), if any. */
@@ -221,7 +224,8 @@ const SPECS: Record<McpAgent, AgentSpec> = {
       const entry = obj(obj(root["mcpServers"])?.[SERVER]);
       if (!entry) return { problem: noServer(file, "qwen-code") };
       const mcp = obj(root["mcp"]);
-      const listed = (list: unknown) => Array.isArray(list) && list.some((g) => globMatches(String(g), SERVER));
+      const listed = (list: unknown) =>
+        Array.isArray(list) && list.some((g) => globMatches(String(g), SERVER));
       if (listed(mcp?.["excluded"]))
         return { problem: `${file}: mcp.excluded holds geode: Qwen Code does not start it` };
       if (Array.isArray(mcp?.["allowed"]) && !listed(mcp["allowed"]))
@@ -282,9 +286,11 @@ const SPECS: Record<McpAgent, AgentSpec> = {
             : rule(t) === "deny"
               ? "denied by a permission rule"
               : asks(t)
-                ? 'a permission rule says "ask", which opencode run refuses'
+                ? 'under a permission rule "ask", which opencode run refuses'
                 : null,
-        notes: ['no permission rule says "ask": opencode runs the gateway\'s tools without asking, the gateway decides'],
+        notes: [
+          'no permission rule says "ask": opencode runs the gateway\'s tools without asking, the gateway decides',
+        ],
       };
     },
   },

@@ -269,7 +269,19 @@ describe("geode connect <agent> --mcp", () => {
     expect(run.code, run.stderr).toBe(0);
     expectListedWithToken(mcp.calls);
     expect(api.requests[0]?.raw).toContain(`geode_${TOOL}`);
-  }, 120_000);
+    // --pure drops plugins, not MCP servers: the gateway's tools are still offered.
+    const listedBefore = mcp.calls.filter((c) => c.method === "tools/list").length;
+    const pure = await runOpencode({
+      prompt: "Say done.",
+      home: dirs.home,
+      cwd: dirs.work,
+      env: { GEODE_AGENT_TOKEN: TOKEN },
+      args: ["--pure"],
+    });
+    expect(pure.code, pure.stderr).toBe(0);
+    expect(mcp.calls.filter((c) => c.method === "tools/list").length).toBeGreaterThan(listedBefore);
+    expect(api.requests.at(-1)?.raw).toContain(`geode_${TOOL}`);
+  }, 180_000);
 
   it("refuses a config it cannot keep, writing nothing", async () => {
     const dirs = scratchFolders("mcp-bad");

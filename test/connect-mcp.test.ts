@@ -242,7 +242,23 @@ describe("geode connect <agent> --mcp", () => {
     expect(run.code, run.stderr).toBe(0);
     expectListedWithToken(mcp.calls);
     expect(api.requests[0]?.raw).toContain(`mcp__geode__${TOOL}`);
-  }, 120_000);
+    // --bare and --safe-mode start no MCP server from the settings: such a run has no gateway tools.
+    for (const flag of ["--bare", "--safe-mode"]) {
+      const before = mcp.calls.length;
+      const off = await runQwen({
+        prompt: "Say done.",
+        home: dirs.home,
+        cwd: dirs.work,
+        apiUrl: api.url,
+        sessionId: randomUUID(),
+        env: { GEODE_AGENT_TOKEN: TOKEN },
+        args: [flag],
+      });
+      expect(off.code, off.stderr).toBe(0);
+      expect(mcp.calls.length, flag).toBe(before);
+      expect(api.requests.at(-1)?.raw).not.toContain(`mcp__geode__${TOOL}`);
+    }
+  }, 180_000);
 
   it("opencode lists the gateway's tools with the agent token", async () => {
     const mcp = await startMcpStandIn();

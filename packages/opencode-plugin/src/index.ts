@@ -156,7 +156,7 @@ function sessionEvent(event: BusEvent, children: Map<string, Child>): Record<str
       const id = str(info["id"]) ?? str(p["sessionID"]);
       if (!id) return null;
       const parent = str(info["parentID"]);
-      const agent = str(info["agent"]);
+      const agent = str(info["agent"])?.slice(0, 128);
       const title = str(info["title"]);
       if (parent && event.type === "session.created")
         children.set(id, { parent, ...(agent ? { agent } : {}) });

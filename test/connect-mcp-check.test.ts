@@ -63,12 +63,22 @@ const EXPECTED: Record<string, string> = {
   codex: "docs_echo",
   "gemini-cli": "mcp_geode_docs_echo",
   copilot: "geode-docs_echo",
+  "qwen-code": "mcp__geode__docs_echo",
+  opencode: "geode_docs_echo",
 };
+
+/** Where each agent's configuration is written: a file the agent reads with HOME = `dir`. */
+const fileOf = (agent: string): string =>
+  agent === "qwen-code"
+    ? path.join(dir, ".qwen", "settings.json")
+    : agent === "opencode"
+      ? path.join(dir, ".config", "opencode", "opencode.json")
+      : path.join(dir, `${agent}.${agent === "codex" ? "toml" : "json"}`);
 
 describe("geode connect <agent> --mcp --check", () => {
   it("passes for each agent with the config connect wrote and a known token, naming the tools as the agent does", async () => {
     for (const [agent, name] of Object.entries(EXPECTED)) {
-      const file = path.join(dir, `${agent}.${agent === "codex" ? "toml" : "json"}`);
+      const file = fileOf(agent);
       if (agent === "codex") writeFileSync(file, 'approval_policy = "never"\n');
       await written(agent, file);
       const r = await geode(["connect", agent, "--mcp", "--check", "--write", file]);
@@ -96,15 +106,98 @@ describe("geode connect <agent> --mcp --check", () => {
   });
 
   it("fails with one line for an unknown token", async () => {
-    const file = await written("claude-code", path.join(dir, "token.json"));
-    const r = await geode(
-      ["connect", "claude-code", "--mcp", "--check", "--write", file],
-      "geode_not-a-known-token",
+    for (const agent of ["claude-code", "qwen-code", "opencode"]) {
+      const file = await written(
+        agent,
+        agent === "claude-code" ? path.join(dir, "token.json") : fileOf(agent),
+      );
+      const r = await geode(
+        ["connect", agent, "--mcp", "--check", "--write", file],
+        "geode_not-a-known-token",
+      );
+      expect(r.code, agent).toBe(1);
+      expect(r.err).toBe(
+        "the gateway does not know the token in GEODE_AGENT_TOKEN (geode agents ls; geode agents add NAME)\n",
+      );
+    }
+  });
+
+  it("Qwen Code: fails for settings it does not read, a literal token, an untrusted server", async () => {
+    const elsewhere = await written("qwen-code", path.join(dir, "qwen-elsewhere.json"));
+    const r = await geode(["connect", "qwen-code", "--mcp", "--check", "--write", elsewhere]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`does not read ${elsewhere} (it reads ${fileOf("qwen-code")},`);
+    const file = await written("qwen-code", fileOf("qwen-code"));
+    const good = readFileSync(file, "utf8");
+    const edit = async (change: (entry: Record<string, unknown>) => void) => {
+      const settings = JSON.parse(good);
+      change(settings.mcpServers.geode);
+      writeFileSync(file, JSON.stringify(settings));
+      return geode(["connect", "qwen-code", "--mcp", "--check"]);
+    };
+    const literal = await edit((e) => {
+      e["headers"] = { Authorization: `Bearer ${fx.token()}` };
+    });
+    expect(literal.code).toBe(1);
+    expect(literal.err).toContain(
+      "does not send the token from GEODE_AGENT_TOKEN the way Qwen Code expands it",
     );
+    const untrusted = await edit((e) => {
+      e["trust"] = false;
+    });
+    expect(untrusted.code).toBe(1);
+    expect(untrusted.err).toContain(
+      "does not trust the geode server: Qwen Code asks before each of its tools",
+    );
+    const excluded = await edit((e) => {
+      e["excludeTools"] = ["docs_echo"];
+    });
+    expect(excluded.code).toBe(1);
+    expect(excluded.err).toContain("Qwen Code hides every tool of the gateway: docs_echo is in excludeTools");
+    writeFileSync(file, good);
+    const safe = await runCliCaptured(["connect", "qwen-code", "--mcp", "--check"], {
+      ...process.env,
+      ...fx.env().env,
+      HOME: dir,
+      GEODE_AGENT_TOKEN: fx.token(),
+      QWEN_CODE_SAFE_MODE: "1",
+    });
+    expect(safe.code).toBe(1);
+    expect(safe.err).toBe("QWEN_CODE_SAFE_MODE is set: Qwen Code starts no MCP server\n");
+  });
+
+  it("opencode: fails for a config it does not read, no entry, an install that waits on the network, an ask rule", async () => {
+    const named = await written("opencode", path.join(dir, "opencode-mcp.json"));
+    const r = await geode(["connect", "opencode", "--mcp", "--check", "--write", named]);
     expect(r.code).toBe(1);
     expect(r.err).toBe(
-      "the gateway does not know the token in GEODE_AGENT_TOKEN (geode agents ls; geode agents add NAME)\n",
+      "opencode reads no config file named opencode-mcp.json (only opencode.json or opencode.jsonc)\n",
     );
+    const file = await written("opencode", fileOf("opencode"));
+    const good = readFileSync(file, "utf8");
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(good), mcp: {} }));
+    const none = await geode(["connect", "opencode", "--mcp", "--check"]);
+    expect(none.code).toBe(1);
+    expect(none.err).toBe(
+      `${file} has no MCP server "geode": run geode connect opencode --mcp --write ${file}\n`,
+    );
+    writeFileSync(
+      file,
+      JSON.stringify({ ...JSON.parse(good), permission: { "*": "allow", "geode_*": "ask" } }),
+    );
+    const asks = await geode(["connect", "opencode", "--mcp", "--check"]);
+    expect(asks.code).toBe(1);
+    expect(asks.err).toContain(
+      'opencode hides every tool of the gateway: docs_echo is under a permission rule "ask"',
+    );
+    writeFileSync(file, good);
+    rmSync(path.join(path.dirname(file), "package-lock.json"));
+    const online = await geode(["connect", "opencode", "--mcp", "--check"]);
+    expect(online.code).toBe(1);
+    expect(online.err).toContain("opencode npm-installs @opencode-ai/plugin into");
+    await written("opencode", file);
+    const ok = await geode(["connect", "opencode", "--mcp", "--check"]);
+    expect(ok.code, ok.err).toBe(0);
   });
 
   it("fails for a config without the geode server, or one that never expands the token", async () => {

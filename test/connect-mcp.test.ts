@@ -3,6 +3,7 @@
  * headless against a scripted model stand-in, the agent connects to the MCP endpoint it names with
  * the agent token from GEODE_AGENT_TOKEN, lists its tools and offers them to the model.
  */
+import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,10 +11,13 @@ import path from "node:path";
 import { runCliCaptured } from "@geode/cli/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { scratchFolders } from "./agent-process-support.js";
+import { startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 import { runClaude, scratch, startAnthropicStandIn } from "./claude-code-support.js";
 import { providerConfig, runCodex, startResponsesStandIn } from "./codex-support.js";
 import { runCopilot, startChatStandIn } from "./copilot-support.js";
 import { geminiScratch, runGemini, startGeminiStandIn, trustFolder } from "./gemini-support.js";
+import { opencodeScratch, runOpencode } from "./opencode-support.js";
+import { qwenScratch, runQwen, startQwenStandIn } from "./qwen-code-support.js";
 
 const TOKEN = "agent-token-connect-mcp-0123456789";
 const TOOL = "standin_echo";
@@ -213,6 +217,87 @@ describe("geode connect <agent> --mcp", () => {
     expectListedWithToken(mcp.calls);
     expect(api.requests.some((r) => r.raw.includes(TOOL))).toBe(true);
   }, 120_000);
+
+  it("Qwen Code lists the gateway's tools with the agent token, and asks no one before them", async () => {
+    const mcp = await startMcpStandIn();
+    cleanups.push(() => mcp.close());
+    const api = await startQwenStandIn([{ text: "Done." }]);
+    cleanups.push(() => api.close());
+    const dirs = qwenScratch();
+    cleanups.push(dirs.cleanup);
+    const out = await connectMcp("qwen-code", mcp.url, dirs.settings, { HOME: dirs.home });
+    expect(out).toContain(`mcp__geode__<tool>`);
+    const settings = JSON.parse(readFileSync(dirs.settings, "utf8")) as Record<string, unknown>;
+    // What was there stays.
+    expect(settings["security"]).toEqual({ auth: { selectedType: "openai" } });
+    const run = await runQwen({
+      prompt: "Say done.",
+      home: dirs.home,
+      cwd: dirs.work,
+      apiUrl: api.url,
+      sessionId: randomUUID(),
+      env: { GEODE_AGENT_TOKEN: TOKEN },
+      args: [],
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expectListedWithToken(mcp.calls);
+    expect(api.requests[0]?.raw).toContain(`mcp__geode__${TOOL}`);
+    // --bare and --safe-mode start no MCP server from the settings: such a run has no gateway tools.
+    for (const flag of ["--bare", "--safe-mode"]) {
+      const before = mcp.calls.length;
+      const off = await runQwen({
+        prompt: "Say done.",
+        home: dirs.home,
+        cwd: dirs.work,
+        apiUrl: api.url,
+        sessionId: randomUUID(),
+        env: { GEODE_AGENT_TOKEN: TOKEN },
+        args: [flag],
+      });
+      expect(off.code, off.stderr).toBe(0);
+      expect(mcp.calls.length, flag).toBe(before);
+      expect(api.requests.at(-1)?.raw).not.toContain(`mcp__geode__${TOOL}`);
+    }
+  }, 180_000);
+
+  it("opencode lists the gateway's tools with the agent token", async () => {
+    const mcp = await startMcpStandIn();
+    cleanups.push(() => mcp.close());
+    const api = await startChatCompletionsStandIn([{ text: "Done." }]);
+    cleanups.push(() => api.close());
+    const dirs = opencodeScratch(api.url);
+    cleanups.push(dirs.cleanup);
+    const r = await runCliCaptured(["connect", "opencode", "--mcp", "--url", mcp.url], {
+      ...process.env,
+      HOME: dirs.home,
+    });
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`into ${dirs.config}`);
+    const config = JSON.parse(readFileSync(dirs.config, "utf8")) as Record<string, unknown>;
+    expect(Object.keys(config["provider"] as object)).toEqual(["standin"]);
+    expect(readFileSync(dirs.config, "utf8")).not.toContain(TOKEN);
+    const run = await runOpencode({
+      prompt: "Say done.",
+      home: dirs.home,
+      cwd: dirs.work,
+      env: { GEODE_AGENT_TOKEN: TOKEN },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expectListedWithToken(mcp.calls);
+    expect(api.requests[0]?.raw).toContain(`geode_${TOOL}`);
+    // --pure drops plugins, not MCP servers: the gateway's tools are still offered.
+    const listedBefore = mcp.calls.filter((c) => c.method === "tools/list").length;
+    const pure = await runOpencode({
+      prompt: "Say done.",
+      home: dirs.home,
+      cwd: dirs.work,
+      env: { GEODE_AGENT_TOKEN: TOKEN },
+      args: ["--pure"],
+    });
+    expect(pure.code, pure.stderr).toBe(0);
+    expect(mcp.calls.filter((c) => c.method === "tools/list").length).toBeGreaterThan(listedBefore);
+    expect(api.requests.at(-1)?.raw).toContain(`geode_${TOOL}`);
+  }, 180_000);
 
   it("refuses a config it cannot keep, writing nothing", async () => {
     const dirs = scratchFolders("mcp-bad");

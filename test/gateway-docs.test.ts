@@ -69,6 +69,7 @@ describe("docs/qwen-code.md", () => {
       "geode agents add",
       "geode connect qwen-code --write",
       "geode connect qwen-code --check",
+      "geode connect qwen-code --mcp --check",
       "pnpm exec qwen",
       "--bare",
       "--safe-mode",
@@ -85,6 +86,7 @@ describe("docs/opencode.md", () => {
       "geode agents add",
       "geode connect opencode",
       "geode connect opencode --check",
+      "geode connect opencode --mcp --check",
       "pnpm exec opencode",
       "--pure",
     ])

@@ -227,3 +227,74 @@ describe("opencode: compaction, idle, errors", () => {
     });
   });
 });
+
+describe("opencode: sub-agents (the task tool)", () => {
+  const sesId = () => `ses_${randomUUID().replaceAll("-", "")}`;
+
+  it("a task's session.created → SubagentStart in the parent's session, its idle → SubagentStop, once; its tool calls stay its own", async () => {
+    const start = await handler(HookName.SubagentStart, "oc-sub", () => null);
+    const stop = await handler(HookName.SubagentStop, "oc-sub-stop", () => null);
+    const sessionStart = await handler(HookName.SessionStart, "oc-sub-ss", () => null);
+    const pre = await handler(HookName.PreToolUse, "oc-sub-pre", () => null);
+    const parent = sesId();
+    const child = sesId();
+    expect((await post(opencodeInput("session.created", {}, parent))).body).toEqual({});
+    const created = opencodeInput(
+      "session.created",
+      { parent_session_id: parent, agent: "general", title: "look around (@general subagent)" },
+      child,
+    );
+    expect((await post(created)).body).toEqual({});
+    expect(start).toHaveLength(1);
+    expect(start[0]?.payload).toMatchObject({
+      task_id: child,
+      task_type: "general",
+      description: "look around",
+      child_session_key: child,
+      parent_session_key: parent,
+    });
+    expect(start[0]?.correlation.session_id).toBe(parent);
+    // The child is not a session of its own start: no SessionStart for it.
+    expect(sessionStart.map((e) => e.correlation.session_id)).toEqual([parent]);
+    expect((await post(bash("echo child", child))).body).toEqual({});
+    expect(pre.map((e) => e.correlation.session_id)).toEqual([child]);
+    const idle = opencodeInput("session.idle", { parent_session_id: parent, agent: "general" }, child);
+    expect((await post(idle)).body).toEqual({});
+    expect((await post(idle)).body).toEqual({});
+    expect(stop).toHaveLength(1);
+    expect(stop[0]?.payload).toMatchObject({
+      task_id: child,
+      task_type: "general",
+      success: true,
+      status: "completed",
+      child_session_key: child,
+    });
+    expect(stop[0]?.correlation.session_id).toBe(parent);
+    const started = (await fx.sessionEvents(parent)).filter((e) => e.event === "subagent_started");
+    expect(started).toHaveLength(1);
+  });
+
+  it("a task's session.error → a failed SubagentStop (never the error text); without a parent, idle starts nothing", async () => {
+    const stop = await handler(HookName.SubagentStop, "oc-sub-fail", () => null);
+    const start = await handler(HookName.SubagentStart, "oc-sub-none", () => null);
+    const parent = sesId();
+    const child = sesId();
+    await post(opencodeInput("session.created", {}, parent));
+    await post(opencodeInput("session.created", { parent_session_id: parent, agent: "explore" }, child));
+    const error = opencodeInput(
+      "session.error",
+      { parent_session_id: parent, agent: "explore", error: "token sk-live-456 rejected" },
+      child,
+    );
+    expect((await post(error)).body).toEqual({});
+    expect((await post(opencodeInput("session.idle", { parent_session_id: parent }, child))).body).toEqual(
+      {},
+    );
+    expect(stop.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ task_id: child, task_type: "explore", success: false, status: "error" }),
+    ]);
+    expect(JSON.stringify(stop)).not.toContain("sk-live-456");
+    expect((await post(opencodeInput("session.idle", {}, sesId()))).body).toEqual({});
+    expect(start).toHaveLength(1);
+  });
+});

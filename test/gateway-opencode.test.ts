@@ -188,6 +188,65 @@ describe("opencode governed through the agent gateway", () => {
   );
 
   it(
+    "a task sub-agent: SubagentStart and SubagentStop in the parent's session, its bash call guarded in its own",
+    CLI,
+    async () => {
+      const started: HookEnvelope[] = [];
+      const stopped: HookEnvelope[] = [];
+      const calls: HookEnvelope[] = [];
+      await plane.scope().serve(HookName.SubagentStart, { name: "sub-start" }, (e) => {
+        started.push(e);
+        return null;
+      });
+      await plane.scope().serve(HookName.SubagentStop, { name: "sub-stop" }, (e) => {
+        stopped.push(e);
+        return null;
+      });
+      await plane.scope().serve(HookName.PreToolUse, { name: "sub-guard" }, (e) => {
+        calls.push(e);
+        return shellCommandOf(e).includes("blocked.txt")
+          ? { action: "block", reason: "sub-agents may not touch blocked.txt" }
+          : null;
+      });
+      const task = { description: "look around", prompt: "Touch the file.", subagent_type: "general" };
+      const { run, api, work, sessionId } = await session([
+        { call: { name: "task", arguments: task } },
+        bashTurn("touch blocked.txt"),
+        { text: "The sub-agent could not." },
+        { text: "Done." },
+      ]);
+      expect(run.code, run.stderr.slice(-1500)).toBe(0);
+      expect(existsSync(path.join(work, "blocked.txt"))).toBe(false);
+      expect(chatToolOutputs(api).join("\n")).toContain("sub-agents may not touch blocked.txt");
+      expect(started).toHaveLength(1);
+      const child = String(started[0]?.payload["task_id"]);
+      expect(child).toMatch(/^ses_/);
+      expect(child).not.toBe(sessionId);
+      expect(started[0]?.payload).toMatchObject({
+        task_type: "general",
+        description: "look around",
+        child_session_key: child,
+        parent_session_key: sessionId,
+      });
+      expect(started[0]?.correlation.session_id).toBe(sessionId);
+      expect(stopped.map((e) => e.payload)).toEqual([
+        expect.objectContaining({ task_id: child, task_type: "general", success: true }),
+      ]);
+      expect(stopped[0]?.correlation.session_id).toBe(sessionId);
+      // The task call is the parent's, the bash call the child's.
+      expect(calls.map((e) => [e.payload["tool_name"], e.correlation.session_id])).toEqual([
+        ["task", sessionId],
+        ["bash", child],
+      ]);
+      await plane.expectRecordedSession(sessionId, {
+        agentKind: "opencode",
+        extension: "sub-guard",
+        started: { provider: "opencode" },
+      });
+    },
+  );
+
+  it(
     "--managed: the plugin in the managed config guards a user whose own config has no plugin",
     CLI,
     async () => {

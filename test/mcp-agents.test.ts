@@ -1,5 +1,5 @@
 /**
- * The four pinned agent CLIs as MCP clients of the plane (DESIGN section 19), headless against
+ * The six pinned agent CLIs as MCP clients of the plane (DESIGN section 19), headless against
  * scripted model stand-ins, each configured by `geode connect <agent> --mcp --write PATH` and
  * calling the real `@modelcontextprotocol/server-filesystem` through the plane: agent → `POST
  * /v1/mcp` on the agent-gateway → tool-executor (hooks, policies, approvals) → mcp-bridge (the
@@ -11,6 +11,7 @@
  * they allow it in the console. `geode audit` and the console's story then show each call with
  * the agent.
  */
+import { randomUUID } from "node:crypto";
 import {
   existsSync,
   mkdirSync,
@@ -31,6 +32,7 @@ import { REPO_ROOT, waitFor } from "@geode/testing";
 import { startToolExecutor, type ToolExecutor } from "@geode/tool-executor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentProcess, scratchFolders } from "./agent-process-support.js";
+import { chatToolOutputs, startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 import { runClaude, startAnthropicStandIn } from "./claude-code-support.js";
 import { codexToolOutputs, providerConfig, runCodex, startResponsesStandIn } from "./codex-support.js";
 import { CONSOLE_TOKEN, consoleGet } from "./console-support.js";
@@ -42,7 +44,9 @@ import {
   startGeminiStandIn,
   trustFolder,
 } from "./gemini-support.js";
+import { opencodeScratch, runOpencode } from "./opencode-support.js";
 import { keptLogger, usePolicyPlane } from "./policy-support.js";
+import { qwenScratch, runQwen } from "./qwen-code-support.js";
 import type { StandInGate } from "./stand-in-server.js";
 
 const AGENT = "mcp-laptop";
@@ -456,7 +460,71 @@ describe("Copilot CLI through the MCP gateway", () => {
   );
 });
 
-describe("the bridge under four agents", () => {
+describe("Qwen Code through the MCP gateway", () => {
+  it(
+    "writes a file, is refused .env with the reason, waits for a person for the asked file; recorded",
+    async () => {
+      const c = await runCase("qwen", async (gate, args) => {
+        const api = await startChatCompletionsStandIn(
+          [...args.map((a) => ({ call: { name: `mcp__geode__${TOOL}`, arguments: a } })), { text: "Done." }],
+          { gate },
+        );
+        plane.cleanups.push(() => api.close());
+        const dirs = qwenScratch();
+        plane.cleanups.push(dirs.cleanup);
+        await connectMcp("qwen-code", dirs.settings, { HOME: dirs.home });
+        // No --yolo: the entry's trust is what lets the calls run headless, the gateway deciding.
+        const run = await runQwen({
+          prompt: "Write the three files.",
+          home: dirs.home,
+          cwd: dirs.work,
+          apiUrl: api.url,
+          sessionId: randomUUID(),
+          env: { GEODE_AGENT_TOKEN: plane.token() },
+          args: [],
+          timeoutMs: RUN_MS,
+        });
+        return { run, toolOutputs: chatToolOutputs(api) };
+      });
+      expect(c.run.code, c.detail).toBe(0);
+      expectCalls(c, "qwen");
+      await expectRecorded(c.sessions, /^mcp-mcp-laptop-qwen-cli-mcp-client-/);
+    },
+    CASE.timeout,
+  );
+});
+
+describe("opencode through the MCP gateway", () => {
+  it(
+    "writes a file, is refused .env with the reason, waits for a person for the asked file; recorded",
+    async () => {
+      const c = await runCase("opencode", async (gate, args) => {
+        const api = await startChatCompletionsStandIn(
+          [...args.map((a) => ({ call: { name: `geode_${TOOL}`, arguments: a } })), { text: "Done." }],
+          { gate },
+        );
+        plane.cleanups.push(() => api.close());
+        const dirs = opencodeScratch(api.url);
+        plane.cleanups.push(dirs.cleanup);
+        await connectMcp("opencode", dirs.config, { HOME: dirs.home });
+        const run = await runOpencode({
+          prompt: "Write the three files.",
+          home: dirs.home,
+          cwd: dirs.work,
+          env: { GEODE_AGENT_TOKEN: plane.token() },
+          timeoutMs: RUN_MS,
+        });
+        return { run, toolOutputs: chatToolOutputs(api) };
+      });
+      expect(c.run.code, c.detail).toBe(0);
+      expectCalls(c, "opencode");
+      await expectRecorded(c.sessions, /^mcp-mcp-laptop-opencode-/);
+    },
+    CASE.timeout,
+  );
+});
+
+describe("the bridge under six agents", () => {
   it("kept the filesystem server connected throughout", () => {
     expect(bridge?.servers()).toEqual([expect.objectContaining({ name: "fs", state: "connected" })]);
     expect(bridgeLogs.filter((l) => l.msg === "MCP server failed")).toEqual([]);

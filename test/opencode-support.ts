@@ -83,11 +83,16 @@ export function runOpencode(options: {
 const opencodeSessionId = (run: AgentProcess): string =>
   String(jsonLines(run.stdout).find((l) => typeof l["sessionID"] === "string")?.["sessionID"] ?? "");
 
-/** A scratch HOME with opencode's config for the stand-in at `apiUrl`, and a working folder; removed after the test. */
-export function opencodeScratchFor(plane: AgentPlane, apiUrl: string): { home: string; work: string } {
+/** A scratch HOME with opencode's config (`config`) for the stand-in at `apiUrl`, and a working folder. */
+export function opencodeScratch(apiUrl: string): ReturnType<typeof scratchFolders> & { config: string } {
   const dirs = scratchFolders("opencode");
+  return { ...dirs, config: writeOpencodeConfig(dirs.home, apiUrl) };
+}
+
+/** {@link opencodeScratch}, removed after the test. */
+export function opencodeScratchFor(plane: AgentPlane, apiUrl: string): { home: string; work: string } {
+  const dirs = opencodeScratch(apiUrl);
   plane.cleanups.push(dirs.cleanup);
-  writeOpencodeConfig(dirs.home, apiUrl);
   return dirs;
 }
 

@@ -37,14 +37,22 @@ function writeQwenSettings(home: string, extra: Record<string, unknown> = {}): v
   );
 }
 
-/** A scratch HOME with Qwen Code's base settings and a working folder, removed after the test. */
+/** A scratch HOME with Qwen Code's base settings (`~/.qwen/settings.json`) and a working folder. */
+export function qwenScratch(settings: Record<string, unknown> = {}): ReturnType<typeof scratchFolders> & {
+  settings: string;
+} {
+  const dirs = scratchFolders("qwen-code");
+  writeQwenSettings(dirs.home, settings);
+  return { ...dirs, settings: path.join(dirs.home, ".qwen", "settings.json") };
+}
+
+/** {@link qwenScratch}, removed after the test. */
 export function qwenScratchFor(
   plane: AgentPlane,
   settings: Record<string, unknown> = {},
 ): { home: string; work: string } {
-  const dirs = scratchFolders("qwen-code");
+  const dirs = qwenScratch(settings);
   plane.cleanups.push(dirs.cleanup);
-  writeQwenSettings(dirs.home, settings);
   return dirs;
 }
 

@@ -2,7 +2,7 @@
  * Secrets an agent sends (an API key, a bearer token, a JWT, a PEM private key, an AWS access key,
  * `password=…`, a `--token VALUE` flag) through every agent endpoint and every field it fills
  * (prompts, tool commands, tool results, the SessionStart model, the SessionEnd reason, the last
- * assistant message, compaction and sub-agent fields; an MCP client's name, tool arguments and
+ * assistant message, compaction and sub-agent fields, opencode's plugin bodies; an MCP client's name, tool arguments and
  * result, resource URIs and prompt names on `/v1/mcp`) reach no stream message, no KV value (any
  * key, any revision kept), no Postgres row of the namespace and no run JSONL file.
  */
@@ -17,6 +17,7 @@ import {
   type ConsoleRecorder,
   GEMINI_CLI_HOOK_PATH,
   HookName,
+  OPENCODE_HOOK_PATH,
   QWEN_CODE_HOOK_PATH,
 } from "@geode/contracts";
 import { serveTool } from "@geode/sdk";
@@ -126,6 +127,27 @@ async function copilot(): Promise<void> {
   await send("notification", { message: S });
   await send("agentStop", { stopReason: S, lastAssistantMessage: S });
   await send("sessionEnd", { reason: S });
+}
+
+/** opencode's plugin bodies, a `task` sub-agent's session (its title and agent) included. */
+async function opencode(): Promise<void> {
+  const session_id = `ses_${randomUUID().replaceAll("-", "")}`;
+  const child = `ses_${randomUUID().replaceAll("-", "")}`;
+  const send = (event: string, fields: Record<string, unknown> = {}, id = session_id) =>
+    post(OPENCODE_HOOK_PATH, { event, session_id: id, directory: "/w", ...fields });
+  await send("session.created");
+  await send("chat.message", { prompt: S, message_id: "msg_1", model: `standin/${S}` });
+  const call = { tool: "bash", call_id: "call_1", args: { command: `echo ${S}`, description: S } };
+  await send("tool.execute.before", call);
+  await send("tool.execute.after", { ...call, output: S, title: S });
+  const agent = `explore ${PLANTED[0]?.[0]}`;
+  const sub = { parent_session_id: session_id, agent };
+  await send("session.created", { ...sub, title: `${S} (@${agent} subagent)` }, child);
+  await send("session.error", { ...sub, error: S }, child);
+  await send("session.idle", sub, child);
+  await send("session.compacting");
+  await send("session.error", { error: S });
+  await send("session.deleted", { reason: `deleted ${PLANTED[1]?.[0]}` });
 }
 
 /**
@@ -241,6 +263,7 @@ describe("secrets an agent sends", () => {
     await claudeStyle(QWEN_CODE_HOOK_PATH, { submitted_prompt: S, timestamp: S });
     await geminiCli();
     await copilot();
+    await opencode();
     await parkedAnswers();
     await mcp();
     // The recorder has applied every record: Postgres and the JSONL files hold all there is.

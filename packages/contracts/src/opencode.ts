@@ -28,8 +28,8 @@ export type OpencodeEventName = (typeof OPENCODE_EVENTS)[number]["event"];
 
 /**
  * What every body the plugin posts carries: the event and opencode's session id; `parent_session_id`
- * for a sub-agent's session (opencode's `task` tool), the model as `provider/model` when opencode
- * names one. Fields the gateway does not read pass through unchecked; `directory` is never
+ * for a sub-agent's session (opencode's `task` tool: its session.created, session.idle and
+ * session.error), the model as `provider/model` when opencode names one. Fields the gateway does not read pass through unchecked; `directory` is never
  * forwarded anywhere.
  */
 export const OpencodeHookInputSchema = z.looseObject({
@@ -44,7 +44,14 @@ const toolCall = { tool: agentId, call_id: agentId.optional(), args: anyJson };
 
 /** The fields each mapped event must carry, beyond the common ones. */
 export const OpencodeEventFields = {
-  "session.created": z.looseObject({}),
+  /**
+   * A sub-agent's session (with `parent_session_id`) also names its agent (`general`, `explore`,
+   * …) and its title (the `task` call's description, then ` (@agent subagent)`).
+   */
+  "session.created": z.looseObject({
+    agent: z.string().max(128).optional(),
+    title: z.string().max(512).optional(),
+  }),
   "chat.message": z.looseObject({ prompt: z.string(), message_id: agentId.optional() }),
   "tool.execute.before": z.looseObject(toolCall),
   /**
@@ -66,8 +73,9 @@ export const OpencodeEventFields = {
   }),
   "session.compacting": z.looseObject({}),
   "session.compacted": z.looseObject({}),
-  "session.idle": z.looseObject({}),
-  "session.error": z.looseObject({ error: z.string().optional() }),
+  /** A sub-agent's session names its agent again (`agent`), as its session.created did. */
+  "session.idle": z.looseObject({ agent: z.string().max(128).optional() }),
+  "session.error": z.looseObject({ error: z.string().optional(), agent: z.string().max(128).optional() }),
   /** `reason`: the plugin's word for the end (`deleted`, `exit`). */
   "session.deleted": z.looseObject({ reason: z.string().max(256).optional() }),
   "instance.disposed": z.looseObject({ reason: z.string().max(256).optional() }),

@@ -136,8 +136,18 @@ function promptText(parts: unknown): string {
     .join("\n");
 }
 
-/** The session id a bus event names, and its body for the gateway (null: an event not sent). */
-function sessionEvent(event: BusEvent): Record<string, unknown> | null {
+/** A sub-agent session this instance saw start (opencode's `task` tool): its parent and its agent. */
+interface Child {
+  parent: string;
+  agent?: string;
+}
+
+/**
+ * The body for the gateway of a bus event (null: an event not sent). A sub-agent's session
+ * (`info.parentID`) is noted in `children` when it is created, and its idle and error name the
+ * parent and the agent again, so the gateway can stop the sub-agent it started.
+ */
+function sessionEvent(event: BusEvent, children: Map<string, Child>): Record<string, unknown> | null {
   const p = event.properties ?? {};
   const info = (p["info"] ?? {}) as Record<string, unknown>;
   switch (event.type) {
@@ -146,10 +156,17 @@ function sessionEvent(event: BusEvent): Record<string, unknown> | null {
       const id = str(info["id"]) ?? str(p["sessionID"]);
       if (!id) return null;
       const parent = str(info["parentID"]);
+      const agent = str(info["agent"])?.slice(0, 128);
+      const title = str(info["title"]);
+      if (parent && event.type === "session.created")
+        children.set(id, { parent, ...(agent ? { agent } : {}) });
       return {
         event: event.type,
         session_id: id,
         ...(parent ? { parent_session_id: parent } : {}),
+        ...(parent && event.type === "session.created"
+          ? { ...(agent ? { agent } : {}), ...(title ? { title: title.slice(0, 512) } : {}) }
+          : {}),
         ...(event.type === "session.deleted" ? { reason: "deleted" } : {}),
       };
     }
@@ -158,7 +175,12 @@ function sessionEvent(event: BusEvent): Record<string, unknown> | null {
     case "session.error": {
       const id = str(p["sessionID"]);
       if (!id) return null;
-      return { event: event.type, session_id: id };
+      const child = event.type === "session.compacted" ? undefined : children.get(id);
+      return {
+        event: event.type,
+        session_id: id,
+        ...(child ? { parent_session_id: child.parent, ...(child.agent ? { agent: child.agent } : {}) } : {}),
+      };
     }
     default:
       return null;
@@ -176,8 +198,10 @@ export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePlugin
     fail_open: given?.fail_open === true,
     timeout_ms: given?.timeout_ms ?? DEFAULT_TIMEOUT_MS,
   };
-  // The sessions this instance saw: each ends when opencode disposes of the instance.
+  // The sessions this instance saw: each ends when opencode disposes of the instance (a
+  // sub-agent's ends with its task instead).
   const sessions = new Set<string>();
+  const children = new Map<string, Child>();
   const post = (body: Record<string, unknown>) => {
     sessions.add(String(body["session_id"]));
     return send(options, body);
@@ -187,7 +211,7 @@ export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePlugin
   };
   return {
     dispose: async () => {
-      const ended = [...sessions];
+      const ended = [...sessions].filter((id) => !children.has(id));
       sessions.clear();
       await Promise.all(
         ended.map((id) => send(options, { event: "instance.disposed", session_id: id, reason: "exit" })),
@@ -249,7 +273,7 @@ export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePlugin
       await post({ event: "session.compacting", session_id: input.sessionID });
     },
     event: async ({ event }: { event: BusEvent }) => {
-      const body = sessionEvent(event);
+      const body = sessionEvent(event, children);
       if (body) await post(body);
     },
   };

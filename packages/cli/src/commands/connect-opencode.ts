@@ -19,6 +19,7 @@ import {
   pluginFileFor,
   pluginsOffBy,
   readConfig,
+  startInstallDirs,
   tokenEnvOf,
   userConfigDir,
   withPluginEntry,
@@ -36,17 +37,8 @@ interface Options {
 
 const GUARDED = OPENCODE_EVENTS.filter((e) => e.guards);
 
-/** The folders opencode npm-installs `@opencode-ai/plugin` into at start, among those this set-up touches. */
-function installDirs(o: Options, env: NodeJS.ProcessEnv): string[] {
-  const dir = path.dirname(o.file);
-  const dirs = o.managed ? [] : [userConfigDir(env)];
-  if (
-    path.basename(dir) === ".opencode" ||
-    (env["OPENCODE_CONFIG_DIR"] && path.resolve(env["OPENCODE_CONFIG_DIR"]) === dir)
-  )
-    dirs.push(dir);
-  return [...new Set(dirs)];
-}
+const installDirs = (o: Options, env: NodeJS.ProcessEnv): string[] =>
+  startInstallDirs(o.file, o.managed, env);
 
 /** The folder a project config belongs to (`x/.opencode/opencode.json` and `x/opencode.json`: `x`). */
 const projectOf = (file: string): string => {

@@ -10,7 +10,7 @@ import { TOKEN_ENV, TOKEN_REFUSED } from "../connect/hook-command.js";
 export const SHIM_AGENTS = ["claude-code", "codex", "gemini-cli", "copilot", "qwen-code"] as const;
 export type ShimAgent = (typeof SHIM_AGENTS)[number];
 /** The agents `geode connect <agent> --mcp` configures for the gateway's MCP endpoint. */
-export type McpAgent = Exclude<ShimAgent, "qwen-code">;
+export type McpAgent = ShimAgent | "opencode";
 const DEFAULT_GATEWAY_URL = "http://127.0.0.1:4280";
 const DEFAULT_TIMEOUT_MS = 120_000;
 

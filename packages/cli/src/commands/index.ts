@@ -313,16 +313,16 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a Qwen Code settings file; --system: its system settings) the Qwen Code hooks that go through the agent gateway; --check proves Qwen Code runs them",
     usage:
-      "geode connect qwen-code [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check]",
-    load: async () => (await import("./connect-qwen-code.js")).connectQwenCodeCommand,
+      "geode connect qwen-code [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check]",
+    load: async () => withMcp("qwen-code", (await import("./connect-qwen-code.js")).connectQwenCodeCommand),
   },
   {
     path: ["connect", "opencode"],
     summary:
       "place the opencode plugin that goes through the agent gateway beside ~/.config/opencode/opencode.json (or --write PATH; --managed: /etc/opencode) and load it there; --check proves opencode runs it",
     usage:
-      "geode connect opencode [--url <gateway url>] [--write <opencode.json>] [--managed] [--fail-open] [--check] [--print]",
-    load: async () => (await import("./connect-opencode.js")).connectOpencodeCommand,
+      "geode connect opencode [--url <gateway url>] [--write <opencode.json>] [--managed] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <opencode.json>] [--print | --check]",
+    load: async () => withMcp("opencode", (await import("./connect-opencode.js")).connectOpencodeCommand),
   },
   {
     path: ["hook-shim"],

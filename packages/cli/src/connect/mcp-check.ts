@@ -1,9 +1,23 @@
 import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { parse } from "smol-toml";
 import { hookEndpoint, type McpAgent } from "../commands/hook-shim.js";
 import { gatewayProblem, recordCheck } from "./gateway-check.js";
 import { TOKEN_ENV } from "./hook-command.js";
+import {
+  installProblem,
+  managedConfigDir,
+  notReadBecause,
+  readConfig as readOpencodeConfig,
+  startInstallDirs,
+} from "./opencode-config.js";
+import {
+  qwenProjectSettings,
+  qwenSystemSettings,
+  qwenTrustProblem,
+  qwenUserSettings,
+} from "./qwen-code-settings.js";
 
 const SERVER = "geode";
 const MCP_PATH = "/v1/mcp";
@@ -70,6 +84,29 @@ const GEMINI_BUILT_INS = new Set([
   "save_memory",
   "write_todos",
 ]);
+
+/** Whether `glob` (`*` any run of characters, `?` one) matches all of `name`. */
+const globMatches = (glob: string, name: string): boolean =>
+  new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
+  ).test(name);
+
+/** The value of the last key of `rules` whose glob matches `name` (opencode's rule order), if any. */
+const lastMatch = (rules: Record<string, unknown>, name: string): unknown =>
+  Object.entries(rules).findLast(([glob]) => globMatches(glob, name))?.[1];
+
+/**
+ * Why Qwen Code started here does not read settings file `file`, or null: it reads the user's and
+ * the system's settings, and the current folder's `.qwen/settings.json` when it trusts the folder.
+ */
+function qwenNotRead(file: string, env: NodeJS.ProcessEnv): string | null {
+  if (file === qwenUserSettings(env) || file === qwenSystemSettings(env)) return null;
+  if (file === qwenProjectSettings(process.cwd())) return qwenTrustProblem(process.cwd(), env);
+  return `Qwen Code started in ${process.cwd()} does not read ${file} (it reads ${qwenUserSettings(env)}, ${qwenSystemSettings(env)} and ${qwenProjectSettings(process.cwd())})`;
+}
 
 const SPECS: Record<McpAgent, AgentSpec> = {
   "claude-code": {
@@ -172,6 +209,91 @@ const SPECS: Record<McpAgent, AgentSpec> = {
       };
     },
   },
+  "qwen-code": {
+    label: "Qwen Code",
+    mode: "legacy",
+    name: (t) => `mcp__${SERVER}__${t}`,
+    heading: "Qwen Code will offer its model:",
+    side(file, config, env) {
+      const safe = env["QWEN_CODE_SAFE_MODE"];
+      if (safe !== undefined && safe !== "" && safe !== "0" && safe.toLowerCase() !== "false")
+        return { problem: "QWEN_CODE_SAFE_MODE is set: Qwen Code starts no MCP server" };
+      const notRead = qwenNotRead(file, env);
+      if (notRead !== null) return { problem: notRead };
+      const root = obj(config) ?? {};
+      const entry = obj(obj(root["mcpServers"])?.[SERVER]);
+      if (!entry) return { problem: noServer(file, "qwen-code") };
+      const mcp = obj(root["mcp"]);
+      const listed = (list: unknown) =>
+        Array.isArray(list) && list.some((g) => globMatches(String(g), SERVER));
+      if (listed(mcp?.["excluded"]))
+        return { problem: `${file}: mcp.excluded holds geode: Qwen Code does not start it` };
+      if (Array.isArray(mcp?.["allowed"]) && !listed(mcp["allowed"]))
+        return { problem: `${file} has an mcp.allowed list without geode: Qwen Code does not start it` };
+      const bad = tokenProblem(file, "Qwen Code", authorizationOf(entry["headers"]), [
+        `$${TOKEN_ENV}`,
+        `\${${TOKEN_ENV}}`,
+      ]);
+      if (bad) return { problem: bad };
+      if (entry["trust"] !== true)
+        return {
+          problem: `${file} does not trust the geode server: Qwen Code asks before each of its tools instead of the gateway deciding; set "trust": true`,
+        };
+      return {
+        url: String(entry["httpUrl"] ?? ""),
+        hidden: (t) =>
+          Array.isArray(entry["excludeTools"]) && entry["excludeTools"].includes(t)
+            ? "in excludeTools"
+            : listHides(entry["includeTools"], t)
+              ? "not in includeTools"
+              : null,
+        notes: ["trust: true: Qwen Code asks no one before the gateway's tools, the gateway decides"],
+      };
+    },
+  },
+  opencode: {
+    label: "opencode",
+    mode: "legacy",
+    name: (t) => `${SERVER}_${t}`,
+    heading: "opencode will offer its model:",
+    side(file, config, env) {
+      const notRead = notReadBecause(file, process.cwd(), env);
+      if (notRead !== null) return { problem: notRead };
+      const root = obj(config) ?? {};
+      const entry = obj(obj(root["mcp"])?.[SERVER]);
+      if (!entry) return { problem: noServer(file, "opencode") };
+      if (entry["type"] !== "remote")
+        return { problem: `${file}: the geode server is not type "remote" (streamable HTTP)` };
+      if (entry["enabled"] === false) return { problem: `${file} sets enabled: false for the geode server` };
+      const bad = tokenProblem(file, "opencode", authorizationOf(entry["headers"]), [`{env:${TOKEN_ENV}}`]);
+      if (bad) return { problem: bad };
+      for (const dir of startInstallDirs(file, path.dirname(file) === managedConfigDir(env), env)) {
+        const problem = existsSync(dir) ? installProblem(dir) : null;
+        if (problem)
+          return {
+            problem: `opencode npm-installs @opencode-ai/plugin into ${dir} at start (${problem}), which waits on the network: run geode connect opencode --mcp again`,
+          };
+      }
+      const permission = root["permission"];
+      const rule = (tool: string): unknown =>
+        typeof permission === "string" ? permission : lastMatch(obj(permission) ?? {}, `${SERVER}_${tool}`);
+      const asks = (tool: string) => rule(tool) === "ask";
+      return {
+        url: String(entry["url"] ?? ""),
+        hidden: (t) =>
+          lastMatch(obj(root["tools"]) ?? {}, `${SERVER}_${t}`) === false
+            ? "turned off in tools"
+            : rule(t) === "deny"
+              ? "denied by a permission rule"
+              : asks(t)
+                ? 'under a permission rule "ask", which opencode run refuses'
+                : null,
+        notes: [
+          'no permission rule says "ask": opencode runs the gateway\'s tools without asking, the gateway decides',
+        ],
+      };
+    },
+  },
   copilot: {
     label: "Copilot CLI",
     mode: "auto",
@@ -205,6 +327,7 @@ function readConfig(agent: McpAgent, file: string): { config: unknown } | { prob
     return { problem: `${file} does not exist: run geode connect ${agent} --mcp --write ${file}` };
   const text = readFileSync(file, "utf8");
   try {
+    if (agent === "opencode") return { config: readOpencodeConfig(file) };
     return { config: agent === "codex" ? parse(text) : JSON.parse(text) };
   } catch {
     return {

@@ -8,6 +8,8 @@ import { type CommandIO, UsageError } from "../command.js";
 import { hookEndpoint, type McpAgent } from "../commands/hook-shim.js";
 import { writeAtomically, writeMergedJson } from "./config-file.js";
 import { TOKEN_ENV } from "./hook-command.js";
+import { makeInstallOffline, startInstallDirs, userConfigDir } from "./opencode-config.js";
+import { qwenUserSettings } from "./qwen-code-settings.js";
 
 /** The MCP server name every agent is given for the gateway (its tools: `mcp__geode__…`, `geode-…`). */
 const MCP_SERVER = "geode";
@@ -28,6 +30,8 @@ interface McpTarget {
   merge(current: string, endpoint: string, toolTimeoutMs: number): string;
   /** What to run it with so that the gateway is the one approval point in headless runs. */
   runHint(file: string): string;
+  /** What the agent needs beside the file to start with it (a problem left, as a line), after a write. */
+  afterWrite?(file: string, env: NodeJS.ProcessEnv): string | null;
 }
 
 const home = (env: NodeJS.ProcessEnv) => env["HOME"] || os.homedir();
@@ -45,6 +49,19 @@ function mergeJsonServer(current: string, key: string, entry: Record<string, unk
 }
 
 const bearer = (expand: (name: string) => string) => ({ Authorization: `Bearer ${expand(TOKEN_ENV)}` });
+
+/**
+ * The `mcpServers` entry of Gemini CLI and of Qwen Code (its fork): streamable HTTP at `httpUrl`,
+ * the token as `$GEODE_AGENT_TOKEN` (both expand variables in settings), a tool timeout longer
+ * than an approval's, and `trust` so that the agent asks no one: the gateway's policies and
+ * approvals decide.
+ */
+const httpUrlEntry = (httpUrl: string, toolTimeoutMs: number) => ({
+  httpUrl,
+  headers: bearer((v) => `$${v}`),
+  timeout: toolTimeoutMs,
+  trust: true,
+});
 
 /** Each agent's MCP configuration for the gateway (shared/notes/TECH.md section 11 has the facts). */
 const TARGETS: Record<McpAgent, McpTarget> = {
@@ -78,14 +95,38 @@ const TARGETS: Record<McpAgent, McpTarget> = {
     label: "Gemini CLI",
     defaultFile: (env) => path.join(home(env), ".gemini", "settings.json"),
     merge: (current, httpUrl, toolTimeoutMs) =>
-      mergeJsonServer(current, "mcpServers", {
-        httpUrl,
-        headers: bearer((v) => `$${v}`),
-        timeout: toolTimeoutMs,
-        // Gemini asks no one before the gateway's tools: the gateway's policies and approvals decide.
-        trust: true,
-      }),
+      mergeJsonServer(current, "mcpServers", httpUrlEntry(httpUrl, toolTimeoutMs)),
     runHint: () => `its tools are mcp_${MCP_SERVER}_<tool>; trust is on, so the gateway decides`,
+  },
+  "qwen-code": {
+    label: "Qwen Code",
+    defaultFile: qwenUserSettings,
+    merge: (current, httpUrl, toolTimeoutMs) =>
+      mergeJsonServer(current, "mcpServers", httpUrlEntry(httpUrl, toolTimeoutMs)),
+    runHint: () => `its tools are mcp__${MCP_SERVER}__<tool>; trust is on, so the gateway decides`,
+  },
+  opencode: {
+    label: "opencode",
+    defaultFile: (env) => path.join(userConfigDir(env), "opencode.json"),
+    merge: (current, url, toolTimeoutMs) =>
+      mergeJsonServer(current, "mcp", {
+        type: "remote",
+        url,
+        headers: bearer((v) => `{env:${v}}`),
+        // The gateway answers 401 for a wrong token: no OAuth flow to start.
+        oauth: false,
+        timeout: toolTimeoutMs,
+      }),
+    runHint: () =>
+      `its tools are ${MCP_SERVER}_<tool>; opencode run asks no one before them unless a permission rule says "ask": the gateway decides`,
+    afterWrite: (file, env) => {
+      const left = startInstallDirs(file, false, env)
+        .map((dir) => makeInstallOffline(dir))
+        .filter((p): p is string => p !== null);
+      return left.length === 0
+        ? null
+        : `opencode will still npm-install at start (${left.join("; ")}), which waits on the network`;
+    },
   },
   copilot: {
     label: "Copilot CLI",
@@ -165,5 +206,7 @@ export async function connectMcp(agent: McpAgent, args: string[], io: CommandIO)
   io.out(
     `wrote the MCP server "${MCP_SERVER}" (${endpoint}) for ${target.label} into ${file}; it sends the agent token from ${TOKEN_ENV}\n${target.runHint(file)}\n`,
   );
+  const left = target.afterWrite?.(file, io.env) ?? null;
+  if (left !== null) io.err(`geode: ${left}\n`);
   return 0;
 }

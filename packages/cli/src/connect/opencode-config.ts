@@ -165,6 +165,22 @@ export function makeInstallOffline(dir: string): string | null {
   return installProblem(dir);
 }
 
+/**
+ * The folders opencode npm-installs `@opencode-ai/plugin` into at start, among those a set-up
+ * writing config `file` touches: the user's config folder (unless `managed`), and the file's own
+ * folder when it is a `.opencode` folder or `OPENCODE_CONFIG_DIR`.
+ */
+export function startInstallDirs(file: string, managed: boolean, env: NodeJS.ProcessEnv): string[] {
+  const dir = path.dirname(file);
+  const dirs = managed ? [] : [userConfigDir(env)];
+  if (
+    path.basename(dir) === ".opencode" ||
+    (env["OPENCODE_CONFIG_DIR"] && path.resolve(env["OPENCODE_CONFIG_DIR"]) === dir)
+  )
+    dirs.push(dir);
+  return [...new Set(dirs)];
+}
+
 /** The variables that turn every opencode plugin off, if one is set. */
 export function pluginsOffBy(env: NodeJS.ProcessEnv): string | null {
   const pure = env["OPENCODE_PURE"];

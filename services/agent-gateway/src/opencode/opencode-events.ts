@@ -4,12 +4,23 @@ import { postCompact, preCompact } from "../agent-plane/compaction.js";
 import { submitPrompt } from "../agent-plane/prompt.js";
 import { recordOnly } from "../agent-plane/record-only.js";
 import { llmFailed } from "../agent-plane/stop.js";
+import { subagentStarted, subagentStopped } from "../agent-plane/subagents.js";
 import { agentPermissionPrompt, asObject, postToolUse, preToolUse } from "../agent-plane/tool-use.js";
 
 /** One opencode event, run through the plane and answered in the plugin's output. */
 export type OpencodeEvent = (call: AgentCall, input: OpencodeHookInput) => Promise<OpencodeHookOutput>;
 
 const NOTHING: OpencodeHookOutput = {};
+
+/**
+ * The session events of a sub-agent's session (opencode's `task` tool) that belong to its parent:
+ * its start, its end and its failure are SubagentStart and SubagentStop of the parent session.
+ */
+const PARENT_EVENTS = new Set(["session.created", "session.idle", "session.error"]);
+
+/** The parent session an event belongs to, when it is a sub-agent session's start or end. */
+export const parentOf = (input: OpencodeHookInput): string | undefined =>
+  PARENT_EVENTS.has(input.event) ? input.parent_session_id : undefined;
 
 function field(input: OpencodeHookInput, name: string): string | undefined {
   const v = input[name];
@@ -21,9 +32,33 @@ const toolUse = (input: OpencodeHookInput) => ({
   args: asObject(input["args"] ?? {}),
 });
 
-/** session.created → the session is created (or resumed: a new generation), then SessionStart runs. */
-const sessionCreated: OpencodeEvent = async (call) => {
+/** A sub-agent session's facts: its id (the task) and its agent (`task` when opencode names none). */
+const subagent = (input: OpencodeHookInput) => ({
+  agent_id: input.session_id,
+  agent_type: field(input, "agent") ?? "task",
+});
+
+/**
+ * session.created → the session is created (or resumed: a new generation), then SessionStart
+ * runs; a sub-agent's session (`parent_session_id`) → SubagentStart in the parent's session
+ * (task = the child session's id, description = the `task` call's, from the session's title).
+ */
+const sessionCreated: OpencodeEvent = async (call, input) => {
+  if (parentOf(input) !== undefined) {
+    const agentTitle = ` (@${field(input, "agent") ?? ""} subagent)`;
+    const title = field(input, "title") ?? "";
+    const description = title.endsWith(agentTitle) ? title.slice(0, -agentTitle.length) : title;
+    await subagentStarted(call, { ...subagent(input), description });
+    return NOTHING;
+  }
   await call.sessions.start(call.agent, call.corr, { source: "startup" }, call.signal);
+  return NOTHING;
+};
+
+/** session.idle → recorded; a sub-agent's session going idle (its task done) → SubagentStop in the parent's. */
+const sessionIdle: OpencodeEvent = async (call, input) => {
+  if (parentOf(input) === undefined) return recordOnlyEvent(call, input);
+  await subagentStopped(call, { ...subagent(input), success: true });
   return NOTHING;
 };
 
@@ -96,9 +131,13 @@ const sessionCompacted: OpencodeEvent = async (call, input) => {
   return NOTHING;
 };
 
-/** session.error → `llm_call_failed` (the error text itself is never forwarded). */
-const sessionError: OpencodeEvent = async (call) => {
+/**
+ * session.error → `llm_call_failed` (the error text itself is never forwarded); a sub-agent's
+ * session → SubagentStop in the parent's, failed (its later idle changes nothing).
+ */
+const sessionError: OpencodeEvent = async (call, input) => {
   llmFailed(call, "session.error");
+  if (parentOf(input) !== undefined) await subagentStopped(call, { ...subagent(input), success: false });
   return NOTHING;
 };
 
@@ -118,7 +157,7 @@ export const OPENCODE_HANDLERS: ReadonlyMap<string, OpencodeEvent> = new Map([
   ["session.compacting", sessionCompacting],
   ["session.compacted", sessionCompacted],
   ["session.error", sessionError],
-  ["session.idle", recordOnlyEvent],
+  ["session.idle", sessionIdle],
   ["session.deleted", sessionDeleted],
   ["instance.disposed", sessionDeleted],
 ]);

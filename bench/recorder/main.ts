@@ -362,9 +362,9 @@ try {
   }
 
   // 2c. The NATS side of the recorder's floor: a bare consumer that only takes and acks the
-  // backlog (bare-consumer.ts), its own process's CPU per message.
+  // backlog (peer.ts), its own process's CPU per message.
   progress("bare consumer: the backlog taken and acked, nothing else");
-  const bare = spawnService("bench/recorder/bare-consumer.ts", { NATS_URL: natsUrl }, [
+  const bare = spawnService("bench/recorder/peer.ts", { NATS_URL: natsUrl }, [
     n.eventsStream,
     "bench_bare",
     String(N),

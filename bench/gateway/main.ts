@@ -9,6 +9,9 @@
  * `type: "http"` hooks (`--fail-open`) take the HTTP path: its PreToolUse through
  * `/v1/qwen-code/hook`, the same target as Claude Code's.
  * Then opencode's plugin path (plugin-path.ts): target at most 3 ms per tool call at the median.
+ * CPU per hook call: the gateway process's on-CPU time over PreToolUse calls, beside the same
+ * calls invoked directly over NATS and the gateway's floor (peer.ts `forward`: HTTP in, one raw
+ * NATS request out); target: the gateway's own share at most 0.3 ms.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";

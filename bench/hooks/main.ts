@@ -7,7 +7,9 @@
  * passes each request on to the echo responder once or three times shows the floor of any process
  * in the middle on this machine; the same forwarder publishing an audit event per echo call to
  * JetStream, as the dispatcher audits every handler call, the floor of any dispatcher that keeps
- * that guarantee. `BENCH_OBSERVABILITY_ONLY=1`
+ * that guarantee. Then CPU per call (`measureCpu`): the dispatcher's and its handlers' on-CPU time
+ * over the same calls, beside the audited forwarder's and the echo responder's, with the
+ * dispatcher's against the forwarder's as the `CPU per call … N.NN ×` lines. `BENCH_OBSERVABILITY_ONLY=1`
  * measures metrics and span export on vs off instead (bench/hooks/observability.ts).
  */
 import { randomBytes } from "node:crypto";

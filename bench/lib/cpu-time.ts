@@ -185,15 +185,18 @@ export function processCpuUs(pid: number): number | undefined {
     return undefined;
   }
   let ns = 0;
+  let read = 0;
   for (const tid of tids) {
     try {
       ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      read++;
     } catch {
-      const ms = processCpuMs(pid);
-      return ms === undefined ? undefined : ms * 1000;
+      // a thread that ended meanwhile, or no schedstat on this kernel (below)
     }
   }
-  return ns / 1000;
+  if (read > 0) return ns / 1000;
+  const ms = processCpuMs(pid);
+  return ms === undefined ? undefined : ms * 1000;
 }
 
 /**

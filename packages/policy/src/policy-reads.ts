@@ -83,7 +83,7 @@ export function trimRequest(request: CedarRequest, reads: PolicyReads): CedarReq
   let context = request.context;
   if (reads.context !== "all") {
     context = {};
-    for (const k of reads.context) if (k in request.context) context[k] = request.context[k];
+    for (const k of reads.context) if (Object.hasOwn(request.context, k)) context[k] = request.context[k];
   }
   const entities = request.entities.filter((e) =>
     e.uid === request.principal ? reads.principal : e.uid === request.resource ? reads.resource : false,

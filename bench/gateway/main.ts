@@ -9,6 +9,9 @@
  * `type: "http"` hooks (`--fail-open`) take the HTTP path: its PreToolUse through
  * `/v1/qwen-code/hook`, the same target as Claude Code's.
  * Then opencode's plugin path (plugin-path.ts): target at most 3 ms per tool call at the median.
+ * CPU per hook call: the gateway process's on-CPU time over PreToolUse calls, beside the same
+ * calls invoked directly over NATS and the gateway's floor (peer.ts `forward`: HTTP in, one raw
+ * NATS request out); target: the gateway's own share at most 0.3 ms.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent, request } from "node:http";
@@ -16,6 +19,7 @@ import { connectGeode, createHookClient, ensureBucket } from "@geode/bus";
 import { CLAUDE_CODE_HOOK_PATH, correlation, HookName, QWEN_CODE_HOOK_PATH, sha256 } from "@geode/contracts";
 import { cleanupNamespace, type SpawnedProcess, spawnService, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { CpuPerCall } from "../lib/cpu-time.js";
 import {
   fmtLoad,
   fmtRate,
@@ -43,6 +47,10 @@ const WARMUP = 300;
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 4_000);
 const CONCURRENCY = 16;
 const TARGET_ADDED_MS = 2;
+/** Calls per turn of the CPU phase (`BENCH_CPU_CALLS`), three turns per case. */
+const CPU_CALLS = Number(process.env["BENCH_CPU_CALLS"] ?? 1_000);
+/** The gateway's own share of a hook call, ms (issue 42). */
+const TARGET_OWN_MS = 0.3;
 
 const loadAtStart = fmtLoad();
 const ns = `bench_gateway_${randomBytes(3).toString("hex")}`;
@@ -119,10 +127,22 @@ try {
     JSON.stringify({ name: "bench", token_sha256: sha256(token), created_at: Date.now() }),
   );
 
-  const endpoint = `${urlOf(await spawn("bench/gateway/peer.ts", ["endpoint"], /listening on/))}${CLAUDE_CODE_HOOK_PATH}`;
-  await spawn("services/hook-dispatcher/src/main.ts", [], /hook-dispatcher started/);
-  await spawn("bench/gateway/peer.ts", ["handler"], /ready/);
-  const gatewayUrl = `${urlOf(await spawn("services/agent-gateway/src/main.ts", [], /listening on/))}${CLAUDE_CODE_HOOK_PATH}`;
+  const endpointProc = await spawn("bench/gateway/peer.ts", ["endpoint"], /listening on/);
+  const endpoint = `${urlOf(endpointProc)}${CLAUDE_CODE_HOOK_PATH}`;
+  const dispatcherProc = await spawn("services/hook-dispatcher/src/main.ts", [], /hook-dispatcher started/);
+  const handlerProc = await spawn("bench/gateway/peer.ts", ["handler"], /ready/);
+  const forwardProc = await spawn("bench/gateway/peer.ts", ["forward"], /listening on/);
+  const forwardUrl = `${urlOf(forwardProc)}${CLAUDE_CODE_HOOK_PATH}`;
+  const gatewayProc = await spawn("services/agent-gateway/src/main.ts", [], /listening on/);
+  const gatewayUrl = `${urlOf(gatewayProc)}${CLAUDE_CODE_HOOK_PATH}`;
+  const cpuPids = new Map([
+    ["gateway", gatewayProc.child.pid ?? 0],
+    ["dispatcher", dispatcherProc.child.pid ?? 0],
+    ["handler", handlerProc.child.pid ?? 0],
+    ["endpoint", endpointProc.child.pid ?? 0],
+    ["forwarder", forwardProc.child.pid ?? 0],
+    ["caller", process.pid],
+  ]);
   // Ready once the handler's decision comes back through the gateway.
   await waitFor(
     () =>
@@ -171,6 +191,26 @@ try {
   const floorRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[0]![1]);
   const gatewayRate = await measureThroughput(THROUGHPUT_TOTAL, CONCURRENCY, cases[3]![1]);
   const rates = [floorRate, undefined, undefined, gatewayRate, undefined, undefined];
+  // CPU per call: the gateway's, the dispatcher's and the handler's over the same PreToolUse
+  // calls, against the same calls invoked directly over NATS and the trivial endpoint's.
+  const cpu = new Map([
+    ["gateway", new CpuPerCall(cpuPids)],
+    ["direct", new CpuPerCall(cpuPids)],
+    ["endpoint", new CpuPerCall(cpuPids)],
+    ["forwarder", new CpuPerCall(cpuPids)],
+  ]);
+  for (let turn = 0; turn < 3; turn++)
+    for (const [key, fn] of [
+      ["gateway", cases[3]![1]],
+      ["direct", cases[4]![1]],
+      ["endpoint", cases[0]![1]],
+      ["forwarder", () => post(forwardUrl, input, token)],
+    ] as const) {
+      progress(`CPU per call: ${key}, turn ${turn + 1} of 3, ${CPU_CALLS} calls`);
+      const span = cpu.get(key)!.start();
+      for (let i = 0; i < CPU_CALLS; i++) await fn();
+      span.end(CPU_CALLS);
+    }
 
   const [floor, , , gateway, direct, qwen] = summaries as [
     LatencySummary,
@@ -210,6 +250,7 @@ try {
     [
       `added per hook call, median: ${(added / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${added / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,
       `  (gateway PreToolUse with 1 handler − trivial endpoint; of which the same hook call invoked directly on the plane: ${fmtUs(direct.medianUs)}; the gateway's own share: ${fmtUs(added - direct.medianUs)})`,
+      ...cpuLines(cpu),
       `added per Qwen Code http hook call, median: ${(addedQwen / 1000).toFixed(2)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${addedQwen / 1000 <= TARGET_ADDED_MS ? "met" : "not met"}`,
       `${ROUNDS * PER_ROUND} calls per case, interleaved in rounds of ${PER_ROUND}, after ${WARMUP} warm-up calls each; ${THROUGHPUT_TOTAL} calls at ${CONCURRENCY} concurrent callers; keep-alive connections`,
       `load average (1, 5, 15 min): ${loadAtStart} at the start, ${fmtLoad()} at the end`,
@@ -220,4 +261,17 @@ try {
   for (const p of procs.reverse()) await p.stop("SIGTERM", 5_000);
   await cleanupNamespace(await jetstreamManager(conn.nc, { checkAPI: false }), ns).catch(() => undefined);
   await conn.close();
+}
+
+/** The CPU phase's lines: the gateway's own CPU per hook call and the rest of the path's. */
+function cpuLines(cpu: Map<string, CpuPerCall>): string[] {
+  const [g, d, e, f] = [cpu.get("gateway")!, cpu.get("direct")!, cpu.get("endpoint")!, cpu.get("forwarder")!];
+  const own = g.perCall("gateway");
+  const [lo, hi] = g.spread("gateway");
+  const us = (m: CpuPerCall, name: string) => `${name} ${fmtUs(m.perCall(name))}`;
+  return [
+    `CPU per hook call, the gateway process (PreToolUse, 1 handler): ${fmtUs(own)} (turns ${lo.toFixed(0)}-${hi.toFixed(0)} µs) (target ≤ ${TARGET_OWN_MS} ms): ${own / 1000 <= TARGET_OWN_MS ? "met" : "not met"}; ${(own / f.perCall("forwarder")).toFixed(2)} × its floor`,
+    `  floor: an HTTP endpoint that parses the input and makes one raw NATS request (peer.ts forward): ${fmtUs(f.perCall("forwarder"))} CPU per call (the NATS responder ${fmtUs(f.perCall("handler"))})`,
+    `  the same calls: ${us(g, "dispatcher")}, ${us(g, "handler")}, ${us(g, "caller")}; invoked directly over NATS: ${us(d, "dispatcher")}, ${us(d, "handler")}, ${us(d, "caller")}; the trivial endpoint's own CPU per call ${fmtUs(e.perCall("endpoint"))} (caller ${fmtUs(e.perCall("caller"))})`,
+  ];
 }

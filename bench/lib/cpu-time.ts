@@ -170,3 +170,65 @@ export function listenerPid(port: number): number | undefined {
   }
   return undefined;
 }
+
+/**
+ * CPU microseconds process `pid` has run so far, at nanosecond precision: the sum of its threads'
+ * on-CPU time in `/proc/<pid>/task/<tid>/schedstat` (threads that ended are not counted; a Node
+ * service keeps its threads). Falls back to `/proc/<pid>/stat`'s 10 ms ticks; undefined when
+ * neither can be read.
+ */
+export function processCpuUs(pid: number): number | undefined {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let ns = 0;
+  let read = 0;
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      read++;
+    } catch {
+      // a thread that ended meanwhile, or no schedstat on this kernel (below)
+    }
+  }
+  if (read > 0) return ns / 1000;
+  const ms = processCpuMs(pid);
+  return ms === undefined ? undefined : ms * 1000;
+}
+
+/**
+ * Per-call CPU of a set of processes over a phase: `start()` before the calls, `end(calls)` after,
+ * adding each named process's CPU microseconds per call to its sum; `perCall(name)` is the total
+ * over every phase measured divided by their calls, `spread(name)` the lowest and highest phase.
+ */
+export class CpuPerCall {
+  private readonly totals = new Map<string, number>();
+  private readonly phases = new Map<string, number[]>();
+  private calls = 0;
+  constructor(private readonly pids: ReadonlyMap<string, number>) {}
+  start(): { end(calls: number): void } {
+    const at = new Map([...this.pids].map(([name, pid]) => [name, processCpuUs(pid)]));
+    return {
+      end: (calls: number) => {
+        this.calls += calls;
+        for (const [name, pid] of this.pids) {
+          const before = at.get(name);
+          const now = processCpuUs(pid);
+          if (before === undefined || now === undefined) continue;
+          this.totals.set(name, (this.totals.get(name) ?? 0) + (now - before));
+          this.phases.set(name, [...(this.phases.get(name) ?? []), (now - before) / calls]);
+        }
+      },
+    };
+  }
+  perCall(name: string): number {
+    return (this.totals.get(name) ?? Number.NaN) / this.calls;
+  }
+  spread(name: string): [number, number] {
+    const p = this.phases.get(name) ?? [];
+    return [Math.min(...p), Math.max(...p)];
+  }
+}

@@ -1,6 +1,7 @@
 import { setFlagsFromString } from "node:v8";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { HookName } from "@geode/contracts";
+import { type PolicyReads, policyReads, trimRequest } from "./policy-reads.js";
 import {
   type CallerIdentity,
   type CedarRequest,
@@ -62,6 +63,7 @@ export class PolicyEngine {
   private readonly id = `geode-policies-${++engines}`;
   private byId = new Map<string, CompiledPolicy>();
   private sets: CompiledSet[] = [];
+  private reads: PolicyReads = { context: "all", principal: true, resource: true };
 
   constructor(sets: CompiledSet[] = []) {
     this.load(sets);
@@ -76,6 +78,7 @@ export class PolicyEngine {
     const answer = cedar.preparsePolicySet(this.id, { staticPolicies });
     if (answer.type === "failure")
       throw new Error(`policy sets could not be loaded: ${answer.errors[0]?.message ?? "unknown error"}`);
+    this.reads = policyReads([...byId.values()].map((p) => p.matcher));
     this.byId = byId;
     this.sets = sets;
   }
@@ -87,7 +90,10 @@ export class PolicyEngine {
 
   private matches(request: CedarRequest, into: Set<CompiledPolicy>, errors: Set<string>): void {
     const answer = cedar.statefulIsAuthorized({
-      ...(request as unknown as Omit<cedar.StatefulAuthorizationCall, "preparsedPolicySetId">),
+      ...(trimRequest(request, this.reads) as unknown as Omit<
+        cedar.StatefulAuthorizationCall,
+        "preparsedPolicySetId"
+      >),
       preparsedPolicySetId: this.id,
     });
     if (answer.type === "failure") throw new Error(answer.errors[0]?.message ?? "authorization failed");

@@ -17,6 +17,8 @@ import {
   AuditCheckpointSchema,
   AuditGapSchema,
   agentCheckPath,
+  BudgetRecordSchema,
+  BudgetSpendSchema,
   CLAUDE_CODE_EVENTS,
   CLAUDE_CODE_HOOK_PATH,
   DEFAULT_RESULT_INLINE_BYTES,
@@ -33,6 +35,8 @@ import {
   HandlerRegistrationSchema,
   INVOCATION_ID_HEADER,
   INVOCATION_ID_PATTERN,
+  LlmPriceRecordSchema,
+  LlmProviderRecordSchema,
   McpServerRecordSchema,
   NAMESPACE_PATTERN,
   NotaryLeaseSchema,
@@ -460,6 +464,27 @@ const BUCKETS: Record<BucketName, { key: string; writer: string; value: z.ZodTyp
     key: "the upstream MCP server's name (`[a-z][a-z0-9]{0,15}`)",
     writer: "the operator (`geode mcp add`, `geode mcp rm`); read by the mcp-bridge and the agent gateway",
     value: McpServerRecordSchema,
+  },
+  llmProviders: {
+    key: "the provider's name (`[a-z][a-z0-9-]{0,31}`)",
+    writer:
+      "the operator (`geode llm add`, `geode llm rm`); read by the agent gateway. `key_env` names the gateway's variable holding the provider key; the key is never stored",
+    value: LlmProviderRecordSchema,
+  },
+  llmPrices: {
+    key: "`=` + base64url of the model glob",
+    writer: "the operator (`geode llm price`); read by the agent gateway to cost each call",
+    value: LlmPriceRecordSchema,
+  },
+  budgets: {
+    key: "`{scope}.{name}`: scope `agent`, `group` or `session`",
+    writer: "the operator (`geode budget set`, `geode budget rm`); read by the agent gateway",
+    value: BudgetRecordSchema,
+  },
+  llmSpend: {
+    key: "`{scope}.{name}.{window}.{window_start}` (`window_start` epoch ms, 0 for a session window)",
+    writer: "the agent gateway: each model call added once when it ends (revision-checked)",
+    value: BudgetSpendSchema,
   },
   notary: {
     key: "`lease` (the only key)",

@@ -263,6 +263,52 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./mcp-stdio.js")).mcpStdioCommand,
   },
   {
+    path: ["llm", "add"],
+    summary:
+      "add (or replace) a model provider the agent gateway fronts; the key stays in the gateway's environment",
+    usage:
+      "geode llm add <name> --kind openai|anthropic|gemini --url <base url> --key-env <VAR> [--model <glob>]…",
+    load: async () => (await import("./llm.js")).llmAddCommand,
+  },
+  {
+    path: ["llm", "ls"],
+    summary: "list the model providers and the price table",
+    usage: "geode llm ls [--json]",
+    load: async () => (await import("./llm.js")).llmLsCommand,
+  },
+  {
+    path: ["llm", "rm"],
+    summary: "remove a model provider",
+    usage: "geode llm rm <name>",
+    load: async () => (await import("./llm.js")).llmRmCommand,
+  },
+  {
+    path: ["llm", "price"],
+    summary: "set the price of a model (or glob), USD per million input, cached-input and output tokens",
+    usage:
+      "geode llm price <model> --input <usd> --output <usd> [--cached <usd>] | geode llm price <model> --rm",
+    load: async () => (await import("./llm.js")).llmPriceCommand,
+  },
+  {
+    path: ["budget", "set"],
+    summary: "set a spend, token or request-rate budget of an agent, group or session",
+    usage:
+      "geode budget set <agent|group|session>.<name> [--usd X] [--tokens N] [--window 1h|1d|30d|session] [--soft P] [--rpm N]",
+    load: async () => (await import("./budget.js")).budgetSetCommand,
+  },
+  {
+    path: ["budget", "ls"],
+    summary: "list the budgets with what each has used in its current window",
+    usage: "geode budget ls [--json]",
+    load: async () => (await import("./budget.js")).budgetLsCommand,
+  },
+  {
+    path: ["budget", "rm"],
+    summary: "remove a budget",
+    usage: "geode budget rm <scope>.<name>",
+    load: async () => (await import("./budget.js")).budgetRmCommand,
+  },
+  {
     path: ["ns", "ls"],
     summary:
       "list namespaces found in NATS and Postgres (streams, buckets, replicas, messages, bytes, activity rows)",

@@ -3,6 +3,10 @@ import { foldUsage } from "./provider-api.js";
 
 /** The longest SSE line read for usage; a longer one passes through unread. */
 const MAX_LINE_BYTES = 1024 * 1024;
+const NEWLINE = 0x0a;
+/** What every usage field's name holds (`usage`, `usageMetadata`). */
+const USAGE_MARK = Buffer.from("sage");
+const EMPTY = Buffer.alloc(0);
 /** The largest JSON answer read for usage; a larger one passes through unread. */
 const MAX_JSON_BYTES = 16 * 1024 * 1024;
 
@@ -16,7 +20,7 @@ export class UsageMeter {
   /** True once a usage field was read. */
   seen = false;
   private readonly sse: boolean;
-  private pending = "";
+  private pending: Buffer = EMPTY;
   private skipping = false;
   private json: Buffer[] = [];
   private jsonBytes = 0;
@@ -36,27 +40,41 @@ export class UsageMeter {
       else this.json = [];
       return;
     }
-    const text = this.pending + chunk.toString("utf8");
-    let start = 0;
-    for (;;) {
-      const nl = text.indexOf("\n", start);
-      if (nl < 0) break;
-      if (this.skipping) this.skipping = false;
-      else this.line(text.slice(start, nl));
-      start = nl + 1;
+    // Most chunks are deltas without usage: only a stretch that mentions it is decoded and read.
+    let data = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    if (this.skipping) {
+      // Inside a line longer than the bound: read again after its end.
+      const nl = data.indexOf(NEWLINE);
+      if (nl < 0) return;
+      this.skipping = false;
+      data = data.subarray(nl + 1);
     }
-    this.pending = text.slice(start);
-    if (this.pending.length > MAX_LINE_BYTES) {
-      this.pending = "";
+    const lastNl = data.lastIndexOf(NEWLINE);
+    if (lastNl < 0) {
+      this.keep(data);
+      return;
+    }
+    const mark = data.indexOf(USAGE_MARK);
+    if (mark >= 0 && mark < lastNl)
+      for (const line of data.subarray(0, lastNl).toString("utf8").split("\n")) this.line(line);
+    this.keep(data.subarray(lastNl + 1));
+  }
+
+  /** Keeps the unfinished last line (a copy, so the chunk it came in is not held), within the bound. */
+  private keep(rest: Buffer): void {
+    if (rest.length > MAX_LINE_BYTES) {
+      this.pending = EMPTY;
       this.skipping = true;
+      return;
     }
+    this.pending = rest.length === 0 ? EMPTY : Buffer.from(rest);
   }
 
   /** The answer ended: reads a JSON answer (or a last line without its newline). */
   end(): void {
     if (this.sse) {
-      if (!this.skipping && this.pending !== "") this.line(this.pending);
-      this.pending = "";
+      if (!this.skipping && this.pending.length > 0) this.line(this.pending.toString("utf8"));
+      this.pending = EMPTY;
       return;
     }
     if (this.json.length === 0) return;

@@ -77,6 +77,12 @@ describe("each role can do its own job", () => {
     await ensureBucket(gateway, n, "runs");
     await ensureBucket(gateway, n, "tools");
     await ensureBucket(gateway, n, "mcpServers");
+    await ensureBucket(gateway, n, "llmProviders");
+    await ensureBucket(gateway, n, "llmPrices");
+    await ensureBucket(gateway, n, "budgets");
+    // The gateway keeps the spend counters; providers, prices and budgets it only reads.
+    await (await ensureBucket(gateway, n, "llmSpend")).put("agent.a.1h.0", "{}");
+    await expect((await ensureBucket(gateway, n, "llmProviders")).put("p", "{}")).rejects.toThrow();
     const guard = await as("policy-guard");
     await ensureBucket(guard, n, "hookHandlers");
     await ensureBucket(guard, n, "policies");

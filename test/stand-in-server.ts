@@ -1,5 +1,5 @@
 /** The loopback HTTP server under each scripted stand-in of a model API. */
-import { createServer, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** A request as a stand-in received it: its URL, its body parsed (`{}` when not JSON), and raw. */
@@ -7,6 +7,8 @@ export interface StandInRequest {
   url: string;
   body: Record<string, unknown>;
   raw: string;
+  /** The request's headers (a gateway in front must have swapped the agent's token for its key). */
+  headers?: IncomingHttpHeaders;
 }
 
 /**
@@ -34,7 +36,7 @@ export async function startStandInServer(
       } catch {
         // not JSON: answered like any other request
       }
-      const request = { url: req.url ?? "/", body, raw };
+      const request = { url: req.url ?? "/", body, raw, headers: req.headers };
       if (!gate) return answer(request, res);
       void Promise.resolve()
         .then(() => gate(request))

@@ -164,6 +164,10 @@ export const BUCKET_HISTORY: Readonly<Record<BucketName, number>> = {
   policies: 5,
   mcpServers: 1,
   notary: 1,
+  llmProviders: 1,
+  llmPrices: 1,
+  budgets: 1,
+  llmSpend: 1,
 };
 
 /**

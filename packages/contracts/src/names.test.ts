@@ -35,6 +35,10 @@ describe("names(ns)", () => {
       policies: "acme_1_policies",
       mcpServers: "acme_1_mcp_servers",
       notary: "acme_1_notary",
+      llmProviders: "acme_1_llm_providers",
+      llmPrices: "acme_1_llm_prices",
+      budgets: "acme_1_budgets",
+      llmSpend: "acme_1_llm_spend",
     });
     expect(n.auditLog("events")).toBe("geode/acme_1/events");
     expect(n.auditLog("timeline")).toBe("geode/acme_1/timeline");

@@ -134,6 +134,14 @@ export interface Names {
     readonly mcpServers: string;
     /** The notary's lease: one active instance (DESIGN section 20). */
     readonly notary: string;
+    /** Model providers the agent-gateway fronts (DESIGN section 21). */
+    readonly llmProviders: string;
+    /** Model prices, USD per million tokens (DESIGN section 21). */
+    readonly llmPrices: string;
+    /** Budgets per agent, group and session (DESIGN section 21). */
+    readonly budgets: string;
+    /** What each budget window has used: the agent-gateway's counters. */
+    readonly llmSpend: string;
   };
   /** Object Store bucket of large tool results (docs/protocol.md#large-results). */
   readonly resultStore: string;
@@ -209,6 +217,10 @@ export function names(ns: string = DEFAULT_NAMESPACE): Names {
       policies: `${ns}_policies`,
       mcpServers: `${ns}_mcp_servers`,
       notary: `${ns}_notary`,
+      llmProviders: `${ns}_llm_providers`,
+      llmPrices: `${ns}_llm_prices`,
+      budgets: `${ns}_budgets`,
+      llmSpend: `${ns}_llm_spend`,
     },
     resultStore: `${ns}_results`,
     resultStream: `OBJ_${ns}_results`,

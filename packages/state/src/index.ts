@@ -1,5 +1,7 @@
 export { AgentStore } from "./agent-store.js";
 export { type AttemptFacts, AttemptStore, newTurnRecord, totalsOf } from "./attempt-store.js";
+export { BudgetSpendStore } from "./budget-spend-store.js";
+export { BudgetStore } from "./budget-store.js";
 export { HandlerRegistrations, leaseExpired, sameHandlerConfig } from "./handler-registrations.js";
 export {
   KvRecords,
@@ -9,6 +11,8 @@ export {
   type StoredVersion,
   type StoreOptions,
 } from "./kv-records.js";
+export { LlmPriceStore } from "./llm-price-store.js";
+export { LlmProviderStore } from "./llm-provider-store.js";
 export { McpServerStore } from "./mcp-server-store.js";
 export {
   isLive,

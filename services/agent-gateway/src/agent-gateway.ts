@@ -15,10 +15,12 @@ import { copilotAdapter } from "./copilot/copilot-adapter.js";
 import { type GatewayConfig, gatewayConfig } from "./gateway-config.js";
 import { geminiCliAdapter } from "./gemini-cli/gemini-cli-adapter.js";
 import { type HookRoute, startHttpServer } from "./http-server.js";
+import { LLM_PATH_PREFIX, LlmEndpoint } from "./llm/llm-endpoint.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { opencodeAdapter } from "./opencode/opencode-adapter.js";
 import { createPlane } from "./plane.js";
 import { qwenCodeAdapter } from "./qwen-code/qwen-code-adapter.js";
+import { RefusedTokenLog } from "./refused-token-log.js";
 
 /** The agent kinds the gateway speaks for, one adapter each. */
 const ADAPTERS: readonly AnyAdapter[] = [
@@ -41,6 +43,8 @@ export interface AgentGatewayOptions {
    * publishes each call's records after its answer).
    */
   events?: RuntimeEventBus;
+  /** Where the LLM providers' keys are looked up by `key_env` (default: the process environment). */
+  providerKeys?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface AgentGateway {
@@ -96,6 +100,18 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     toolTimeoutMs: config.toolTimeoutMs,
     hookTimeoutMs: config.hookTimeoutMs,
   });
+  const llmRefused = new RefusedTokenLog(log);
+  const llm = await LlmEndpoint.start({
+    plane,
+    log,
+    identify: (authorization) => directory.identify(authorization),
+    groupsOf: (agent) => directory.groupsOf(agent),
+    refused: (remote, path, authorization) => llmRefused.note(remote, path, authorization),
+    keys: options.providerKeys ?? process.env,
+    maxBodyBytes: config.llmMaxBodyBytes,
+    timeoutMs: config.llmTimeoutMs,
+    sessionIdleMs: config.mcpSessionIdleMs,
+  });
   observe.governanceGapKinds(ADAPTERS.map((a) => a.kind));
   const http = await startHttpServer({
     host: config.host,
@@ -128,6 +144,7 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
         ],
         maxBodyBytes: config.mcpMaxBodyBytes,
       },
+      llm: { prefix: LLM_PATH_PREFIX, serve: (req, res) => llm.serve(req, res) },
     },
   });
   log.info({ url: http.url }, `agent-gateway listening on ${http.url}`);
@@ -138,6 +155,7 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
       await http.close();
       directory.stop();
       mcp.stop();
+      llm.stop();
       if (!options.events) await events.close();
     },
   };

@@ -30,10 +30,18 @@ export interface GatewayConfig {
   mcpAllowedHosts: readonly string[];
   /** Terminal limit of a tool without its own `timeout_ms` (the wait of an MCP call). */
   toolTimeoutMs: number;
+  /** Largest model request body (`GEODE_LLM_MAX_BODY_BYTES`); larger is 413 in the provider's shape. */
+  llmMaxBodyBytes: number;
+  /** Longest wait for a provider's answer to begin, and between its chunks (`GEODE_LLM_TIMEOUT_MS`). */
+  llmTimeoutMs: number;
 }
 
 const DEFAULT_MCP_SESSION_IDLE_MS = 1_800_000;
 const DEFAULT_MCP_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Model requests carry the whole conversation, images included. */
+const DEFAULT_LLM_MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** Reasoning models may think for minutes before their first byte. */
+const DEFAULT_LLM_TIMEOUT_MS = 600_000;
 
 export const DEFAULT_GATEWAY_ADDR = "127.0.0.1:4280";
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -84,6 +92,16 @@ export const GATEWAY_ENV = envSpec(
       meaning:
         "an agent's MCP calls (per agent and client name) form one session until this long passes without a call (agent-gateway)",
     }),
+    llmMaxBodyBytes: envVar("GEODE_LLM_MAX_BODY_BYTES", read.int(DEFAULT_LLM_MAX_BODY_BYTES, 1024), {
+      default: "32 MiB",
+      meaning:
+        "largest model request body on `/v1/llm/…`; a larger one is 413 in the provider's error shape (agent-gateway)",
+    }),
+    llmTimeoutMs: envVar("GEODE_LLM_TIMEOUT_MS", read.int(DEFAULT_LLM_TIMEOUT_MS, 100), {
+      default: "`600000`",
+      meaning:
+        "longest wait for a model provider's answer to begin, and between two of its chunks; then 504 or a cut stream (agent-gateway)",
+    }),
     headersTimeoutMs: TIMEOUT_VARS.headersMs,
     requestTimeoutMs: TIMEOUT_VARS.requestMs,
     idleTimeoutMs: TIMEOUT_VARS.idleMs,
@@ -115,5 +133,7 @@ export function gatewayConfig(partial: Partial<GatewayConfig> = {}): GatewayConf
     mcpMaxBodyBytes: partial.mcpMaxBodyBytes ?? DEFAULT_MCP_MAX_BODY_BYTES,
     mcpAllowedHosts: partial.mcpAllowedHosts ?? [],
     toolTimeoutMs: partial.toolTimeoutMs ?? 300_000,
+    llmMaxBodyBytes: partial.llmMaxBodyBytes ?? DEFAULT_LLM_MAX_BODY_BYTES,
+    llmTimeoutMs: partial.llmTimeoutMs ?? DEFAULT_LLM_TIMEOUT_MS,
   };
 }

@@ -35,6 +35,11 @@ export interface HttpRoutes {
     allowedHosts: readonly string[];
     maxBodyBytes: number;
   };
+  /** `/v1/llm/{provider}/…`: the model providers' APIs (DESIGN section 21); answers on its own. */
+  llm?: {
+    prefix: string;
+    serve(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  };
 }
 
 /** The MCP endpoint's path. */
@@ -291,6 +296,8 @@ export async function startHttpServer(options: {
       work = Promise.resolve(
         send(res, 404, error(ErrorCode.InvalidRequest, "no OAuth here: use the agent's token")),
       );
+    } else if (routes.llm && path?.startsWith(routes.llm.prefix)) {
+      work = routes.llm.serve(req, res);
     } else if (path === MCP_PATH && routes.mcp) {
       work = answerMcp(hookOptions, routes.mcp, req, res);
     } else if (path !== undefined && routes.hooks.has(path)) {

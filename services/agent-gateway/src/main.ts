@@ -19,6 +19,8 @@ await runService(
           timeouts: gatewayTimeouts(settings),
           approvalTimeoutMs: config.approvalTimeoutMs,
           mcpSessionIdleMs: settings.mcpSessionIdleMs,
+          llmMaxBodyBytes: settings.llmMaxBodyBytes,
+          llmTimeoutMs: settings.llmTimeoutMs,
         },
       });
     } catch (err) {

@@ -1,12 +1,23 @@
 import type { CommandModule, CommandSpec } from "../command.js";
+import type { LlmAgent } from "../connect/llm-config.js";
 import type { McpAgent } from "./hook-shim.js";
 
 /** `geode connect <agent> --mcp …` writes the agent's MCP configuration instead of its hooks. */
 function withMcp(agent: McpAgent, hooks: CommandModule): CommandModule {
-  return {
+  return withLlm(agent, {
     run: async (args, io) =>
       args.includes("--mcp")
         ? (await import("../connect/mcp-config.js")).connectMcp(agent, args, io)
+        : hooks.run(args, io),
+  });
+}
+
+/** `geode connect <agent> --llm PROVIDER …` points the agent's model calls at the gateway instead. */
+function withLlm(agent: LlmAgent, hooks: CommandModule): CommandModule {
+  return {
+    run: async (args, io) =>
+      args.some((a) => a === "--llm" || a.startsWith("--llm="))
+        ? (await import("../connect/llm-config.js")).connectLlm(agent, args, io)
         : hooks.run(args, io),
   };
 }
@@ -263,6 +274,52 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./mcp-stdio.js")).mcpStdioCommand,
   },
   {
+    path: ["llm", "add"],
+    summary:
+      "add (or replace) a model provider the agent gateway fronts; the key stays in the gateway's environment",
+    usage:
+      "geode llm add <name> --kind openai|anthropic|gemini --url <base url> --key-env <VAR> [--model <glob>]…",
+    load: async () => (await import("./llm.js")).llmAddCommand,
+  },
+  {
+    path: ["llm", "ls"],
+    summary: "list the model providers and the price table",
+    usage: "geode llm ls [--json]",
+    load: async () => (await import("./llm.js")).llmLsCommand,
+  },
+  {
+    path: ["llm", "rm"],
+    summary: "remove a model provider",
+    usage: "geode llm rm <name>",
+    load: async () => (await import("./llm.js")).llmRmCommand,
+  },
+  {
+    path: ["llm", "price"],
+    summary: "set the price of a model (or glob), USD per million input, cached-input and output tokens",
+    usage:
+      "geode llm price <model> --input <usd> --output <usd> [--cached <usd>] | geode llm price <model> --rm",
+    load: async () => (await import("./llm.js")).llmPriceCommand,
+  },
+  {
+    path: ["budget", "set"],
+    summary: "set a spend, token or request-rate budget of an agent, group or session",
+    usage:
+      "geode budget set <agent|group|session>.<name> [--usd X] [--tokens N] [--window 1h|1d|30d|session] [--soft P] [--rpm N]",
+    load: async () => (await import("./budget.js")).budgetSetCommand,
+  },
+  {
+    path: ["budget", "ls"],
+    summary: "list the budgets with what each has used in its current window",
+    usage: "geode budget ls [--json]",
+    load: async () => (await import("./budget.js")).budgetLsCommand,
+  },
+  {
+    path: ["budget", "rm"],
+    summary: "remove a budget",
+    usage: "geode budget rm <scope>.<name>",
+    load: async () => (await import("./budget.js")).budgetRmCommand,
+  },
+  {
     path: ["ns", "ls"],
     summary:
       "list namespaces found in NATS and Postgres (streams, buckets, replicas, messages, bytes, activity rows)",
@@ -280,7 +337,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a settings file) the Claude Code hooks that go through the agent gateway, fail-closed unless --fail-open; --check proves Claude Code runs them",
     usage:
-      "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <mcp.json>] [--print | --check]",
+      "geode connect claude-code [--url <gateway url>] [--write <settings.json>] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <mcp.json>] [--print | --check] | --llm <provider> [--url <gateway url>] [--write <file>] [--print]",
     load: async () => withMcp("claude-code", (await import("./connect.js")).connectClaudeCodeCommand),
   },
   {
@@ -288,7 +345,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a Codex config, trusted; --managed: as managed hooks) the Codex hooks that go through the agent gateway; --check proves Codex runs them",
     usage:
-      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-open] [--check] [--codex <codex binary>] | --mcp [--url <gateway url>] [--write <config.toml>] [--print | --check]",
+      "geode connect codex [--url <gateway url>] [--write <config.toml>] [--managed] [--fail-open] [--check] [--codex <codex binary>] | --mcp [--url <gateway url>] [--write <config.toml>] [--print | --check] | --llm <provider> [--url <gateway url>] [--write <file>] [--print]",
     load: async () => withMcp("codex", (await import("./connect-codex.js")).connectCodexCommand),
   },
   {
@@ -296,7 +353,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a Gemini CLI settings file; --system: its system settings) the Gemini CLI hooks that go through the agent gateway; --check proves Gemini runs them",
     usage:
-      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check]",
+      "geode connect gemini-cli [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check] | --llm <provider> [--url <gateway url>] [--write <file>] [--print]",
     load: async () =>
       withMcp("gemini-cli", (await import("./connect-gemini-cli.js")).connectGeminiCliCommand),
   },
@@ -305,7 +362,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "write (or --print) the Copilot CLI hooks that go through the agent gateway into ~/.copilot/hooks/geode.json (or --write PATH); --check proves Copilot runs them",
     usage:
-      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <mcp-config.json>] [--print | --check]",
+      "geode connect copilot [--url <gateway url>] [--write <hooks.json>] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <mcp-config.json>] [--print | --check] | --llm <provider> [--url <gateway url>] [--write <file>] [--print]",
     load: async () => withMcp("copilot", (await import("./connect-copilot.js")).connectCopilotCommand),
   },
   {
@@ -313,7 +370,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "print (or --write into a Qwen Code settings file; --system: its system settings) the Qwen Code hooks that go through the agent gateway; --check proves Qwen Code runs them",
     usage:
-      "geode connect qwen-code [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check]",
+      "geode connect qwen-code [--url <gateway url>] [--write <settings.json>] [--system] [--fail-open] [--check] | --mcp [--url <gateway url>] [--write <settings.json>] [--print | --check] | --llm <provider> [--url <gateway url>] [--write <file>] [--print]",
     load: async () => withMcp("qwen-code", (await import("./connect-qwen-code.js")).connectQwenCodeCommand),
   },
   {
@@ -321,7 +378,7 @@ export const COMMANDS: CommandSpec[] = [
     summary:
       "place the opencode plugin that goes through the agent gateway beside ~/.config/opencode/opencode.json (or --write PATH; --managed: /etc/opencode) and load it there; --check proves opencode runs it",
     usage:
-      "geode connect opencode [--url <gateway url>] [--write <opencode.json>] [--managed] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <opencode.json>] [--print | --check]",
+      "geode connect opencode [--url <gateway url>] [--write <opencode.json>] [--managed] [--fail-open] [--check] [--print] | --mcp [--url <gateway url>] [--write <opencode.json>] [--print | --check] | --llm <provider> [--url <gateway url>] [--write <file>] [--print]",
     load: async () => withMcp("opencode", (await import("./connect-opencode.js")).connectOpencodeCommand),
   },
   {

@@ -35,8 +35,8 @@ import {
   writeAuditKeyFile,
 } from "@geode/audit";
 import { RuntimeEventBus } from "@geode/bus";
-import { names as buildNames, RECORDER_CONSUMER } from "@geode/contracts";
 import { runCliCaptured } from "@geode/cli/testing";
+import { names as buildNames, RECORDER_CONSUMER } from "@geode/contracts";
 import { AuditTreeStore, openProjectionDb } from "@geode/projection";
 import {
   cleanupNamespace,
@@ -330,7 +330,10 @@ try {
       ...process.env,
       ...serviceEnv,
     });
-    const report = r.code === 0 ? (JSON.parse(r.out) as { logs: Array<{ leaves: number; checkpoints: number }> }) : undefined;
+    const report =
+      r.code === 0
+        ? (JSON.parse(r.out) as { logs: Array<{ leaves: number; checkpoints: number }> })
+        : undefined;
     if (!report || report.logs[0]?.leaves !== N || report.logs[0].checkpoints !== stored.length)
       throw new Error(`geode audit verify did not pass over the ${N} leaves: ${r.code} ${r.out} ${r.err}`);
     recomputes.push(N / ((performance.now() - t) / 1000));

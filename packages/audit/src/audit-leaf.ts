@@ -69,9 +69,15 @@ export function encodeAuditLeaf(leaf: AuditLeaf): Uint8Array {
  * the leaf is hashed as a string (Node encodes it as UTF-8 while hashing), with none of the
  * intermediate objects and copies, since the notary and `verify` take it once per message.
  */
-export function messageLeafHash(m: { seq: number; subject: string; msgId?: string; data: Uint8Array }): Uint8Array {
+export function messageLeafHash(m: {
+  seq: number;
+  subject: string;
+  msgId?: string;
+  data: Uint8Array;
+}): Uint8Array {
   const msgId = m.msgId ?? "";
-  if (!Number.isSafeInteger(m.seq) || m.seq < 1) throw refuse("seq must be a positive integer", { seq: m.seq });
+  if (!Number.isSafeInteger(m.seq) || m.seq < 1)
+    throw refuse("seq must be a positive integer", { seq: m.seq });
   if (m.subject.includes("\n") || msgId.includes("\n")) throw refuse("subject and msgId must be one line");
   return sha256(`${LEAF_HASH_PREFIX}${m.seq}\n${m.subject}\n${msgId}\n${hash("sha256", m.data, "hex")}`);
 }

@@ -34,7 +34,9 @@ describe("MerkleFrontier", () => {
       expect(frontier.root()).toEqual(mth(hashes.slice(0, size)));
       if (size < 300) frontier.appendHash(hashes[size]!);
     }
-    expect(() => frontier.appendHash(new Uint8Array(31))).toThrow(expect.objectContaining({ code: "invalid_argument" }));
+    expect(() => frontier.appendHash(new Uint8Array(31))).toThrow(
+      expect.objectContaining({ code: "invalid_argument" }),
+    );
   });
 
   it("keeps one hash per set bit of its size", () => {

@@ -33,14 +33,17 @@ export function leafHash(leaf: Uint8Array): Uint8Array {
   return sha256(bytes.subarray(0, 1 + leaf.length));
 }
 
+/** The input of a node of two hashes: 0x01, then both. */
+const NODE_INPUT = new Uint8Array(1 + 2 * HASH_SIZE);
+
 /** The hash of an inner node: `SHA-256(0x01 || left || right)`. */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
   const length = 1 + left.length + right.length;
-  const bytes = scratchOf(length);
+  const bytes = length === NODE_INPUT.length ? NODE_INPUT : scratchOf(length);
   bytes[0] = 0x01;
   bytes.set(left, 1);
   bytes.set(right, 1 + left.length);
-  return sha256(bytes.subarray(0, length));
+  return sha256(bytes === NODE_INPUT ? bytes : bytes.subarray(0, length));
 }
 
 /** True when two hashes hold the same bytes. */

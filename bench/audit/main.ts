@@ -12,7 +12,7 @@
  *   4. proofs: an inclusion proof at tree size N from the notary's Postgres tree (as `geode audit
  *      prove` would read it), its size as JSON, and the offline check (path + signed note).
  * BENCH_AUDIT_EVENTS (E, default 100,000), BENCH_AUDIT_LEAVES (N, default 1,000,000),
- * BENCH_AUDIT_CHECKPOINT_MS (default 5,000); a quick run: BENCH_AUDIT_EVENTS=5000 BENCH_AUDIT_LEAVES=20000.
+ * BENCH_AUDIT_CHECKPOINT_MS (default 5,000); a quick run: BENCH_AUDIT_EVENTS=20000 BENCH_AUDIT_LEAVES=200000.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

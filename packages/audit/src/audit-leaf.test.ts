@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { decodeAuditLeaf, encodeAuditLeaf, gapLeaf, messageLeaf } from "./audit-leaf.js";
+import { decodeAuditLeaf, encodeAuditLeaf, gapLeaf, messageLeaf, messageLeafHash } from "./audit-leaf.js";
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const code = (c: string) => expect.objectContaining({ code: c });
@@ -50,6 +50,27 @@ describe("audit leaves", () => {
       "x",
     ]) {
       expect(() => decodeAuditLeaf(new TextEncoder().encode(bad))).toThrow(code("invalid_argument"));
+    }
+  });
+
+  it("hash in one step as SHA-256(0x00 || the leaf's bytes)", () => {
+    const rfc = (leaf: Uint8Array) =>
+      new Uint8Array(createHash("sha256").update(Uint8Array.of(0)).update(leaf).digest());
+    const data = new TextEncoder().encode('{"kind":"tool_call","text":"grüße ✓"}');
+    for (const m of [
+      { seq: 42, subject: "geode.events.session.s1", msgId: "m-1", data },
+      { seq: 1, subject: "s", data: new Uint8Array() },
+      { seq: 9007199254740991, subject: "a.b", msgId: "ünïcode-✓", data },
+    ]) {
+      expect(messageLeafHash(m)).toEqual(rfc(encodeAuditLeaf(messageLeaf(m))));
+    }
+    for (const bad of [
+      { seq: 0, subject: "s", data },
+      { seq: 1.5, subject: "s", data },
+      { seq: 1, subject: "a\nb", data },
+      { seq: 1, subject: "s", msgId: "x\n", data },
+    ]) {
+      expect(() => messageLeafHash(bad)).toThrow(code("invalid_argument"));
     }
   });
 });

@@ -1,5 +1,6 @@
 import { hash } from "node:crypto";
 import { AuditError, AuditErrorCode } from "./errors.js";
+import { sha256 } from "./tree-hash.js";
 
 /** The first line of every leaf: a new leaf format gets a new version, never a changed meaning. */
 export const AUDIT_LEAF_VERSION = "geode-audit-leaf-v1";
@@ -22,6 +23,9 @@ export interface AuditLeaf {
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 const UTF8 = new TextEncoder();
 const DECIMAL = /^[1-9][0-9]*$/;
+
+/** What every leaf hash input starts with: RFC 6962's leaf prefix 0x00, then the version line. */
+const LEAF_HASH_PREFIX = `\u0000${AUDIT_LEAF_VERSION}\n`;
 
 function refuse(message: string, details: Record<string, unknown> = {}): AuditError {
   return new AuditError(AuditErrorCode.InvalidArgument, message, { details });
@@ -58,6 +62,24 @@ export function encodeAuditLeaf(leaf: AuditLeaf): Uint8Array {
   }
   const text = [AUDIT_LEAF_VERSION, String(leaf.seq), leaf.subject, leaf.msgId, leaf.dataHash].join("\n");
   return UTF8.encode(text);
+}
+
+/**
+ * The leaf hash of one stream message, `leafHash(encodeAuditLeaf(messageLeaf(m)))` in one step:
+ * the leaf is hashed as a string (Node encodes it as UTF-8 while hashing), with none of the
+ * intermediate objects and copies, since the notary and `verify` take it once per message.
+ */
+export function messageLeafHash(m: {
+  seq: number;
+  subject: string;
+  msgId?: string;
+  data: Uint8Array;
+}): Uint8Array {
+  const msgId = m.msgId ?? "";
+  if (!Number.isSafeInteger(m.seq) || m.seq < 1)
+    throw refuse("seq must be a positive integer", { seq: m.seq });
+  if (m.subject.includes("\n") || msgId.includes("\n")) throw refuse("subject and msgId must be one line");
+  return sha256(`${LEAF_HASH_PREFIX}${m.seq}\n${m.subject}\n${msgId}\n${hash("sha256", m.data, "hex")}`);
 }
 
 /** The fields of a leaf's bytes; refuses anything {@link encodeAuditLeaf} would not have written. */

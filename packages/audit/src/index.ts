@@ -6,6 +6,7 @@ export {
   encodeAuditLeaf,
   gapLeaf,
   messageLeaf,
+  messageLeafHash,
 } from "./audit-leaf.js";
 export { fromBase64, toBase64 } from "./base64.js";
 export {

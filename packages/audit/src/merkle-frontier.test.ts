@@ -26,6 +26,19 @@ describe("MerkleFrontier", () => {
     }
   });
 
+  it("has the same roots when appending without the completed nodes (appendHash)", () => {
+    const hashes = leaves(300);
+    const frontier = new MerkleFrontier();
+    for (let size = 0; size <= 300; size++) {
+      expect(frontier.size).toBe(size);
+      expect(frontier.root()).toEqual(mth(hashes.slice(0, size)));
+      if (size < 300) frontier.appendHash(hashes[size]!);
+    }
+    expect(() => frontier.appendHash(new Uint8Array(31))).toThrow(
+      expect.objectContaining({ code: "invalid_argument" }),
+    );
+  });
+
   it("keeps one hash per set bit of its size", () => {
     const frontier = new MerkleFrontier();
     for (const h of leaves(77)) frontier.append(h);

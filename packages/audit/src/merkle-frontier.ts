@@ -66,6 +66,18 @@ export class MerkleFrontier {
     return done;
   }
 
+  /**
+   * Appends one leaf hash, like {@link MerkleFrontier.append}, without the list of nodes it
+   * completed: for a reader that only needs the roots (`geode audit verify`).
+   */
+  appendHash(leaf: Uint8Array): void {
+    assertHash(leaf, "leaf hash");
+    let hash = leaf;
+    for (let n = this.#size; n % 2 === 1; n = (n - 1) / 2) hash = nodeHash(this.#hashes.pop()!, hash);
+    this.#hashes.push(hash);
+    this.#size++;
+  }
+
   /** The tree head at the current size (RFC 9162's MTH): the frontier folded from the right. */
   root(): Uint8Array {
     let root = this.#hashes.at(-1);

@@ -1,4 +1,10 @@
-import { type FrontierSnapshot, type HashStore, MerkleFrontier, type TreeNode } from "@geode/audit";
+import {
+  type FrontierSnapshot,
+  HASH_SIZE,
+  type HashStore,
+  MerkleFrontier,
+  type TreeNode,
+} from "@geode/audit";
 import type { AuditLogName } from "@geode/contracts";
 import { AuditTreeStore } from "@geode/projection";
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
@@ -131,6 +137,37 @@ export class LogMovedError extends Error {
 
 const table = (ns: string, name: string) => sql.id(ns, name);
 
+/** Nodes as runs of consecutive indexes on one level, their hashes concatenated in run order. */
+function nodeRuns(nodes: readonly TreeNode[]): {
+  levels: number[];
+  firsts: string[];
+  counts: number[];
+  ats: number[];
+  hashes: Buffer;
+} {
+  const sorted = [...nodes].sort((a, b) => a.level - b.level || a.index - b.index);
+  const runs = {
+    levels: [] as number[],
+    firsts: [] as string[],
+    counts: [] as number[],
+    ats: [] as number[],
+  };
+  const hashes = Buffer.allocUnsafe(sorted.length * HASH_SIZE);
+  let last: TreeNode | undefined;
+  sorted.forEach((n, i) => {
+    hashes.set(n.hash, i * HASH_SIZE);
+    if (last && n.level === last.level && n.index === last.index + 1) runs.counts[runs.counts.length - 1]!++;
+    else {
+      runs.levels.push(n.level);
+      runs.firsts.push(String(n.index));
+      runs.counts.push(1);
+      runs.ats.push(i);
+    }
+    last = n;
+  });
+  return { ...runs, hashes };
+}
+
 /** Reads and writes one namespace's audit tables. */
 export class AuditStore {
   constructor(
@@ -180,10 +217,13 @@ export class AuditStore {
   }
 
   /**
-   * Appends one batch in one transaction: the new nodes of the tree and the log's new size, last
-   * sequence and frontier (and the batch's latest gap range, when it has one). The log row is locked and must still be at `from.size`, else
-   * LogMovedError and nothing is written: two writers (a notary that lost its lease and the one
-   * that took over) can never fork or duplicate the tree.
+   * Appends one batch in one statement (so one transaction): the new nodes of the tree and the
+   * log's new size, last sequence and frontier (and the batch's latest gap range, when it has
+   * one). The log row is updated only while it is still at `from.size`, and the nodes are inserted
+   * only with that update, else LogMovedError and nothing is written: two writers (a notary that
+   * lost its lease and the one that took over) can never fork or duplicate the tree. The nodes go
+   * as runs of consecutive indexes per level and one byte string of their hashes (a batch's nodes
+   * are one run per level), not as one array element per node.
    */
   async append(
     log: AuditLogName,
@@ -196,27 +236,31 @@ export class AuditStore {
     },
     nodes: readonly TreeNode[],
   ): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      const r = await sql<{ size: string }>`
-        select size from ${table(this.ns, "audit_logs")} where log = ${log} for update`.execute(tx);
-      const stored = r.rows[0];
-      if (!stored || Number(stored.size) !== from.size)
-        throw new LogMovedError(`audit log ${log} is at ${stored?.size ?? "nothing"}, not ${from.size}`);
-      for (let i = 0; i < nodes.length; i += 5_000) {
-        const chunk = nodes.slice(i, i + 5_000);
-        await sql`
-          insert into ${table(this.ns, "audit_tree")} (log, level, idx, hash)
-          select ${log}, * from unnest(${chunk.map((n) => n.level)}::smallint[],
-            ${chunk.map((n) => String(n.index))}::bigint[],
-            ${chunk.map((n) => Buffer.from(n.hash))}::bytea[])`.execute(tx);
-      }
-      await sql`
+    const runs = nodeRuns(nodes);
+    const r = await sql<{ moved: number }>`
+      with moved as (
         update ${table(this.ns, "audit_logs")}
         set size = ${to.frontier.size}, last_seq = ${to.lastSeq}, gaps = ${to.gaps},
           frontier = ${JSON.stringify(to.frontier.snapshot())}::jsonb, updated_at = ${Date.now()}
           ${to.lastGap ? sql`, last_gap_from = ${to.lastGap.from}, last_gap_to = ${to.lastGap.to}` : sql``}
-        where log = ${log}`.execute(tx);
-    });
+        where log = ${log} and size = ${from.size}
+        returning log),
+      added as (
+        insert into ${table(this.ns, "audit_tree")} (log, level, idx, hash)
+        select moved.log, run.level, run.first + i,
+          substring(${runs.hashes}::bytea from (run.at + i) * ${HASH_SIZE} + 1 for ${HASH_SIZE})
+        from moved,
+          unnest(${runs.levels}::smallint[], ${runs.firsts}::bigint[], ${runs.counts}::int[], ${runs.ats}::int[])
+            as run(level, first, n, at),
+          generate_series(0, run.n - 1) as i
+        returning 1)
+      select (select count(*) from moved)::int as moved, (select count(*) from added)::int as added`.execute(
+      this.db,
+    );
+    if (r.rows[0]?.moved !== 1) {
+      const stored = await this.readLog(log).catch(() => undefined);
+      throw new LogMovedError(`audit log ${log} is at ${stored?.size ?? "nothing"}, not ${from.size}`);
+    }
   }
 
   /** Keeps a signed checkpoint (a repeat of one already kept changes nothing). */

@@ -3,7 +3,7 @@ import {
   gapLeaf,
   leafHash,
   MerkleFrontier,
-  messageLeaf,
+  messageLeafHash,
   type NoteSigner,
   signCheckpoint,
   type TreeNode,
@@ -165,20 +165,64 @@ export class LogFollower {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: stored.lastSeq + 1,
     });
-    while (!this.#stopping) {
-      const pending = await this.fetchBatch(consumer);
-      if (pending) await this.commit(pending);
+    // Each batch is committed while the next one is read (at most one write in flight, so at most
+    // two batches in memory); `tip` is the log with every batch read so far, committed or not.
+    let tip = stored;
+    let want = Math.max(1, info.state.last_seq - stored.lastSeq);
+    let writing: Promise<unknown> | undefined;
+    const written = async (): Promise<void> => {
+      if (!writing) return;
+      const err = await writing;
+      writing = undefined;
+      if (err) throw err;
       await this.maybeCheckpoint();
+    };
+    try {
+      while (!this.#stopping) {
+        const batch = await this.fetchBatch(consumer, tip, want);
+        await written();
+        if (batch) {
+          const { pending } = batch;
+          tip = {
+            ...pending.from,
+            size: pending.frontier.size,
+            lastSeq: pending.lastSeq,
+            gaps: pending.gaps,
+            frontier: pending.frontier,
+          };
+          want = batch.left;
+          writing = this.commit(pending).then(
+            () => undefined,
+            (err: unknown) => err ?? new Error("commit failed"),
+          );
+        } else {
+          await this.maybeCheckpoint();
+        }
+      }
+      await written();
+    } catch (err) {
+      // Never leave a write behind: the next follow() starts from what it committed.
+      await writing;
+      throw err;
     }
   }
 
-  /** Up to one batch of leaves from the stream, in memory; undefined when nothing came. */
-  private async fetchBatch(consumer: Consumer): Promise<Pending | undefined> {
-    const from = this.#state!;
+  /**
+   * Up to one batch of leaves from the stream after `from`, in memory; undefined when nothing
+   * came. A fetch asks for no more than the stream is known to hold (`want`, what the last message
+   * read said was left, at least 1), and the batch goes on with the next fetch while messages
+   * are left and it has room: a fetch never waits out its expiry for messages that are not there,
+   * so a log that has caught up commits what came at once, and one behind fills whole batches.
+   * `left` is what the stream held past the batch's last message.
+   */
+  private async fetchBatch(
+    consumer: Consumer,
+    from: StoredLog,
+    want: number,
+  ): Promise<{ pending: Pending; left: number } | undefined> {
     const sinceCheckpoint = from.size - (this.#checkpoint?.size ?? 0);
     // A batch never carries the log past 10,000 leaves since the last checkpoint.
     const room = Math.max(1, Math.min(this.o.batchSize, CHECKPOINT_MAX_LEAVES - sinceCheckpoint));
-    const iter = await consumer.fetch({ max_messages: room, expires: FETCH_EXPIRES_MS });
     let pending: Pending | undefined;
     const begin = (): Pending => {
       pending ??= {
@@ -191,25 +235,35 @@ export class LogFollower {
       };
       return pending;
     };
-    // Every message of the fetch is taken (at most `room`; gap leaves may add more): the ordered
-    // consumer's cursor is past each one delivered, so one left in the fetch would read as a gap.
-    for await (const m of iter) {
-      const p = begin();
-      if (m.seq <= p.lastSeq) continue; // delivered again after a consumer reset
-      this.appendGaps(p, m.seq - 1);
-      this.appendMessage(p, m);
-      // Stopping: what was taken is a prefix of the stream, committed as one; the rest is dropped
-      // with the consumer and read again by the next holder.
-      if (this.#stopping) break;
+    let taken = 0;
+    let left = 0;
+    for (let ask = Math.max(1, Math.min(room, want)); ; ask = Math.min(room - taken, left)) {
+      const iter = await consumer.fetch({ max_messages: ask, expires: FETCH_EXPIRES_MS });
+      let got = 0;
+      // Every message of the fetch is taken (at most `room`; gap leaves may add more): the ordered
+      // consumer's cursor is past each one delivered, so one left in the fetch would read as a gap.
+      for await (const m of iter) {
+        got++;
+        left = m.info.pending;
+        const p = begin();
+        if (m.seq <= p.lastSeq) continue; // delivered again after a consumer reset
+        this.appendGaps(p, m.seq - 1);
+        this.appendMessage(p, m);
+        taken++;
+        // Stopping: what was taken is a prefix of the stream, committed as one; the rest is dropped
+        // with the consumer and read again by the next holder.
+        if (this.#stopping) break;
+      }
+      if (got === 0 || this.#stopping || left <= 0 || taken >= room) break;
     }
-    return pending;
+    return pending && { pending, left };
   }
 
   private appendGaps(p: Pending, upTo: number): void {
     if (upTo <= p.lastSeq) return;
     const from = p.lastSeq + 1;
     for (let seq = from; seq <= upTo; seq++)
-      p.nodes.push(...p.frontier.append(leafHash(encodeAuditLeaf(gapLeaf(seq)))));
+      for (const n of p.frontier.append(leafHash(encodeAuditLeaf(gapLeaf(seq))))) p.nodes.push(n);
     p.gaps += upTo - from + 1;
     p.gapRanges.push({ from, to: upTo });
     p.lastSeq = upTo;
@@ -217,8 +271,8 @@ export class LogFollower {
 
   private appendMessage(p: Pending, m: JsMsg): void {
     const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
-    const leaf = messageLeaf({ seq: m.seq, subject: m.subject, msgId, data: m.data });
-    p.nodes.push(...p.frontier.append(leafHash(encodeAuditLeaf(leaf))));
+    const leaf = messageLeafHash({ seq: m.seq, subject: m.subject, msgId, data: m.data });
+    for (const n of p.frontier.append(leaf)) p.nodes.push(n);
     p.lastSeq = m.seq;
   }
 

@@ -3,7 +3,7 @@ import {
   gapLeaf,
   leafHash,
   MerkleFrontier,
-  messageLeaf,
+  messageLeafHash,
   type NoteVerifier,
   openCheckpoint,
   parseCheckpoint,
@@ -16,12 +16,14 @@ import {
   DeliverPolicy,
   type JetStreamClient,
   type JetStreamManager,
+  type JsMsg,
   type StreamInfo,
 } from "@nats-io/jetstream";
 import type { LogName } from "./audit-options.js";
 import { readCheckpoints, readLeafHashes, readStoredLog } from "./audit-tables.js";
 import { ProjectionCheck, rowDivergenceText } from "./projection-check.js";
 import { readStream } from "./read-stream.js";
+import { StoredLeaves } from "./stored-leaves.js";
 
 /** The first thing that does not hold, as `geode audit verify` names it (DESIGN section 20). */
 export type Divergence =
@@ -85,7 +87,6 @@ export interface VerifyLogOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-const CHUNK = 1_000;
 /** How far around a mismatching leaf a message is looked for at another sequence (reordered). */
 const REORDER_WINDOW = 64;
 /** At most this many missing sequences are looked for again later in the stream (reordered). */
@@ -180,22 +181,13 @@ export async function verifyLog(o: VerifyLogOptions): Promise<LogVerdict> {
     ? await ProjectionCheck.open(projection, log === "events" ? "events" : "timeline", stream)
     : undefined;
 
-  // Stored leaf hashes, a chunk at a time (what the notary appended).
-  let chunkAt = -1;
-  let chunk = new Map<number, Uint8Array>();
-  const storedLeaf = async (index: number): Promise<Uint8Array | undefined> => {
-    if (index >= storedSize) return undefined;
-    const at = Math.floor(index / CHUNK) * CHUNK;
-    if (at !== chunkAt) {
-      chunk = await readLeafHashes(projection.root, ns, log, at, Math.min(at + CHUNK, storedSize));
-      chunkAt = at;
-    }
-    return chunk.get(index);
-  };
+  // Stored leaf hashes (what the notary appended), a chunk at a time, the next one read ahead.
+  const storedLeaves = new StoredLeaves(projection.root, ns, log, storedSize);
+  const storedLeaf = (index: number): Promise<Uint8Array | undefined> => storedLeaves.leaf(index);
 
   /** Appends one leaf; at a checkpoint's size, compares the roots. */
   const append = (hash: Uint8Array): void => {
-    frontier.append(hash);
+    frontier.appendHash(hash);
     while (nextCheckpoint < checkpoints.length && checkpoints[nextCheckpoint]!.size <= frontier.size) {
       const cp = checkpoints[nextCheckpoint]!;
       if (cp.size === frontier.size && !divergence && !sameHash(frontier.root(), cp.root)) {
@@ -238,71 +230,62 @@ export async function verifyLog(o: VerifyLogOptions): Promise<LogVerdict> {
   if (!divergence && info && info.state.messages > 0) {
     let expected = Math.max(firstSeq, streamFirst);
     const start = { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: expected };
-    await readStream(o.js, stream, start, streamLast, async (m) => {
-      {
-        if (pendingDeleted) {
-          // Looking for a missing message further on: moved, not deleted.
-          for (const [seq, hash] of missing) {
-            const leaf = messageLeaf({
-              seq,
-              subject: m.subject,
-              msgId: m.headers?.get("Nats-Msg-Id") ?? "",
-              data: m.data,
-            });
-            if (sameHash(leafHash(encodeAuditLeaf(leaf)), hash)) {
-              divergence = { kind: "reordered", seq };
-              return false;
-            }
-          }
-          if (divergence || m.seq >= streamLast) return false;
-          return true;
-        }
-        if (m.seq > expected) {
-          pendingDeleted = { from: expected, to: m.seq - 1 };
-          for (let seq = expected; seq < m.seq && missing.size < MAX_MOVED_LOOKUPS; seq++) {
-            const hash = await storedLeaf(seq - firstSeq);
-            if (hash && !sameHash(hash, GAP_HASH(seq))) missing.set(seq, hash);
-          }
-          if (missing.size === 0 || m.seq >= streamLast) return false;
-          // This message itself may be the one that moved.
-          for (const [seq, hash] of missing) {
-            const leaf = messageLeaf({
-              seq,
-              subject: m.subject,
-              msgId: m.headers?.get("Nats-Msg-Id") ?? "",
-              data: m.data,
-            });
-            if (sameHash(leafHash(encodeAuditLeaf(leaf)), hash)) {
-              divergence = { kind: "reordered", seq };
-              return false;
-            }
-          }
-          if (divergence) return false;
-          return true;
-        }
-        const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
-        const hash = leafHash(
-          encodeAuditLeaf(messageLeaf({ seq: m.seq, subject: m.subject, msgId, data: m.data })),
-        );
-        const index = m.seq - firstSeq;
-        const want = await storedLeaf(index);
-        if (want && !sameHash(want, hash)) {
-          divergence = {
-            kind: (await movedOrModified(m, index, want)) ? "reordered" : "modified",
-            seq: m.seq,
-          };
-          return false;
-        }
-        append(hash);
-        verdict.retained++;
-        await projectionCheck?.add({ seq: m.seq, data: m.data, headers: m.headers });
-        if (projectionCheck?.found) return false;
-        o.onProgress?.(frontier.size, total);
-        if (divergence) return false;
-        expected = m.seq + 1;
+    /** Looks for missing messages further on (moved, not deleted); false when the reading ends. */
+    const lookFurther = async (m: JsMsg): Promise<boolean> => {
+      if (pendingDeleted) {
+        if (movedHere(m) || m.seq >= streamLast) return false;
         return true;
       }
-    });
+      pendingDeleted = { from: expected, to: m.seq - 1 };
+      for (let seq = expected; seq < m.seq && missing.size < MAX_MOVED_LOOKUPS; seq++) {
+        const hash = await storedLeaf(seq - firstSeq);
+        if (hash && !sameHash(hash, GAP_HASH(seq))) missing.set(seq, hash);
+      }
+      if (missing.size === 0 || m.seq >= streamLast) return false;
+      // This message itself may be the one that moved.
+      return !movedHere(m);
+    };
+    /** True (and the divergence set) when this message is one of the missing ones. */
+    const movedHere = (m: JsMsg): boolean => {
+      const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
+      for (const [seq, hash] of missing) {
+        if (sameHash(messageLeafHash({ seq, subject: m.subject, msgId, data: m.data }), hash)) {
+          divergence = { kind: "reordered", seq };
+          return true;
+        }
+      }
+      return false;
+    };
+    /** After a message's leaf is appended: false when the reading ends. */
+    const appended = (m: JsMsg): boolean => {
+      if (projectionCheck?.found) return false;
+      o.onProgress?.(frontier.size, total);
+      if (divergence) return false;
+      expected = m.seq + 1;
+      return true;
+    };
+    // Each message in order; awaits only when its stored chunk is not in yet, on a mismatch, and
+    // for the projection check.
+    const step = (m: JsMsg): boolean | Promise<boolean> => {
+      if (pendingDeleted || m.seq > expected) return lookFurther(m);
+      const index = m.seq - firstSeq;
+      if (!storedLeaves.has(index)) return storedLeaves.load(index).then(() => step(m));
+      const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
+      const hash = messageLeafHash({ seq: m.seq, subject: m.subject, msgId, data: m.data });
+      const want = storedLeaves.get(index);
+      if (want && !sameHash(want, hash)) {
+        return movedOrModified(m, index, want).then((moved) => {
+          divergence = { kind: moved ? "reordered" : "modified", seq: m.seq };
+          return false;
+        });
+      }
+      append(hash);
+      verdict.retained++;
+      if (projectionCheck)
+        return projectionCheck.add({ seq: m.seq, data: m.data, headers: m.headers }).then(() => appended(m));
+      return appended(m);
+    };
+    await readStream(o.js, stream, start, streamLast, step);
     // The newest sequences gone (the stream's last message deleted).
     if (!divergence && !pendingDeleted && !projectionCheck?.found && expected <= streamLast)
       pendingDeleted = { from: expected, to: streamLast };
@@ -322,8 +305,8 @@ export async function verifyLog(o: VerifyLogOptions): Promise<LogVerdict> {
     const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
     for (const [i, hash] of around) {
       if (i === index) continue;
-      const leaf = messageLeaf({ seq: firstSeq + i, subject: m.subject, msgId, data: m.data });
-      if (sameHash(leafHash(encodeAuditLeaf(leaf)), hash)) return true;
+      if (sameHash(messageLeafHash({ seq: firstSeq + i, subject: m.subject, msgId, data: m.data }), hash))
+        return true;
     }
     return false;
   }

@@ -179,6 +179,7 @@ export {
   parseOrThrow,
   toGeodeError,
 } from "./errors.js";
+export { eventEnvelope, timelineRecord } from "./event-envelope.js";
 export {
   GEMINI_CLI_EVENTS,
   GEMINI_CLI_HOOK_PATH,

@@ -1,9 +1,8 @@
 import { encodeJson, silentLogger } from "@geode/bus";
 import type { HookName } from "@geode/contracts";
 import { useTestEnv } from "@geode/testing";
-import type { Msg } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
-import { chainInput, handler } from "./chain/chain-fixture.js";
+import { chainInput, handler, serveHandlers } from "./chain/chain-fixture.js";
 import type { ChainInput } from "./chain/chain-step.js";
 import type { HandlerRegistry, RegisteredHandler } from "./handler-registry.js";
 import { runChain } from "./hook-chain.js";
@@ -11,26 +10,17 @@ import { runChain } from "./hook-chain.js";
 const env = useTestEnv();
 const pre = { tool_name: "fs.write", arguments: { path: "a" } };
 
-/** Raw handlers on the test's namespace, each answering with `answer(envelope)`; undefined = none. */
-function serve(hook: HookName, answers: Record<string, (body: Record<string, unknown>) => unknown>) {
+/** Raw handlers on the test's namespace, each answering with the JSON `answer(envelope)`; undefined = none. */
+function serve(hook: HookName, answers: Record<string, (envelope: Record<string, unknown>) => unknown>) {
   const { nc, names } = env();
-  const seen: Array<[string, Record<string, unknown>]> = [];
-  const subs = Object.entries(answers).map(([name, answer]) =>
-    nc.subscribe(names.hookHandler(hook, name), {
-      callback: (_err, m: Msg) => {
-        const body = m.json<Record<string, unknown>>();
-        seen.push([name, body]);
-        const out = answer(body);
-        if (out !== undefined) m.respond(encodeJson(out));
-      },
-    }),
-  );
-  return {
-    seen,
-    close: () => {
-      for (const s of subs) s.unsubscribe();
+  const json = Object.entries(answers).map(([name, answer]) => [
+    name,
+    (envelope: Record<string, unknown>) => {
+      const out = answer(envelope);
+      return out === undefined ? undefined : encodeJson(out);
     },
-  };
+  ]);
+  return serveHandlers(nc, names, hook, Object.fromEntries(json));
 }
 
 /** Runs a chain of `handlers` (in this order) over `payload`. */
@@ -71,8 +61,11 @@ describe("runChain", () => {
         handler_errors: [],
         blocked: true,
       });
-      expect(handlers.seen.map(([name]) => name)).toEqual(["fixer", "quiet", "guard"]);
-      expect(handlers.seen[1]?.[1]["payload"]).toEqual({ tool_name: "fs.write", arguments: { path: "b" } });
+      expect(handlers.seen.map((s) => s.name)).toEqual(["fixer", "quiet", "guard"]);
+      expect(handlers.seen[1]?.envelope["payload"]).toEqual({
+        tool_name: "fs.write",
+        arguments: { path: "b" },
+      });
       expect(audits.added.map((a) => [a.extension, a.status, a.reason])).toEqual([
         ["fixer", "ok", "moved"],
         ["quiet", "ok", ""],
@@ -137,7 +130,7 @@ describe("runChain", () => {
         ["first", "ok", ""],
         ["stuck", "error", "Cancelled"],
       ]);
-      expect(handlers.seen.map(([name]) => name)).toEqual(["first", "stuck"]);
+      expect(handlers.seen.map((s) => s.name)).toEqual(["first", "stuck"]);
     } finally {
       handlers.close();
     }

@@ -1,26 +1,23 @@
 import { encodeJson } from "@geode/bus";
 import { useTestEnv } from "@geode/testing";
-import type { Msg } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { callHandler } from "./call-handler.js";
-import { chainInput, chainView, handler } from "./chain-fixture.js";
+import { chainInput, chainView, handler, serveHandlers } from "./chain-fixture.js";
 import type { ChainInput } from "./chain-step.js";
 
 const env = useTestEnv();
 const payload = { user_input: "hi" };
 
-/** A raw handler on the test's namespace answering with `answer(envelope)`; undefined = no reply. */
-function serve(name: string, answer: (m: Msg) => Uint8Array | string | undefined) {
+/** A raw handler on the test's namespace; `seen` holds the envelopes it got. */
+function serve(name: string, answer: () => Uint8Array | string | undefined) {
   const { nc, names } = env();
-  const seen: Array<Record<string, unknown>> = [];
-  const sub = nc.subscribe(names.hookHandler("UserPromptSubmit", name), {
-    callback: (_err, m) => {
-      seen.push(m.json());
-      const out = answer(m);
-      if (out !== undefined) m.respond(out);
+  const served = serveHandlers(nc, names, "UserPromptSubmit", { [name]: answer });
+  return {
+    get seen() {
+      return served.seen.map((s) => s.envelope);
     },
-  });
-  return { seen, close: () => sub.unsubscribe() };
+    close: served.close,
+  };
 }
 
 /** Calls one handler as the chain's first step. */
@@ -97,7 +94,7 @@ describe("callHandler", () => {
   it("the caller's deadline or cancellation while the handler runs ends the invocation; before it, the call throws", async () => {
     const silent = serve("stuck", () => undefined);
     try {
-      expect(await call("stuck", {}, { deadline: Date.now() + 50 })).toMatchObject({
+      expect(await call("stuck", {}, { deadline: Date.now() + 1_000 })).toMatchObject({
         ok: false,
         type: "Timeout",
         abort: { code: "timeout", message: "hook invocation exceeded the caller's deadline" },

@@ -10,8 +10,10 @@ import {
   type GuardedArguments,
   type HandlerRegistration,
   type HookName,
+  type Names,
   toolGlob,
 } from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { RegisteredHandler } from "../handler-registry.js";
 import type { ChainInput, ChainView } from "./chain-step.js";
 
@@ -82,4 +84,33 @@ export function chainInput(
     ...options.input,
   };
   return { input, audits };
+}
+
+/** A raw handler's answer to an envelope: the reply's bytes or text, or undefined for none. */
+type Answer = (envelope: Record<string, unknown>) => Uint8Array | string | undefined;
+
+/** Raw handlers of `hook` on a namespace, answering as `answers` say; `seen` lists what each got. */
+export function serveHandlers(
+  nc: NatsConnection,
+  names: Names,
+  hook: HookName,
+  answers: Record<string, Answer>,
+) {
+  const seen: Array<{ name: string; envelope: Record<string, unknown> }> = [];
+  const subs = Object.entries(answers).map(([name, answer]) =>
+    nc.subscribe(names.hookHandler(hook, name), {
+      callback: (_err, m) => {
+        const envelope = m.json<Record<string, unknown>>();
+        seen.push({ name, envelope });
+        const out = answer(envelope);
+        if (out !== undefined) m.respond(out);
+      },
+    }),
+  );
+  return {
+    seen,
+    close() {
+      for (const s of subs) s.unsubscribe();
+    },
+  };
 }

@@ -30,6 +30,7 @@ export {
   type ServeInput,
   useInterceptors,
 } from "./interceptors.js";
+export { JetStreamPublisher, type JetStreamPublisherOptions } from "./jetstream-publisher.js";
 export { type Logger, silentLogger } from "./logger.js";
 export {
   NATS_VARS,

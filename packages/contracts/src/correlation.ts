@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { fastCheck } from "./fast-check.js";
 import { maskSecrets, sha256 } from "./sanitize.js";
+import { compiledCheck } from "./schema-compiler.js";
 import { wellFormed } from "./well-formed.js";
 
 const id = z.string();
@@ -49,8 +49,8 @@ export type CorrelationInput = z.input<typeof CorrelationInputSchema>;
 /** A request's correlation: partial as callers send it, or left out for the empty one. */
 export const RequestCorrelationSchema = CorrelationInputSchema.default(CorrelationInputSchema.parse({}));
 
-/** A complete correlation, which the schema would take as it is (see `fastCheck`). */
-const isComplete = fastCheck(CorrelationV2Schema);
+/** A complete correlation, which the schema would take as it is (see `compiledCheck`). */
+const isComplete = compiledCheck(CorrelationV2Schema);
 
 /**
  * Fills the defaults of a partial correlation (throws on unknown fields or wrong types). Every id

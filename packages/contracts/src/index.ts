@@ -179,7 +179,7 @@ export {
   parseOrThrow,
   toGeodeError,
 } from "./errors.js";
-export { fastCheck, fastParser } from "./fast-check.js";
+export { eventEnvelope, timelineRecord } from "./event-envelope.js";
 export {
   GEMINI_CLI_EVENTS,
   GEMINI_CLI_HOOK_PATH,
@@ -397,6 +397,7 @@ export {
   sanitizeText,
   sha256,
 } from "./sanitize.js";
+export { compiledParser } from "./schema-compiler.js";
 export { type SessionRecord, SessionRecordSchema, type SessionStatus } from "./session-record.js";
 export { type ToolDefinition, ToolDefinitionSchema, type ToolEffect } from "./tool-definition.js";
 export {

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { describeIssues, ErrorCode, ErrorKind, GeodeError } from "./errors.js";
-import { fastParser } from "./fast-check.js";
+import { compiledParser } from "./schema-compiler.js";
 
 /**
  * How deep any body on the wire may nest (objects and arrays). Deeper input is refused with
@@ -31,13 +31,13 @@ function issueDetails(error: z.ZodError): Record<string, unknown> {
 /**
  * The codec of a request: a body of the wrong shape (a JSON array, `null`, a missing or unknown
  * field) is `code` (default `invalid_request`) with the issues in `details`. A body the schema
- * would return unchanged is taken as it is, without a schema pass (`fastParser`).
+ * would return unchanged is taken as it is, without a schema pass (`compiledParser`).
  */
 export function requestCodec<T, In>(
   schema: z.ZodType<T, In>,
   code: ErrorCode = ErrorCode.InvalidRequest,
 ): Codec<T, In> {
-  const parse = fastParser(schema);
+  const parse = compiledParser(schema);
   return {
     schema,
     decode(body) {
@@ -65,10 +65,10 @@ export function isMalformedReply(err: unknown): err is GeodeError {
 /**
  * The codec of a reply: a body of the wrong shape throws `malformedReply(message)`, so a caller
  * never acts on a reply it does not understand. A body the schema would return unchanged is taken
- * as it is (`fastParser`).
+ * as it is (`compiledParser`).
  */
 export function replyCodec<T, In>(schema: z.ZodType<T, In>, message: string): Codec<T, In> {
-  const parse = fastParser(schema);
+  const parse = compiledParser(schema);
   return {
     schema,
     decode(body) {

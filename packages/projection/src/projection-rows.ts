@@ -1,8 +1,8 @@
 import {
   CORRELATION_FIELDS,
   type Correlation,
+  compiledParser,
   EventEnvelopeSchema,
-  fastParser,
   parseTraceparent,
   type RetentionBucket,
   retentionBucketOf,
@@ -154,8 +154,8 @@ function extensionFields(p: Record<string, unknown>) {
  * them), taken without its pass, about a third of the decoding; the schema decides the rest and
  * rejects with its reason.
  */
-const parseEnvelope = fastParser(EventEnvelopeSchema);
-const parseRecord = fastParser(TimelineRecordSchema);
+const parseEnvelope = compiledParser(EventEnvelopeSchema);
+const parseRecord = compiledParser(TimelineRecordSchema);
 
 function parseBody(
   data: Uint8Array,

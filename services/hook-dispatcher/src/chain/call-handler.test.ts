@@ -1,53 +1,45 @@
 import { encodeJson } from "@geode/bus";
 import { useTestEnv } from "@geode/testing";
-import type { Msg } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { callHandler } from "./call-handler.js";
-import { chainRun, handler } from "./chain-fixture.js";
-import type { ChainInput } from "./chain-run.js";
+import { chainInput, chainView, handler, serveHandlers } from "./chain-fixture.js";
+import type { ChainInput } from "./chain-step.js";
 
 const env = useTestEnv();
 const payload = { user_input: "hi" };
 
-/** A raw handler on the test's namespace answering with `answer(envelope)`; undefined = no reply. */
-function serve(name: string, answer: (m: Msg) => Uint8Array | string | undefined) {
+/** A raw handler on the test's namespace; `seen` holds the envelopes it got. */
+function serve(name: string, answer: () => Uint8Array | string | undefined) {
   const { nc, names } = env();
-  const seen: Array<Record<string, unknown>> = [];
-  const sub = nc.subscribe(names.hookHandler("UserPromptSubmit", name), {
-    callback: (_err, m) => {
-      seen.push(m.json());
-      const out = answer(m);
-      if (out !== undefined) m.respond(out);
+  const served = serveHandlers(nc, names, "UserPromptSubmit", { [name]: answer });
+  return {
+    get seen() {
+      return served.seen.map((s) => s.envelope);
     },
-  });
-  return { seen, close: () => sub.unsubscribe() };
+    close: served.close,
+  };
 }
 
-function run(input: Partial<ChainInput> = {}) {
-  return chainRun("UserPromptSubmit", payload, {
-    ctx: { nc: env().nc },
-    input,
-    correlation: { step_id: "st-1" },
-  });
+/** Calls one handler as the chain's first step. */
+function call(name: string, fields = {}, input: Partial<ChainInput> = {}) {
+  const chain = chainInput("UserPromptSubmit", payload, { input, correlation: { step_id: "st-1" } });
+  const h = handler("UserPromptSubmit", name, fields, env().ns);
+  return callHandler(env().nc, chain.input, chainView("UserPromptSubmit", payload), h);
 }
-const h = (name: string, fields = {}) => handler("UserPromptSubmit", name, fields, env().ns);
 
 describe("callHandler", () => {
-  it("sends the envelope for the handler's schema version and returns its decision; earlier audits go out first", async () => {
+  it("sends the envelope for the handler's schema version and returns its decision", async () => {
     const v2 = serve("v2", () => encodeJson({ decision: { action: "continue" } }));
     const v1 = serve("v1", () => encodeJson({ decision: null }));
     try {
-      const { run: r, audits } = run();
-      r.audit("before", "ok", "", 0);
-      expect(await callHandler(r, h("v2"), 0)).toEqual({ ok: true, decision: { action: "continue" } });
-      expect(audits.publishes).toEqual([1]);
+      expect(await call("v2")).toEqual({ ok: true, decision: { action: "continue" } });
       expect(v2.seen[0]).toMatchObject({
         schema_version: "geode.public-hook.v2",
         name: "UserPromptSubmit",
         payload,
       });
       expect(v2.seen[0]?.["correlation"]).toMatchObject({ step_id: "st-1" });
-      expect(await callHandler(r, h("v1", { schema_version: "geode.public-hook.v1" }), 0)).toEqual({
+      expect(await call("v1", { schema_version: "geode.public-hook.v1" })).toEqual({
         ok: true,
         decision: null,
       });
@@ -69,28 +61,27 @@ describe("callHandler", () => {
     const garbage = serve("garbage", () => "{nope");
     const silent = serve("silent", () => undefined);
     try {
-      const { run: r } = run();
-      expect(await callHandler(r, h("refused"), 0)).toEqual({
+      expect(await call("refused")).toEqual({
         ok: false,
         type: "InvalidDecision",
         message: "bad action",
       });
-      expect(await callHandler(r, h("broken"), 0)).toEqual({
+      expect(await call("broken")).toEqual({
         ok: false,
         type: "HandlerError",
         message: "boom",
       });
-      expect(await callHandler(r, h("garbage"), 0)).toEqual({
+      expect(await call("garbage")).toEqual({
         ok: false,
         type: "InvalidDecision",
         message: "reply is not valid JSON",
       });
-      expect(await callHandler(r, h("nobody"), 0)).toEqual({
+      expect(await call("nobody")).toEqual({
         ok: false,
         type: "NoResponders",
         message: "no responders",
       });
-      expect(await callHandler(r, h("silent", { timeout_ms: 50 }), 0)).toEqual({
+      expect(await call("silent", { timeout_ms: 50 })).toEqual({
         ok: false,
         type: "Timeout",
         message: "timed out after 50 ms",
@@ -100,25 +91,30 @@ describe("callHandler", () => {
     }
   });
 
-  it("the caller's deadline or cancellation stops the chain, auditing the running handler with the type only", async () => {
+  it("the caller's deadline or cancellation while the handler runs ends the invocation; before it, the call throws", async () => {
     const silent = serve("stuck", () => undefined);
     try {
-      const late = run({ deadline: Date.now() + 50 });
-      await expect(callHandler(late.run, h("stuck"), 0)).rejects.toMatchObject({
-        code: "timeout",
-        message: "hook invocation exceeded the caller's deadline",
+      expect(await call("stuck", {}, { deadline: Date.now() + 1_000 })).toMatchObject({
+        ok: false,
+        type: "Timeout",
+        abort: { code: "timeout", message: "hook invocation exceeded the caller's deadline" },
       });
-      expect(late.audits.added).toMatchObject([{ extension: "stuck", status: "error", reason: "Timeout" }]);
 
       const controller = new AbortController();
-      const cancelled = run({ signal: controller.signal });
-      const pending = callHandler(cancelled.run, h("stuck"), 0);
+      const pending = call("stuck", {}, { signal: controller.signal });
       setTimeout(() => controller.abort(), 20);
-      await expect(pending).rejects.toMatchObject({ code: "timeout", details: { cancelled: true } });
-      expect(cancelled.audits.added).toMatchObject([{ status: "error", reason: "Cancelled" }]);
+      expect(await pending).toMatchObject({
+        ok: false,
+        type: "Cancelled",
+        abort: { code: "timeout", details: { cancelled: true } },
+      });
 
-      const passed = run({ deadline: Date.now() - 1 });
-      await expect(callHandler(passed.run, h("stuck"), 0)).rejects.toMatchObject({ code: "timeout" });
+      await expect(call("stuck", {}, { deadline: Date.now() - 1 })).rejects.toMatchObject({
+        code: "timeout",
+      });
+      await expect(call("stuck", {}, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+        details: { cancelled: true },
+      });
       expect(silent.seen).toHaveLength(2);
     } finally {
       silent.close();

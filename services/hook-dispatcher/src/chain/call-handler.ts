@@ -11,52 +11,43 @@ import {
   isMalformedReply,
   sanitizeText,
 } from "@geode/contracts";
-import { headers } from "@nats-io/transport-node";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { RegisteredHandler } from "../handler-registry.js";
-import type { ChainRun } from "./chain-run.js";
-
-/**
- * Why a handler call failed, as recorded in the audit event (only the type, never content).
- * `LeaseExpired` is a closed handler whose registration outlived its heartbeat.
- */
-export type HandlerErrorType =
-  | "Timeout"
-  | "NoResponders"
-  | "HandlerError"
-  | "InvalidDecision"
-  | "InvalidRewrite"
-  | "LeaseExpired"
-  | "Cancelled";
+import type { ChainInput, ChainView, HandlerErrorType } from "./chain-step.js";
 
 /** Longest handler error message kept in `handler_errors`. */
 const ERROR_MESSAGE_CHARS = 1024;
-/** A decision still to be checked against the hook's rules, or why the call failed. */
+/**
+ * A decision still to be checked against the hook's rules, or why the call failed: a handler error,
+ * or the end of the invocation (`abort`) when the caller cancelled or its deadline passed meanwhile.
+ */
 export type CallResult =
   | { ok: true; decision: unknown; auditReason?: string | undefined }
-  | { ok: false; type: HandlerErrorType; message: string };
+  | { ok: false; type: HandlerErrorType; message: string; abort?: undefined }
+  | { ok: false; type: "Cancelled" | "Timeout"; abort: GeodeError };
 
 /**
- * Sends one handler its envelope and waits for the reply within the handler's own timeout and the
- * caller's deadline. The audits of the handlers before it go out first, in the same socket write.
- * A timeout, no responders or an error reply is a handler error; the caller's cancellation or
- * deadline stops the chain (the running handler audited as `error` with only the error type).
+ * Sends one handler its envelope (the payload as rewritten so far) and waits for the reply within
+ * the handler's own timeout and the caller's deadline. A timeout, no responders or an error reply
+ * is a handler error. The caller's cancellation or deadline, once the handler runs, ends the
+ * invocation (`abort`, the running handler audited with only the error type); before it, the
+ * call throws that error at once.
  */
 export async function callHandler(
-  run: ChainRun,
+  nc: NatsConnection,
+  input: ChainInput,
+  view: ChainView,
   h: RegisteredHandler,
-  startedAt: number,
 ): Promise<CallResult> {
-  const { input } = run;
   const reg = h.registration;
   if (input.signal?.aborted) throw cancelled(input.hook);
   const remaining = input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - Date.now();
   if (remaining <= 0) throw deadlinePassed(input.hook);
   const own = reg.timeout_ms === 0 ? Number.POSITIVE_INFINITY : reg.timeout_ms;
-  const envelope = hookEnvelope(input.hook, input.correlation, run.payload, reg.schema_version);
-  input.audits.publish();
+  const envelope = hookEnvelope(input.hook, input.correlation, view.payload, reg.schema_version);
   try {
-    const guarded = run.guarded && encodeGuardedArguments(run.guarded.arguments);
-    const reply = await requestJson(run.ctx.nc, h.subject, envelope, {
+    const guarded = view.guarded && encodeGuardedArguments(view.guarded.arguments);
+    const reply = await requestJson(nc, h.subject, envelope, {
       timeoutMs: Math.min(own, remaining),
       signal: input.signal,
       reply: HookHandlerLeg.reply,
@@ -64,16 +55,12 @@ export async function callHandler(
     });
     return { ok: true, decision: reply.decision, auditReason: reply.audit_reason };
   } catch (err) {
-    if (input.signal?.aborted) {
-      // The caller cancelled while this handler ran: stop here, audit only the error type.
-      run.audit(reg.name, "error", "Cancelled", startedAt);
-      throw cancelled(input.hook);
-    }
+    // The caller cancelled while this handler ran: stop here.
+    if (input.signal?.aborted) return { ok: false, type: "Cancelled", abort: cancelled(input.hook) };
     if (err instanceof RequestFailedError && err.failure === "timeout") {
       if (remaining >= own)
         return { ok: false, type: "Timeout", message: `timed out after ${reg.timeout_ms} ms` };
-      run.audit(reg.name, "error", "Timeout", startedAt);
-      throw deadlinePassed(input.hook);
+      return { ok: false, type: "Timeout", abort: deadlinePassed(input.hook) };
     }
     if (err instanceof RequestFailedError && err.failure === "no_responders")
       return { ok: false, type: "NoResponders", message: "no responders" };

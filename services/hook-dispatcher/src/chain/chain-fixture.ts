@@ -1,20 +1,21 @@
 /**
- * What the chain step tests share: registrations built from a few fields, and a chain run whose
- * audits are kept in a list. Steps without I/O get a context with only a logger; `callHandler`'s
- * test passes a real connection.
+ * What the chain step tests share: registrations built from a few fields, the view a step gets,
+ * and a chain input whose audits are kept in a list.
  */
-import { silentLogger } from "@geode/bus";
 import {
   names as buildNames,
   type Correlation,
   type ExtensionInvokedPayload,
   correlation as fillCorrelation,
+  type GuardedArguments,
   type HandlerRegistration,
   type HookName,
+  type Names,
   toolGlob,
 } from "@geode/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { RegisteredHandler } from "../handler-registry.js";
-import { type ChainContext, type ChainInput, ChainRun } from "./chain-run.js";
+import type { ChainInput, ChainView } from "./chain-step.js";
 
 export function handler(
   hook: HookName,
@@ -42,26 +43,30 @@ export function handler(
   };
 }
 
+/** What a step sees: `payload` as rewritten so far. */
+export function chainView(
+  hook: HookName,
+  payload: Record<string, unknown>,
+  guarded?: GuardedArguments,
+): ChainView {
+  return { hook, payload, guarded };
+}
+
 export interface RecordedAudits {
   added: ExtensionInvokedPayload[];
   /** How many audits were published, each time `publish()` was called. */
   publishes: number[];
 }
 
-/** A chain run over `payload`; `ctx` defaults to a logger only (for steps without I/O). */
-export function chainRun(
+/** A chain input over `payload` whose audits are recorded. */
+export function chainInput(
   hook: HookName,
   payload: Record<string, unknown>,
-  options: {
-    ctx?: Partial<ChainContext>;
-    input?: Partial<ChainInput>;
-    correlation?: Partial<Correlation>;
-  } = {},
-): { run: ChainRun; audits: RecordedAudits } {
+  options: { input?: Partial<ChainInput>; correlation?: Partial<Correlation> } = {},
+): { input: ChainInput; audits: RecordedAudits } {
   const audits: RecordedAudits = { added: [], publishes: [] };
   let unpublished = 0;
-  const ctx = { log: silentLogger(), ...options.ctx } as ChainContext;
-  const run = new ChainRun(ctx, {
+  const input: ChainInput = {
     hook,
     correlation: fillCorrelation({ session_id: "s", turn_id: "t", ...options.correlation }),
     payload,
@@ -77,6 +82,35 @@ export function chainRun(
       },
     },
     ...options.input,
-  });
-  return { run, audits };
+  };
+  return { input, audits };
+}
+
+/** A raw handler's answer to an envelope: the reply's bytes or text, or undefined for none. */
+type Answer = (envelope: Record<string, unknown>) => Uint8Array | string | undefined;
+
+/** Raw handlers of `hook` on a namespace, answering as `answers` say; `seen` lists what each got. */
+export function serveHandlers(
+  nc: NatsConnection,
+  names: Names,
+  hook: HookName,
+  answers: Record<string, Answer>,
+) {
+  const seen: Array<{ name: string; envelope: Record<string, unknown> }> = [];
+  const subs = Object.entries(answers).map(([name, answer]) =>
+    nc.subscribe(names.hookHandler(hook, name), {
+      callback: (_err, m) => {
+        const envelope = m.json<Record<string, unknown>>();
+        seen.push({ name, envelope });
+        const out = answer(envelope);
+        if (out !== undefined) m.respond(out);
+      },
+    }),
+  );
+  return {
+    seen,
+    close() {
+      for (const s of subs) s.unsubscribe();
+    },
+  };
 }

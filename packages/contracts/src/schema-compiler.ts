@@ -1,3 +1,8 @@
+/**
+ * A schema compiler: the JSON Schema zod writes for a schema, compiled with `new Function` into one
+ * JavaScript predicate that is true exactly for the bodies the schema returns unchanged. The wire
+ * codecs (wire-codec.ts) put it in front of the schema's own pass.
+ */
 import { z } from "zod";
 
 /** A compiled check of one JSON Schema node. */
@@ -17,32 +22,32 @@ const NONE: Check = () => false;
  * It holds for the values JSON makes (plain objects and arrays, strings, finite numbers, booleans,
  * null); an object of another prototype, or with an own `__proto__` key (which the schema's copy
  * loses), is left to the schema. A schema its JSON Schema cannot say exactly has no fast path
- * (see `compileFastCheck`): the predicate is then false for every body.
+ * (see `compileSchemaCheck`): the predicate is then false for every body.
  */
-export function fastCheck<T>(schema: z.ZodType<T>): (body: unknown) => body is T {
+export function compiledCheck<T>(schema: z.ZodType<T>): (body: unknown) => body is T {
   let check: Check | undefined;
   return (body): body is T => {
-    if (check === undefined) check = compileFastCheck(schema) ?? NONE;
+    if (check === undefined) check = compileSchemaCheck(schema) ?? NONE;
     return check(body);
   };
 }
 
 /**
  * `schema.safeParse` with the schema's fast path in front: a body the schema would return
- * unchanged is returned as it is, without the schema's pass (see `fastCheck`).
+ * unchanged is returned as it is, without the schema's pass (see `compiledCheck`).
  */
-export function fastParser<T>(schema: z.ZodType<T>): (body: unknown) => z.ZodSafeParseResult<T> {
-  const fast = fastCheck(schema);
+export function compiledParser<T>(schema: z.ZodType<T>): (body: unknown) => z.ZodSafeParseResult<T> {
+  const fast = compiledCheck(schema);
   return (body) => (fast(body) ? { success: true, data: body } : schema.safeParse(body));
 }
 
 /**
  * The fast path of a schema, compiled now; null when its JSON Schema cannot say exactly what it
  * checks (a refinement, a transform, a regex with flags, a union of shapes the schema would
- * change, a keyword this compiler does not know), or code cannot be generated here. The
- * fast-check tests prove each leg's fast path against its schema on tables of bodies.
+ * change, a keyword this compiler does not know), or code cannot be generated here. Its tests
+ * (schema-compiler.test.ts) prove each leg's fast path against its schema and against ajv.
  */
-export function compileFastCheck<T>(schema: z.ZodType<T>): ((body: unknown) => body is T) | null {
+export function compileSchemaCheck<T>(schema: z.ZodType<T>): ((body: unknown) => body is T) | null {
   let exact = true;
   let json: JsonNode;
   try {

@@ -28,8 +28,8 @@ import {
   TOOL_HOOKS,
   validateDecision,
 } from "@geode/contracts";
+import { HandlerRegistrations } from "@geode/state";
 import { headers } from "@nats-io/transport-node";
-import { HandlerRegistrations } from "./handler-registrations.js";
 
 /**
  * What a handler is told of a call beside its envelope: the call's guarded argument fields (its

@@ -18,7 +18,6 @@ import {
   writeAuditKeyFile,
 } from "@geode/audit";
 import { createLogger } from "@geode/bus";
-import { freePort } from "@geode/cli";
 import {
   type AuditCheckpointMessage,
   AuditCheckpointSchema,
@@ -26,6 +25,7 @@ import {
   type AuditLogName,
   HealthReplySchema,
 } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import { AuditStore, type Notary, startNotary } from "@geode/notary";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { type SpawnedProcess, spawnService, useTestEnv, waitFor } from "@geode/testing";

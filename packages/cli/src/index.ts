@@ -1,3 +1,3 @@
 export { runCli } from "./cli.js";
 export type { CommandIO, CommandModule, CommandSpec } from "./command.js";
-export { findNatsServerBinary, freePort, type NatsServerProcess, startNatsServer } from "./up/nats-server.js";
+export { type NatsServerProcess, startNatsServer } from "./up/nats-server.js";

@@ -3,19 +3,14 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { connectGeode, type GeodeConnection, loadConfig, NatsUnavailableError } from "@geode/bus";
 import { HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
+import { findNatsServerBinary, freePort, portOpen } from "@geode/local-server";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { natsNamespaces } from "../namespaces/namespace-inventory.js";
 import { type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";
 import { probeHealth } from "../up/health-probe.js";
-import {
-  findNatsServerBinary,
-  freePort,
-  type NatsServerProcess,
-  portOpen,
-  startNatsServer,
-} from "../up/nats-server.js";
+import { type NatsServerProcess, startNatsServer } from "../up/nats-server.js";
 import { demoExampleModule, demoExampleNodeArgs } from "../up/node-entry.js";
 import {
   discoverServices,

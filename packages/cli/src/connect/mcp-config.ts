@@ -46,7 +46,7 @@ function mergeJsonServer(current: string, key: string, entry: Record<string, unk
 
 const bearer = (expand: (name: string) => string) => ({ Authorization: `Bearer ${expand(TOKEN_ENV)}` });
 
-/** Each agent's MCP configuration for the gateway (shared/notes/TECH.md section 11 has the facts). */
+/** Each agent's MCP configuration for the gateway (docs/mcp.md and each agent's page in docs/). */
 const TARGETS: Record<McpAgent, McpTarget> = {
   "claude-code": {
     label: "Claude Code",

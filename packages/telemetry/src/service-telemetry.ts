@@ -1,4 +1,4 @@
-import type { Logger, ServiceTelemetry } from "@geode/bus";
+import { followConnection, type Logger, type ServiceTelemetry } from "@geode/bus";
 import type { Names } from "@geode/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { legTelemetry } from "./leg-telemetry.js";
@@ -43,12 +43,7 @@ export const serviceTelemetry: ServiceTelemetry = {
 function watchConnection(nc: NatsConnection): void {
   const m = enableMetrics();
   m.natsConnected(true);
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") m.natsConnected(false);
-      else if (s.type === "reconnect") m.natsConnected(true);
-    }
-  })().catch(() => undefined);
+  followConnection(nc, (up) => m.natsConnected(up));
 }
 
 /**

@@ -80,36 +80,7 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
       async (req: McpForwardRequest) => {
         const entry = upstreams.get(server);
         if (!entry) throw new GeodeError(ErrorCode.Unavailable, `no MCP server ${server}`);
-        const client = entry.upstream.connected();
-        const timeout = Math.min(req.timeout_ms ?? limits.callTimeoutMs, limits.callTimeoutMs);
-        const params = req.params as Record<string, unknown>;
-        const paged = typeof params["cursor"] === "string" ? (params as never) : undefined;
-        // A server without the capability has nothing to list (asked anyway, the SDK says so on
-        // the console, a line outside the service's log) and nothing to read.
-        const capabilities = client.getServerCapabilities() ?? {};
-        const family = req.method.startsWith("prompts/") ? "prompts" : "resources";
-        if (capabilities[family] === undefined) {
-          if (req.method === "resources/list") return { result: { resources: [] } };
-          if (req.method === "resources/templates/list") return { result: { resourceTemplates: [] } };
-          if (req.method === "prompts/list") return { result: { prompts: [] } };
-          throw new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server} has no ${family}`);
-        }
-        try {
-          switch (req.method) {
-            case "resources/list":
-              return { result: await client.listResources(paged, { timeout }) };
-            case "resources/templates/list":
-              return { result: await client.listResourceTemplates(paged, { timeout }) };
-            case "prompts/list":
-              return { result: await client.listPrompts(paged, { timeout }) };
-            case "resources/read":
-              return { result: await client.readResource(params as never, { timeout }) };
-            case "prompts/get":
-              return { result: await client.getPrompt(params as never, { timeout }) };
-          }
-        } catch (err) {
-          throw upstreamError(server, err);
-        }
+        return forward(entry.upstream, server, req, limits.callTimeoutMs);
       },
     );
 
@@ -164,6 +135,45 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
       await events.flush();
     },
   };
+}
+
+/** One forwarded resources or prompts request, answered by the upstream `server`. */
+async function forward(
+  upstream: Upstream,
+  server: string,
+  req: McpForwardRequest,
+  callTimeoutMs: number,
+): Promise<{ result: unknown }> {
+  const client = upstream.connected();
+  const timeout = Math.min(req.timeout_ms ?? callTimeoutMs, callTimeoutMs);
+  const params = req.params as Record<string, unknown>;
+  const paged = typeof params["cursor"] === "string" ? (params as never) : undefined;
+  // A server without the capability has nothing to list (asked anyway, the SDK says so on
+  // the console, a line outside the service's log) and nothing to read.
+  const capabilities = client.getServerCapabilities() ?? {};
+  const family = req.method.startsWith("prompts/") ? "prompts" : "resources";
+  if (capabilities[family] === undefined) {
+    if (req.method === "resources/list") return { result: { resources: [] } };
+    if (req.method === "resources/templates/list") return { result: { resourceTemplates: [] } };
+    if (req.method === "prompts/list") return { result: { prompts: [] } };
+    throw new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server} has no ${family}`);
+  }
+  try {
+    switch (req.method) {
+      case "resources/list":
+        return { result: await client.listResources(paged, { timeout }) };
+      case "resources/templates/list":
+        return { result: await client.listResourceTemplates(paged, { timeout }) };
+      case "prompts/list":
+        return { result: await client.listPrompts(paged, { timeout }) };
+      case "resources/read":
+        return { result: await client.readResource(params as never, { timeout }) };
+      case "prompts/get":
+        return { result: await client.getPrompt(params as never, { timeout }) };
+    }
+  } catch (err) {
+    throw upstreamError(server, err);
+  }
 }
 
 /**

@@ -162,14 +162,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
 
   const port = options.port ?? DEFAULT_CONSOLE_PORT;
   const host = options.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const bound = (server.address() as AddressInfo).port;
+  const bound = await listen(server, port, host);
   log.info({ port: bound, host }, "console listening");
   return {
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${bound}`,
@@ -180,6 +173,18 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       await events.flush();
     },
   };
+}
+
+/** Listens on host:port; the port bound (the one asked, or the OS's choice for 0). */
+async function listen(server: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
 }
 
 /** What the API routes read and write: the stores, clients and streams of the plane. */

@@ -3,13 +3,22 @@
  * `pnpm deps` enforces (`.dependency-cruiser.json`), so the documented layers cannot drift from
  * the enforced ones. Each rule is evaluated against the workspace's folders (a source file of
  * each), as dependency-cruiser evaluates it against every file, `$1` group references included.
- * A test fails when the committed table is stale.
+ * The components and names tables come from the code too (architecture-tables.ts). A test fails
+ * when a committed table is stale.
  *
  *   pnpm docs:architecture      # rewrite the table in docs/architecture.md
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "@geode/testing";
+import {
+  COMPONENTS_BEGIN,
+  COMPONENTS_END,
+  NAMES_BEGIN,
+  NAMES_END,
+  renderComponents,
+  renderNames,
+} from "./architecture-tables.js";
 import { replaceBlock } from "./doc-block.js";
 
 export const ARCHITECTURE_DOC = path.join(REPO_ROOT, "docs/architecture.md");
@@ -154,9 +163,16 @@ export function renderLayers(rules = dependencyRules()): string {
   ].join("\n");
 }
 
-/** docs/architecture.md with the layer table replaced by a fresh one. */
+/** docs/architecture.md with its generated tables (layers, components, names) replaced by fresh ones. */
 export function withFreshLayers(doc: string): string {
-  return replaceBlock(doc, { begin: BEGIN, end: END, file: "docs/architecture.md" }, renderLayers());
+  const file = "docs/architecture.md";
+  const layered = replaceBlock(doc, { begin: BEGIN, end: END, file }, renderLayers());
+  const withComponents = replaceBlock(
+    layered,
+    { begin: COMPONENTS_BEGIN, end: COMPONENTS_END, file },
+    renderComponents(workspaceFolders()),
+  );
+  return replaceBlock(withComponents, { begin: NAMES_BEGIN, end: NAMES_END, file }, renderNames());
 }
 
 if (process.argv[1] === import.meta.filename) {

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { names } from "@geode/contracts";
 import { describe, expect, it } from "vitest";
 import {
   ARCHITECTURE_DOC,
@@ -8,6 +9,7 @@ import {
   withFreshLayers,
   workspaceFolders,
 } from "../scripts/architecture-docs.js";
+import { renderComponents, renderNames, subjectMatches } from "../scripts/architecture-tables.js";
 
 describe("the layer table of docs/architecture.md", () => {
   it("is rendered from .dependency-cruiser.json (run `pnpm docs:architecture` after changing a rule)", () => {
@@ -63,5 +65,25 @@ describe("the layer table of docs/architecture.md", () => {
       .find((l) => l.startsWith("| `packages/lifecycle` |"));
     expect(row).toContain("| bus, contracts, middleware, state, testing |");
     expect(renderLayers()).not.toContain("| bus, contracts, middleware, state, testing |");
+  });
+});
+
+describe("the components and names tables of docs/architecture.md", () => {
+  it("list every package and service, with the CLI's commands", () => {
+    const table = renderComponents(workspaceFolders());
+    for (const folder of workspaceFolders()) expect(table).toContain(`| \`${folder}\` |`);
+    expect(table).toContain("`geode console`");
+    expect(table).not.toMatch(/\| \|$/m); // every folder has a job (its package.json description)
+  });
+
+  it("list every bucket, and who sends and serves each name as the NATS roles grant it", () => {
+    const table = renderNames();
+    for (const bucket of Object.values(names("geode").buckets))
+      expect(table).toContain(`KV ${bucket.replace(/^geode_/, "{ns}_")}\``);
+    const invoke = table.split("\n").find((l) => l.startsWith("| invoke a hook |"));
+    expect(invoke).toContain("| hook-dispatcher | runtime, tool-executor, verifier, agent-gateway |");
+    expect(subjectMatches("geode.hook.handler.*.policy", "geode.hook.handler.PreToolUse.policy")).toBe(true);
+    expect(subjectMatches("geode.hook.>", "geode.hook")).toBe(false);
+    expect(subjectMatches("geode.tool.execute", "geode.tool.execute.x")).toBe(false);
   });
 });

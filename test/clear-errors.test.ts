@@ -1,5 +1,5 @@
 import net from "node:net";
-import { freePort } from "@geode/cli";
+import { freePort } from "@geode/local-server";
 import { GEODE_BIN, spawnService } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 

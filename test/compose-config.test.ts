@@ -3,8 +3,8 @@ import { accessSync, constants, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { readAuditKeyFile } from "@geode/audit";
-import { findNatsServerBinary } from "@geode/cli";
 import { SERVICE_NAMES } from "@geode/contracts";
+import { findNatsServerBinary } from "@geode/local-server";
 import { REPO_ROOT } from "@geode/testing";
 import Ajv2019 from "ajv/dist/2019.js";
 import { describe, expect, it } from "vitest";

@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { waitFor } from "@geode/testing";
 import pg from "pg";

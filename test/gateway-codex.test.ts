@@ -6,8 +6,8 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import type { HookEnvelope } from "@geode/sdk";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";

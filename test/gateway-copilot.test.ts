@@ -7,8 +7,8 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import { type HookEnvelope, serveApprovals } from "@geode/sdk";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";

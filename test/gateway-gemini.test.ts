@@ -6,8 +6,8 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { AGENT_TOOLS, HookName } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import type { HookEnvelope } from "@geode/sdk";
 import { describe, expect, it } from "vitest";
 import {

@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { HookName } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import type { HookEnvelope } from "@geode/sdk";
 import { describe, expect, it } from "vitest";
 import {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
-import { type AddressInfo, connect, createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { runCliCaptured } from "@geode/cli/testing";
@@ -13,6 +13,7 @@ import {
   webhookSignature,
 } from "@geode/contracts";
 import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
+import { freePort, portOpen } from "@geode/local-server";
 import { createHookClient } from "@geode/runtime";
 import { verifyWebhookSignature } from "@geode/sdk";
 import { REPO_ROOT, type SpawnedProcess, spawnProgram, useTestEnv, waitFor } from "@geode/testing";
@@ -44,26 +45,6 @@ afterAll(async () => {
 const hooks = () => createHookClient(env().nc, env().names);
 const shell = (cmd: string, id: string) =>
   hooks().invoke(HookName.PreToolUse, { tool_name: "shell", arguments: { cmd } }, { tool_call_id: id });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 /** `geode handlers add …`: the secret is the last line of stdout. */
 async function add(...args: string[]): Promise<string> {

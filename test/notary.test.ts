@@ -17,7 +17,6 @@ import {
   verifyInclusion,
   writeAuditKeyFile,
 } from "@geode/audit";
-import { freePort } from "@geode/cli";
 import {
   type AuditCheckpointMessage,
   AuditCheckpointSchema,
@@ -25,6 +24,7 @@ import {
   type AuditLogName,
   HealthReplySchema,
 } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import { AuditStore, type Notary, startNotary } from "@geode/notary";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createLogger } from "@geode/service";

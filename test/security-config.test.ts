@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { findNatsServerBinary } from "@geode/cli";
+import { findNatsServerBinary } from "@geode/local-server";
 import { REPO_ROOT } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import {

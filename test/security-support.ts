@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, type NatsServerProcess, startNatsServer } from "@geode/cli";
+import { type NatsServerProcess, startNatsServer } from "@geode/cli";
+import { freePort } from "@geode/local-server";
 import { type ConnectionOptions, connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
 import {

@@ -6,7 +6,8 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, startNatsServer } from "@geode/cli";
+import { startNatsServer } from "@geode/cli";
+import { freePort } from "@geode/local-server";
 import {
   GEODE_BIN,
   processAlive,

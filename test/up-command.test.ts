@@ -11,8 +11,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { names as buildNames, HealthReplySchema, SERVICE_NAMES } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import { GEODE_BIN, processAlive, REPO_ROOT, useTestEnv, waitFor } from "@geode/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";

@@ -50,10 +50,8 @@ const CPU_TURNS = 3;
 const CPU_TARGET = 1.3;
 /**
  * Warm-up calls per case (`BENCH_WARMUP`). A service answers for hours; a fresh dispatcher and its
- * handlers are still young after 500 calls: in single runs on 2026-12-01 the worse p99 / median of
- * 1 and 3 handlers was 5.16-5.25 after 500 warm-up calls, 3.70 after 2,000, 2.76 after 4,000 and
- * 2.78 after 10,000 (the 0-handler case's p99 2.8 ms, 2.6 ms, 0.85 ms, 0.91 ms), and a hook call
- * took 1.40 × the audited forwarder's time after 500, 1.29-1.32 × after 4,000-10,000.
+ * handlers are still young after 500 calls: their p99 / median and a hook call's ratio to the
+ * audited forwarder settle only after a few thousand calls (docs/benchmarks.md).
  */
 const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 5_000);
 /** 1 handler at 64 callers on an idle machine when the 1.5× target was set (issue 17). */

@@ -37,8 +37,8 @@ const SEQUENTIAL = Number(process.env["BENCH_N"] ?? 3_000);
 const THROUGHPUT_TOTAL = Number(process.env["BENCH_TOTAL"] ?? 3_000);
 /**
  * Epochs, each with fresh dispatcher processes. Two equal dispatchers differ by a few per cent at
- * the median in one epoch (each process's own luck: its core, its neighbours, its heap); with 3
- * epochs the control still moved by −4.3 to +2.4 %, with 8 by −3.4 to +1.4 % (2026-12-01).
+ * the median in one epoch (each process's own luck: its core, its neighbours, its heap); more
+ * epochs narrow how far the control moves (docs/benchmarks.md).
  */
 const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 8);
 /**
@@ -48,10 +48,9 @@ const EPOCHS = Number(process.env["BENCH_ROUNDS"] ?? 8);
 const PER_ROUND = Number(process.env["BENCH_PER_ROUND"] ?? 100);
 /**
  * Warm-up calls per fresh dispatcher. A service answers for hours; after 300 calls a dispatcher is
- * still young (its main thread took 675-700 µs of CPU per call off, 600-625 after 1,500), and the
- * young phase lasts longer with the span paths to compile: every trace recorded cost +4.7 % after
- * 300 (+6.5 % on average over four runs the sitting before), +3.7, +4.8 and +2.4 % after 1,500
- * (2026-12-01, docs/benchmarks.md).
+ * still young (its main thread takes more CPU per call than after 1,500), and the young phase
+ * lasts longer with the span paths to compile, which would show as a cost of tracing that a
+ * long-running service does not pay (docs/benchmarks.md).
  */
 const WARMUP = Number(process.env["BENCH_WARMUP"] ?? 1_500);
 const MODES = ["on", "sampled", "metrics", "off", "control"] as const;

@@ -18,11 +18,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { findNatsServerBinary, freePort } from "@geode/cli";
+import { findNatsServerBinary, freePort, portOpen } from "@geode/local-server";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import {
@@ -99,19 +98,6 @@ function natsServerBinary(): string {
   const found = fromEnv || findNatsServerBinary();
   if (!found) throw new Error("no nats-server binary on PATH or in /usr/sbin (apt-get install nats-server)");
   return found;
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host: "127.0.0.1" });
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.once("connect", () => done(true));
-    s.once("error", () => done(false));
-    s.setTimeout(1_000, () => done(false));
-  });
 }
 
 export interface ClusterNode {

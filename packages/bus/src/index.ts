@@ -13,6 +13,7 @@ export {
   type RuntimeEventBusOptions,
   type TimelineObserver,
 } from "./event-bus.js";
+export { followConnection } from "./follow-connection.js";
 export {
   createHookClient,
   DEFAULT_INVOKE_TIMEOUT_MS,

@@ -95,30 +95,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const log = options.log ?? silentLogger();
   const auth = new ConsoleAuth(options.token);
   const events = await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "console", log });
-  const sessions = await SessionStore.open(conn);
-  const deps: ConsoleDeps = {
-    conn,
-    events,
-    approvals: new PendingApprovals(conn, {
-      timeoutMs: options.approvalTimeoutMs ?? 60_000,
-      agentOf: async (id) => {
-        const s = await sessions.get(id);
-        return { agent: s?.agent ?? null, agent_kind: s?.agent_kind ?? null };
-      },
-    }),
-    receipts: await ReceiptStore.open(conn),
-    attempts: await AttemptStore.open(conn),
-    runs: await RunStore.open(conn),
-    sessions,
-    handlers: await HandlerRegistrations.open(conn),
-    webhooks: await WebhookStore.open(conn),
-    verify: createVerifyClient(conn),
-    policies: lazyPolicyStore(conn),
-    projection: options.projection ?? null,
-    noProjection: options.noProjection ?? "the console has no projection to read: start it with DATABASE_URL",
-    log,
-    maxStreams: 32,
-  };
+  const deps = await openDeps(options, events, log);
   const nats = followNats(conn.nc);
   const webDir = options.webDir ?? WEB_DIST;
   const server = createServer(httpServerOptions(options.timeouts ?? DEFAULT_CONSOLE_TIMEOUTS), (req, res) => {
@@ -178,14 +155,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
 
   const port = options.port ?? DEFAULT_CONSOLE_PORT;
   const host = options.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const bound = (server.address() as AddressInfo).port;
+  const bound = await listen(server, port, host);
   log.info({ port: bound, host }, "console listening");
   return {
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${bound}`,
@@ -195,6 +165,47 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       await deps.approvals.close();
       await events.flush();
     },
+  };
+}
+
+/** Listens on host:port; the port bound (the one asked, or the OS's choice for 0). */
+async function listen(server: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** What the API routes read and write: the stores, clients and streams of the plane. */
+async function openDeps(options: ConsoleOptions, events: RuntimeEventBus, log: Logger): Promise<ConsoleDeps> {
+  const { conn } = options;
+  const sessions = await SessionStore.open(conn);
+  return {
+    conn,
+    events,
+    approvals: new PendingApprovals(conn, {
+      timeoutMs: options.approvalTimeoutMs ?? 60_000,
+      agentOf: async (id) => {
+        const s = await sessions.get(id);
+        return { agent: s?.agent ?? null, agent_kind: s?.agent_kind ?? null };
+      },
+    }),
+    receipts: await ReceiptStore.open(conn),
+    attempts: await AttemptStore.open(conn),
+    runs: await RunStore.open(conn),
+    sessions,
+    handlers: await HandlerRegistrations.open(conn),
+    webhooks: await WebhookStore.open(conn),
+    verify: createVerifyClient(conn),
+    policies: lazyPolicyStore(conn),
+    projection: options.projection ?? null,
+    noProjection: options.noProjection ?? "the console has no projection to read: start it with DATABASE_URL",
+    log,
+    maxStreams: 32,
   };
 }
 

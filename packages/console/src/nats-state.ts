@@ -1,3 +1,4 @@
+import { followConnection } from "@geode/bus";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** Whether the console's NATS connection is up, followed from its status events. */
@@ -13,12 +14,9 @@ export interface NatsState {
  */
 export function followNats(nc: NatsConnection): NatsState {
   let lost: string | null = null;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") lost = s.server;
-      else if (s.type === "reconnect") lost = null;
-    }
-  })().catch(() => undefined);
+  followConnection(nc, (up, server) => {
+    lost = up ? null : server;
+  });
   return {
     down: () =>
       nc.isClosed()

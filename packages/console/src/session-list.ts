@@ -51,7 +51,39 @@ export function tables(ns: string) {
 function sessionRows(ns: string): RawBuilder<unknown> {
   const t = tables(ns);
   return sql`
-    with ids as (
+    with ${lifecycleParts(t)},
+    ${countParts(t)}
+    select seen.session_id,
+           started.agent,
+           coalesce(started.agent_kind, 'runtime') as agent_kind,
+           coalesce(started.started_at, seen.first_ts) as started_at,
+           case when ended.ended_at >= coalesce(started.last_start, 0) then ended.ended_at end as ended_at,
+           case when ended.ended_at >= coalesce(started.last_start, 0)
+                then coalesce(ended.status, 'completed') else 'active' end as status,
+           coalesce(prompts.n, 0) as prompts,
+           coalesce(calls.n, 0) as tool_calls,
+           coalesce(blocks.n, 0) as blocked,
+           coalesce(permits.approved, 0) as approved,
+           coalesce(denials.n, 0) as denied,
+           verified.action as verification,
+           coalesce(gaps.n, 0) as gaps
+    from seen
+    left join started on started.session_id = seen.session_id
+    left join ended on ended.session_id = seen.session_id
+    left join prompts on prompts.session_id = seen.session_id
+    left join calls on calls.session_id = seen.session_id
+    left join blocks on blocks.session_id = seen.session_id
+    left join permits on permits.session_id = seen.session_id
+    left join denials on denials.session_id = seen.session_id
+    left join verified on verified.session_id = seen.session_id
+    left join gaps on gaps.session_id = seen.session_id
+  `;
+}
+
+/** The sessions the records name (`seen`), their latest start (`started`) and end (`ended`). */
+function lifecycleParts(t: ReturnType<typeof tables>): RawBuilder<unknown> {
+  return sql`
+    ids as (
       select session_id, min(ts) as first_ts from ${t.activity} where session_id <> '' group by session_id
       union all
       select session_id, min(ts) from ${t.timeline} where session_id <> '' group by session_id
@@ -66,7 +98,13 @@ function sessionRows(ns: string): RawBuilder<unknown> {
     ended as (
       select session_id, max(ts) as ended_at, (array_agg(payload->>'status' order by ts desc))[1] as status
       from ${t.activity} where event = 'session_ended' group by session_id
-    ),
+    )
+  `;
+}
+
+/** Per session: prompts, tool calls, blocks, approvals, denials, governance gaps, the verification. */
+function countParts(t: ReturnType<typeof tables>): RawBuilder<unknown> {
+  return sql`
     prompts as (
       select session_id, count(distinct k) as n from (
         select session_id, coalesce(nullif(turn_id, ''), 'e:' || stream_seq) as k
@@ -121,30 +159,6 @@ function sessionRows(ns: string): RawBuilder<unknown> {
       select session_id, (array_agg(payload->>'policy_action' order by ts desc))[1] as action
       from ${t.timeline} where kind = 'verification.decided' group by session_id
     )
-    select seen.session_id,
-           started.agent,
-           coalesce(started.agent_kind, 'runtime') as agent_kind,
-           coalesce(started.started_at, seen.first_ts) as started_at,
-           case when ended.ended_at >= coalesce(started.last_start, 0) then ended.ended_at end as ended_at,
-           case when ended.ended_at >= coalesce(started.last_start, 0)
-                then coalesce(ended.status, 'completed') else 'active' end as status,
-           coalesce(prompts.n, 0) as prompts,
-           coalesce(calls.n, 0) as tool_calls,
-           coalesce(blocks.n, 0) as blocked,
-           coalesce(permits.approved, 0) as approved,
-           coalesce(denials.n, 0) as denied,
-           verified.action as verification,
-           coalesce(gaps.n, 0) as gaps
-    from seen
-    left join started on started.session_id = seen.session_id
-    left join ended on ended.session_id = seen.session_id
-    left join prompts on prompts.session_id = seen.session_id
-    left join calls on calls.session_id = seen.session_id
-    left join blocks on blocks.session_id = seen.session_id
-    left join permits on permits.session_id = seen.session_id
-    left join denials on denials.session_id = seen.session_id
-    left join verified on verified.session_id = seen.session_id
-    left join gaps on gaps.session_id = seen.session_id
   `;
 }
 

@@ -82,7 +82,7 @@ async function pausedAmong(d: ConsoleDeps, ids: string[]): Promise<Set<string>> 
   return new Set(ids.filter((_, i) => records[i]?.status === "paused"));
 }
 
-/** `GET /api/sessions?status=paused`: root turns parked for their external owner (round 1's list). */
+/** `GET /api/sessions?status=paused`: root turns parked for their external owner. */
 async function parkedTurns(d: ConsoleDeps, url: URL) {
   const parked = await d.attempts.parked();
   const rows = parked.map(

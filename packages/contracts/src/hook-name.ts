@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** The 13 public hooks of `geode.public-hook.v2`, in the seed's order. */
+/** The 13 public hooks of `geode.public-hook.v2`, in the order of docs/hooks.md. */
 export const HookName = {
   UserPromptSubmit: "UserPromptSubmit",
   PreToolUse: "PreToolUse",

@@ -15,6 +15,108 @@ function withCorrelation(t: CreateTable): CreateTable {
   return b;
 }
 
+/** `activity_events`: one row per runtime event, with its indexes. */
+// biome-ignore lint/suspicious/noExplicitAny: see above.
+async function createActivityEvents(db: Kysely<any>): Promise<void> {
+  await withCorrelation(
+    db.schema
+      .createTable("activity_events")
+      .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
+      .addColumn("event_id", "text", (c) => c.notNull().unique())
+      .addColumn("event", "text", (c) => c.notNull())
+      .addColumn("ts", "bigint", (c) => c.notNull())
+      .addColumn("source", "text", (c) => c.notNull()),
+  )
+    .addColumn("retention_bucket", "text", (c) => c.notNull())
+    .addColumn("payload", "jsonb", (c) => c.notNull())
+    .execute();
+  await db.schema
+    .createIndex("activity_events_session_ts")
+    .on("activity_events")
+    .columns(["session_id", "ts"])
+    .execute();
+  await db.schema
+    .createIndex("activity_events_run")
+    .on("activity_events")
+    .columns(["run_id", "stream_seq"])
+    // Runs are opt-in: most events carry no run id, and they cost this index nothing.
+    .where(sql.ref("run_id"), "<>", "")
+    .execute();
+  await db.schema
+    .createIndex("activity_events_event_ts")
+    .on("activity_events")
+    .columns(["event", "ts"])
+    .execute();
+  await db.schema
+    .createIndex("activity_events_retention")
+    .on("activity_events")
+    .columns(["retention_bucket", "ts"])
+    .execute();
+}
+
+/** `extension_invocations`: one row per audited handler or middleware call. */
+// biome-ignore lint/suspicious/noExplicitAny: see above.
+async function createExtensionInvocations(db: Kysely<any>): Promise<void> {
+  await withCorrelation(
+    db.schema
+      .createTable("extension_invocations")
+      .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
+      .addColumn("ts", "bigint", (c) => c.notNull())
+      .addColumn("surface", "text", (c) => c.notNull())
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("extension", "text", (c) => c.notNull())
+      .addColumn("status", "text", (c) => c.notNull())
+      .addColumn("latency_ms", "double precision", (c) => c.notNull()),
+  ).execute();
+  await db.schema
+    .createIndex("extension_invocations_session_ts")
+    .on("extension_invocations")
+    .columns(["session_id", "ts"])
+    .execute();
+  await db.schema.createIndex("extension_invocations_ts").on("extension_invocations").column("ts").execute();
+}
+
+/** `session_events`: one row per timeline record. */
+// biome-ignore lint/suspicious/noExplicitAny: see above.
+async function createSessionEvents(db: Kysely<any>): Promise<void> {
+  await withCorrelation(
+    db.schema
+      .createTable("session_events")
+      .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
+      .addColumn("record_id", "text", (c) => c.notNull().unique())
+      .addColumn("kind", "text", (c) => c.notNull())
+      .addColumn("ts", "bigint", (c) => c.notNull())
+      .addColumn("source", "text", (c) => c.notNull()),
+  )
+    .addColumn("retention_bucket", "text", (c) => c.notNull())
+    .addColumn("payload", "jsonb", (c) => c.notNull())
+    .addColumn("payload_sha256", "text", (c) => c.notNull())
+    .execute();
+  await db.schema
+    .createIndex("session_events_session_ts")
+    .on("session_events")
+    .columns(["session_id", "ts"])
+    .execute();
+  await db.schema
+    .createIndex("session_events_retention")
+    .on("session_events")
+    .columns(["retention_bucket", "ts"])
+    .execute();
+}
+
+/** `projection_offsets`: how far each consumer has projected each stream. */
+// biome-ignore lint/suspicious/noExplicitAny: see above.
+async function createProjectionOffsets(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable("projection_offsets")
+    .addColumn("consumer", "text", (c) => c.notNull())
+    .addColumn("stream", "text", (c) => c.notNull())
+    .addColumn("last_seq", "bigint", (c) => c.notNull())
+    .addColumn("updated_at", "bigint", (c) => c.notNull())
+    .addPrimaryKeyConstraint("projection_offsets_pk", ["consumer", "stream"])
+    .execute();
+}
+
 /**
  * Every row is keyed by its stream sequence (primary key) and, where the message has one, its
  * id (unique): inserts use ON CONFLICT DO NOTHING, so redelivery, replica races and replay never
@@ -24,95 +126,10 @@ function withCorrelation(t: CreateTable): CreateTable {
 const initial: Migration = {
   // biome-ignore lint/suspicious/noExplicitAny: see above.
   async up(db: Kysely<any>) {
-    await withCorrelation(
-      db.schema
-        .createTable("activity_events")
-        .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
-        .addColumn("event_id", "text", (c) => c.notNull().unique())
-        .addColumn("event", "text", (c) => c.notNull())
-        .addColumn("ts", "bigint", (c) => c.notNull())
-        .addColumn("source", "text", (c) => c.notNull()),
-    )
-      .addColumn("retention_bucket", "text", (c) => c.notNull())
-      .addColumn("payload", "jsonb", (c) => c.notNull())
-      .execute();
-    await db.schema
-      .createIndex("activity_events_session_ts")
-      .on("activity_events")
-      .columns(["session_id", "ts"])
-      .execute();
-    await db.schema
-      .createIndex("activity_events_run")
-      .on("activity_events")
-      .columns(["run_id", "stream_seq"])
-      // Runs are opt-in: most events carry no run id, and they cost this index nothing.
-      .where(sql.ref("run_id"), "<>", "")
-      .execute();
-    await db.schema
-      .createIndex("activity_events_event_ts")
-      .on("activity_events")
-      .columns(["event", "ts"])
-      .execute();
-    await db.schema
-      .createIndex("activity_events_retention")
-      .on("activity_events")
-      .columns(["retention_bucket", "ts"])
-      .execute();
-
-    await withCorrelation(
-      db.schema
-        .createTable("extension_invocations")
-        .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
-        .addColumn("ts", "bigint", (c) => c.notNull())
-        .addColumn("surface", "text", (c) => c.notNull())
-        .addColumn("name", "text", (c) => c.notNull())
-        .addColumn("extension", "text", (c) => c.notNull())
-        .addColumn("status", "text", (c) => c.notNull())
-        .addColumn("latency_ms", "double precision", (c) => c.notNull()),
-    ).execute();
-    await db.schema
-      .createIndex("extension_invocations_session_ts")
-      .on("extension_invocations")
-      .columns(["session_id", "ts"])
-      .execute();
-    await db.schema
-      .createIndex("extension_invocations_ts")
-      .on("extension_invocations")
-      .column("ts")
-      .execute();
-
-    await withCorrelation(
-      db.schema
-        .createTable("session_events")
-        .addColumn("stream_seq", "bigint", (c) => c.primaryKey())
-        .addColumn("record_id", "text", (c) => c.notNull().unique())
-        .addColumn("kind", "text", (c) => c.notNull())
-        .addColumn("ts", "bigint", (c) => c.notNull())
-        .addColumn("source", "text", (c) => c.notNull()),
-    )
-      .addColumn("retention_bucket", "text", (c) => c.notNull())
-      .addColumn("payload", "jsonb", (c) => c.notNull())
-      .addColumn("payload_sha256", "text", (c) => c.notNull())
-      .execute();
-    await db.schema
-      .createIndex("session_events_session_ts")
-      .on("session_events")
-      .columns(["session_id", "ts"])
-      .execute();
-    await db.schema
-      .createIndex("session_events_retention")
-      .on("session_events")
-      .columns(["retention_bucket", "ts"])
-      .execute();
-
-    await db.schema
-      .createTable("projection_offsets")
-      .addColumn("consumer", "text", (c) => c.notNull())
-      .addColumn("stream", "text", (c) => c.notNull())
-      .addColumn("last_seq", "bigint", (c) => c.notNull())
-      .addColumn("updated_at", "bigint", (c) => c.notNull())
-      .addPrimaryKeyConstraint("projection_offsets_pk", ["consumer", "stream"])
-      .execute();
+    await createActivityEvents(db);
+    await createExtensionInvocations(db);
+    await createSessionEvents(db);
+    await createProjectionOffsets(db);
   },
   // biome-ignore lint/suspicious/noExplicitAny: see above.
   async down(db: Kysely<any>) {

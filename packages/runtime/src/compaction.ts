@@ -1,6 +1,7 @@
 import type { GeodeConnection } from "@geode/bus";
 import {
   type AttributedDecision,
+  type Correlation,
   type CorrelationInput,
   type DispatchOutcome,
   correlation as fillCorrelation,
@@ -8,7 +9,7 @@ import {
   HookName,
   RuntimeEvent,
 } from "@geode/contracts";
-import { invokeLifecycleHook } from "@geode/lifecycle";
+import { type HookResult, invokeLifecycleHook, type LifecycleDeps } from "@geode/lifecycle";
 import { type LifecycleOptions, lifecycleDeps } from "./lifecycle.js";
 
 export interface CompactionRequest {
@@ -107,45 +108,10 @@ export function createCompactor(conn: GeodeConnection, options: CompactorOptions
         );
         return { status: "deferred", reason, pre: pre.outcome, ...hookError };
       }
-      const rewritten = pre.outcome?.payload["keep_recent"];
-      const keepRecent =
-        typeof rewritten === "number" && Number.isInteger(rewritten)
-          ? Math.min(Math.max(rewritten, 0), request.message_count)
-          : request.keep_recent;
-      const plan: CompactionPlan = {
-        message_count: request.message_count,
-        keep_recent: keepRecent,
-        trigger: request.trigger,
-        hard: request.hard,
-      };
+      const plan = planOf(request, pre.outcome);
       const { state, new_message_count } = await steps.compact(plan);
       await steps.store(state);
-      const post = await invokeLifecycleHook(
-        deps,
-        HookName.PostCompact,
-        {
-          model: request.model,
-          provider: request.provider,
-          original_message_count: request.message_count,
-          new_message_count,
-          keep_recent: keepRecent,
-          trigger: request.trigger,
-          persisted: true,
-        },
-        corr,
-      );
-      await deps.events.emit(
-        RuntimeEvent.CONTEXT_OVERFLOW_ACTION,
-        {
-          action: "compacted",
-          trigger: request.trigger,
-          hard: request.hard,
-          original_message_count: request.message_count,
-          new_message_count,
-          keep_recent: keepRecent,
-        },
-        corr,
-      );
+      const post = await compacted(deps, request, plan.keep_recent, new_message_count, corr);
       const errors = pre.hookError ?? post.hookError;
       return {
         status: "compacted",
@@ -159,4 +125,56 @@ export function createCompactor(conn: GeodeConnection, options: CompactorOptions
       };
     },
   };
+}
+
+/** The plan: PreCompact may rewrite `keep_recent` (an integer, kept within the message count). */
+function planOf(request: CompactionRequest, pre: DispatchOutcome | null): CompactionPlan {
+  const rewritten = pre?.payload["keep_recent"];
+  const keepRecent =
+    typeof rewritten === "number" && Number.isInteger(rewritten)
+      ? Math.min(Math.max(rewritten, 0), request.message_count)
+      : request.keep_recent;
+  return {
+    message_count: request.message_count,
+    keep_recent: keepRecent,
+    trigger: request.trigger,
+    hard: request.hard,
+  };
+}
+
+/** After the compacted state is stored: PostCompact, then the `compacted` overflow action. */
+async function compacted(
+  deps: LifecycleDeps,
+  request: CompactionRequest,
+  keepRecent: number,
+  newMessageCount: number,
+  corr: Correlation,
+): Promise<HookResult> {
+  const post = await invokeLifecycleHook(
+    deps,
+    HookName.PostCompact,
+    {
+      model: request.model,
+      provider: request.provider,
+      original_message_count: request.message_count,
+      new_message_count: newMessageCount,
+      keep_recent: keepRecent,
+      trigger: request.trigger,
+      persisted: true,
+    },
+    corr,
+  );
+  await deps.events.emit(
+    RuntimeEvent.CONTEXT_OVERFLOW_ACTION,
+    {
+      action: "compacted",
+      trigger: request.trigger,
+      hard: request.hard,
+      original_message_count: request.message_count,
+      new_message_count: newMessageCount,
+      keep_recent: keepRecent,
+    },
+    corr,
+  );
+  return post;
 }

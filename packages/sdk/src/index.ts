@@ -32,7 +32,7 @@ export {
   type ServedHook,
   type ServeHookOptions,
   serveHook,
-} from "@geode/state";
+} from "@geode/handler";
 export { connectGeode, currentTrace, runInTrace } from "@geode/telemetry";
 export {
   type ApprovalAnswer,

@@ -32,19 +32,6 @@ export {
 export { ResultRefError, type ResultRefProblem, ResultStore } from "./result-store.js";
 export { RunStore } from "./run-store.js";
 export {
-  buildRegistration,
-  DEFAULT_HANDLER_LEASE_MS,
-  DEFAULT_HANDLER_PRIORITY,
-  DEFAULT_HANDLER_TIMEOUT_MS,
-  type HookAnswer,
-  type HookCall,
-  type HookHandler,
-  type ServedHook,
-  type ServeHookOptions,
-  serveHook,
-  serveHookAnswers,
-} from "./serve-hook.js";
-export {
   PAUSE_REASON,
   type SessionOpening,
   SessionStore,

@@ -4,7 +4,7 @@ import type * as PromClient from "prom-client";
 let promClient: typeof PromClient | undefined;
 /**
  * prom-client, loaded with the first `ServiceMetrics`: a process that only imports `@geode/bus` (the
- * CLI, an SDK handler, a runtime client) never pays for it (about 40 ms of start-up).
+ * CLI, an SDK handler, a runtime client) never pays its start-up.
  */
 function prom(): typeof PromClient {
   promClient ??= createRequire(import.meta.url)("prom-client") as typeof PromClient;
@@ -117,11 +117,8 @@ class Pending {
 
 /**
  * The label sets of one counter or histogram, found in nested maps by their values. prom-client
- * hashes and validates the labels on every update, which cost a 1-handler hook invocation about
- * 25 µs of its thread's CPU here (its four updates, cold between calls); a label set looked up
- * here and a number added to is a fraction of that (an invocation's seven updates with 3
- * handlers: 1.1 against 14.9 µs called every 2 ms, 0.46 against 3.2 µs back to back). The
- * metric's collect (each scrape, each `registry.metrics()`) moves what is pending into it first,
+ * hashes and validates the labels on every update, a noticeable share of a hook invocation's CPU;
+ * a label set looked up here and a number added to is a fraction of that. The metric's collect (each scrape, each `registry.metrics()`) moves what is pending into it first,
  * so every read sees exact totals.
  */
 class LabelSets {
@@ -221,7 +218,7 @@ export class ServiceMetrics implements Metrics {
     this.registry = new Registry();
     const registers = [this.registry];
     // The event-loop lag histogram samples every 100 ms instead of prom-client's 10: a timer a
-    // hundred times a second woke each idle service for about 7 ms of CPU per second here.
+    // hundred times a second kept waking each idle service.
     if (options.defaults !== false)
       collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
     this.hookCount = pendingCounter({

@@ -1,4 +1,4 @@
-import type { Logger } from "@geode/bus";
+import { followConnection, type Logger } from "@geode/bus";
 import type { Names } from "@geode/contracts";
 import type { ServiceTelemetry } from "@geode/service";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -46,12 +46,7 @@ export const serviceTelemetry: ServiceTelemetry<TelemetryConfig> = {
 function watchConnection(nc: NatsConnection): void {
   const m = enableMetrics();
   m.natsConnected(true);
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") m.natsConnected(false);
-      else if (s.type === "reconnect") m.natsConnected(true);
-    }
-  })().catch(() => undefined);
+  followConnection(nc, (up) => m.natsConnected(up));
 }
 
 /**

@@ -30,8 +30,7 @@ export function spanBatchConfig(env: NodeJS.ProcessEnv): { scheduledDelayMillis?
  * `protocol` (`otlpTracesProtocol`; the exporter reads the other `OTEL_EXPORTER_OTLP_*` variables
  * itself), its tracer (scope `geode`), and the target that makes the spans noted on the requests'
  * path the same way (`recordSpans`): the same batch processor, resource and scope. Protobuf,
- * OpenTelemetry's default, took a fifth of JSON's CPU here to serialize a batch (1.3 against 6.2 µs
- * per span) and a third of its bytes (144 against 453 per hook span).
+ * OpenTelemetry's default, serializes a batch with less CPU and fewer bytes than JSON.
  */
 export function exportingProvider(
   service: string,

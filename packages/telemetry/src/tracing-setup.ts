@@ -15,9 +15,8 @@ const ENDPOINT_VARS = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES
  * Spans are noted on the requests' path (ids, times, attributes; the sampling decision taken as
  * the SDK's sampler of the same variables takes it) and made and exported by a worker thread of
  * their own (span-worker.ts): the thread that answers requests never loads the SDK, its span
- * objects, the OTLP serialization or its HTTP writes. Only loading the SDK there cost a fresh
- * dispatcher about 125 µs of that thread's CPU per 3-handler call, and 6 % at the median, over
- * its calls 300 to 700. Run from the TypeScript sources (tsx's loader, which worker threads do
+ * objects, the OTLP serialization or its HTTP writes; only loading the SDK there slows a fresh
+ * dispatcher's calls measurably (docs/benchmarks.md). Run from the TypeScript sources (tsx's loader, which worker threads do
  * not get on Node 20), a process makes the spans in its own thread with the SDK.
  */
 export async function startTracing(

@@ -96,7 +96,7 @@ export interface SetTracerOptions {
    * carries one) are made: the request only notes its span (ids, times, attributes), and a batch
    * of them up to `flushAfterMs` later goes to this processor as the spans the tracer would have
    * made (`recordSpans`). Made in place, between a request's socket reads and writes, the SDK's
-   * start and end of a span took about 50 µs together on a busy two-core machine.
+   * start and end of a span are a large share of a request's CPU (docs/benchmarks.md).
    */
   target?: SpanTarget;
   /**

@@ -87,35 +87,14 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
     options.databaseUrl ? `PostgreSQL at ${redactDatabaseUrl(options.databaseUrl)}` : undefined,
   );
   await ensureEventStreams(nc, n, options.streams);
-  const db =
-    options.db ??
-    (await openProjectionDb({
-      ns: n.ns,
-      databaseUrl: options.databaseUrl,
-      // Both streams' writers hold a connection each while their transactions are open.
-      poolSize: Math.max(4, 2 * writers),
-      // Migrated below, with retries: a database that is down at start only delays the projection.
-      migrate: false,
-      command: "activity-recorder",
-      ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
-    }));
+  const db = options.db ?? (await openRecorderDb(options, writers));
   const ownsDb = options.db === undefined;
   let stopped = false;
   const projectors: StreamProjector[] = [];
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const js = jetstream(nc);
-    let mirror: RunMirror | undefined;
-    if (options.runsDir !== null) {
-      const kv = await ensureBucket(nc, n, "runs");
-      mirror = new RunMirror(
-        kv,
-        options.runsDir ?? ".geode/runs",
-        options.runFileMaxBytes ?? DEFAULT_RUN_FILE_MAX_BYTES,
-        log,
-      );
-      await mirror.start();
-    }
+    const mirror = options.runsDir === null ? undefined : await startMirror(options, log);
     const quarantine = new QuarantineNote(db.db, n.ns, log);
     const projector = (kind: "events" | "timeline", stream: string) =>
       new StreamProjector({
@@ -169,6 +148,33 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
     if (ownsDb) await db.close().catch(() => undefined);
     throw err;
   }
+}
+
+/** The projection database, not migrated yet (startActivityRecorder migrates it, with retries). */
+function openRecorderDb(options: ActivityRecorderOptions, writers: number): Promise<ProjectionDb> {
+  return openProjectionDb({
+    ns: options.names.ns,
+    databaseUrl: options.databaseUrl,
+    // Both streams' writers hold a connection each while their transactions are open.
+    poolSize: Math.max(4, 2 * writers),
+    // Migrated below, with retries: a database that is down at start only delays the projection.
+    migrate: false,
+    command: "activity-recorder",
+    ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
+  });
+}
+
+/** The JSONL mirror of active runs, started. */
+async function startMirror(options: ActivityRecorderOptions, log: Logger): Promise<RunMirror> {
+  const kv = await ensureBucket(options.nc, options.names, "runs");
+  const mirror = new RunMirror(
+    kv,
+    options.runsDir ?? ".geode/runs",
+    options.runFileMaxBytes ?? DEFAULT_RUN_FILE_MAX_BYTES,
+    log,
+  );
+  await mirror.start();
+  return mirror;
 }
 
 /** A stream's messages through the recorder's durable consumer, shared by every replica. */

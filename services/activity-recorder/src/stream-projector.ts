@@ -64,7 +64,7 @@ export class StreamProjector {
       ...(options.outage ? { outage: options.outage } : {}),
       async committed({ messages, rows, result, quarantined, seconds }) {
         // After the commit and before the ack: a crash in between redelivers, and the mirror dedups.
-        // The run timeline mirrors activity rows (the seed's "same typed activity row"), one per event.
+        // The run timeline mirrors activity rows, the same typed row, one per event.
         if (mirror) {
           const activity = rows.rows.filter((r) => r.type === "activity_events");
           if (activity.length > 0) await mirror.append(activity);
@@ -94,8 +94,8 @@ export class StreamProjector {
     const period = Math.max(100, Math.floor(this.options.ackWaitMs / 3));
     // Only a message already held at the previous tick is marked in progress: it has been held
     // for at most two periods, less than the ack wait (three), so nothing is redelivered, and a
-    // backlog that commits within a period costs no +WPI per message (it was one in 20 of the
-    // recorder's CPU while it drained a backlog).
+    // backlog that commits within a period costs no +WPI per message (a visible share of the
+    // recorder's CPU while it drains a backlog).
     let previous = new Set<JsMsg>();
     this.keepAlive = setInterval(() => {
       const now = new Set<JsMsg>();

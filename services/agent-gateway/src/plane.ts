@@ -5,6 +5,7 @@
  */
 import {
   createHookClient,
+  followConnection,
   type HookClient,
   type Logger,
   type RuntimeEventBus,
@@ -193,12 +194,9 @@ function sendingQueuedFirst<T extends Record<string, (...args: never[]) => Promi
 /** Whether the connection is up now: false from a disconnect until the reconnect, and once closed. */
 function connectionState(nc: NatsConnection): () => boolean {
   let up = true;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") up = false;
-      else if (s.type === "reconnect") up = true;
-    }
-  })().catch(() => undefined);
+  followConnection(nc, (now) => {
+    up = now;
+  });
   return () => up && !nc.isClosed();
 }
 

@@ -78,36 +78,7 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
       async (req: McpForwardRequest) => {
         const entry = upstreams.get(server);
         if (!entry) throw new GeodeError(ErrorCode.Unavailable, `no MCP server ${server}`);
-        const client = entry.upstream.connected();
-        const timeout = Math.min(req.timeout_ms ?? limits.callTimeoutMs, limits.callTimeoutMs);
-        const params = req.params as Record<string, unknown>;
-        const paged = typeof params["cursor"] === "string" ? (params as never) : undefined;
-        // A server without the capability has nothing to list (asked anyway, the SDK says so on
-        // the console, a line outside the service's log) and nothing to read.
-        const capabilities = client.getServerCapabilities() ?? {};
-        const family = req.method.startsWith("prompts/") ? "prompts" : "resources";
-        if (capabilities[family] === undefined) {
-          if (req.method === "resources/list") return { result: { resources: [] } };
-          if (req.method === "resources/templates/list") return { result: { resourceTemplates: [] } };
-          if (req.method === "prompts/list") return { result: { prompts: [] } };
-          throw new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server} has no ${family}`);
-        }
-        try {
-          switch (req.method) {
-            case "resources/list":
-              return { result: await client.listResources(paged, { timeout }) };
-            case "resources/templates/list":
-              return { result: await client.listResourceTemplates(paged, { timeout }) };
-            case "prompts/list":
-              return { result: await client.listPrompts(paged, { timeout }) };
-            case "resources/read":
-              return { result: await client.readResource(params as never, { timeout }) };
-            case "prompts/get":
-              return { result: await client.getPrompt(params as never, { timeout }) };
-          }
-        } catch (err) {
-          throw upstreamError(server, err);
-        }
+        return forward(entry.upstream, server, req, limits.callTimeoutMs);
       },
     );
 
@@ -146,15 +117,7 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
     [...upstreams.values()].map((e) => e.upstream.state()).sort((a, b) => (a.name < b.name ? -1 : 1));
   return {
     servers,
-    health(): ServiceHealth {
-      const list = servers();
-      const failed = list.filter((s) => s.state === "failed").map((s) => s.name);
-      return {
-        status: "ok",
-        ...(failed.length > 0 ? { note: `MCP servers failing: ${failed.join(", ")}` } : {}),
-        servers: list,
-      };
-    },
+    health: () => bridgeHealth(servers()),
     async stop() {
       await watch.stop();
       await chain;
@@ -162,6 +125,55 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
       await events.flush();
     },
   };
+}
+
+/** Health: always ok (an upstream failing is the upstream's problem), naming the failing ones. */
+function bridgeHealth(list: McpServerState[]): ServiceHealth {
+  const failed = list.filter((s) => s.state === "failed").map((s) => s.name);
+  return {
+    status: "ok",
+    ...(failed.length > 0 ? { note: `MCP servers failing: ${failed.join(", ")}` } : {}),
+    servers: list,
+  };
+}
+
+/** One forwarded resources or prompts request, answered by the upstream `server`. */
+async function forward(
+  upstream: Upstream,
+  server: string,
+  req: McpForwardRequest,
+  callTimeoutMs: number,
+): Promise<{ result: unknown }> {
+  const client = upstream.connected();
+  const timeout = Math.min(req.timeout_ms ?? callTimeoutMs, callTimeoutMs);
+  const params = req.params as Record<string, unknown>;
+  const paged = typeof params["cursor"] === "string" ? (params as never) : undefined;
+  // A server without the capability has nothing to list (asked anyway, the SDK says so on
+  // the console, a line outside the service's log) and nothing to read.
+  const capabilities = client.getServerCapabilities() ?? {};
+  const family = req.method.startsWith("prompts/") ? "prompts" : "resources";
+  if (capabilities[family] === undefined) {
+    if (req.method === "resources/list") return { result: { resources: [] } };
+    if (req.method === "resources/templates/list") return { result: { resourceTemplates: [] } };
+    if (req.method === "prompts/list") return { result: { prompts: [] } };
+    throw new GeodeError(ErrorCode.InvalidRequest, `MCP server ${server} has no ${family}`);
+  }
+  try {
+    switch (req.method) {
+      case "resources/list":
+        return { result: await client.listResources(paged, { timeout }) };
+      case "resources/templates/list":
+        return { result: await client.listResourceTemplates(paged, { timeout }) };
+      case "prompts/list":
+        return { result: await client.listPrompts(paged, { timeout }) };
+      case "resources/read":
+        return { result: await client.readResource(params as never, { timeout }) };
+      case "prompts/get":
+        return { result: await client.getPrompt(params as never, { timeout }) };
+    }
+  } catch (err) {
+    throw upstreamError(server, err);
+  }
 }
 
 /**

@@ -63,36 +63,11 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
   await ensureEventStreams(nc, n, options.streams);
   await ensureCheckpointStream(nc, n, options.streams);
   const kv = await ensureBucket(nc, n, "notary");
-  const db: ProjectionDb = await openProjectionDb({
-    ns: n.ns,
-    databaseUrl: options.databaseUrl,
-    poolSize: 4,
-    migrate: false,
-    command: "notary",
-    ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
-  });
+  const db = await openAuditDb(options);
   const where = options.databaseUrl ? `PostgreSQL at ${redactDatabaseUrl(options.databaseUrl)}` : db.kind;
   const outage = new DbOutage(log, where);
   const store = new AuditStore(db.root, n.ns);
-  const js = jetstream(nc);
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
-  const followers = AUDIT_LOGS.map(
-    (l) =>
-      new LogFollower({
-        log: l,
-        names: n,
-        nc,
-        js,
-        jsm,
-        store,
-        signer,
-        batchSize: options.batchSize ?? DEFAULT_AUDIT_BATCH_SIZE,
-        checkpointMs: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
-        outage,
-        ...(options.retry ? { retry: options.retry } : {}),
-        logger: log.child({ audit_log: l }),
-      }),
-  );
+  const followers = await openFollowers(options, { store, signer, outage, log });
   let stopped = false;
   let migrated = false;
   // Role changes run one after another: a lease lost while the followers start waits for them.
@@ -133,13 +108,10 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
         })
       : [],
   );
-  // A standby's view of the logs, read from the database every third of the lease.
-  const standbyView = setInterval(
-    () => {
-      if (lease.active || stopped) return;
-      for (const f of followers) void f.refresh().catch(() => undefined);
-    },
-    Math.max(100, Math.floor((options.leaseMs ?? DEFAULT_LEASE_MS) / 3)),
+  const standbyView = refreshWhileStandby(
+    followers,
+    options.leaseMs ?? DEFAULT_LEASE_MS,
+    () => !lease.active && !stopped,
   );
   lease.start();
   log.info({ instance, key: signer.verifierKey }, "notary started; taking the lease");
@@ -149,17 +121,8 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
     get active() {
       return lease.active;
     },
-    health(): ServiceHealth {
-      const audit: AuditHealth = {
-        active: lease.active,
-        checkpoint_ms: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
-        logs: followers.map((f) => f.state()),
-      };
-      const reason = outage.reason ?? followers.map((f) => f.problem).find((p) => p !== undefined);
-      return reason === undefined || !lease.active
-        ? { status: "ok", audit }
-        : { status: "degraded", reason, audit };
-    },
+    health: () =>
+      notaryHealth(lease.active, followers, outage, options.checkpointMs ?? DEFAULT_CHECKPOINT_MS),
     async stop() {
       stopped = true;
       clearInterval(standbyView);
@@ -170,6 +133,73 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
       await db.close();
     },
   };
+}
+
+/** The projection database the trees are kept in (migrated by the active instance, not here). */
+function openAuditDb(options: NotaryOptions): Promise<ProjectionDb> {
+  return openProjectionDb({
+    ns: options.names.ns,
+    databaseUrl: options.databaseUrl,
+    poolSize: 4,
+    migrate: false,
+    command: "notary",
+    ...(options.pgliteDir !== undefined ? { pgliteDir: options.pgliteDir } : {}),
+  });
+}
+
+/** A standby's view of the logs, read from the database every third of the lease while `standby()`. */
+function refreshWhileStandby(
+  followers: LogFollower[],
+  leaseMs: number,
+  standby: () => boolean,
+): NodeJS.Timeout {
+  return setInterval(
+    () => {
+      if (!standby()) return;
+      for (const f of followers) void f.refresh().catch(() => undefined);
+    },
+    Math.max(100, Math.floor(leaseMs / 3)),
+  );
+}
+
+/** One follower per audit log, each keeping its stream's tree and checkpoints. */
+async function openFollowers(
+  options: NotaryOptions,
+  parts: { store: AuditStore; signer: NoteSigner; outage: DbOutage; log: Logger },
+): Promise<LogFollower[]> {
+  const { nc, names: n } = options;
+  const { store, signer, outage, log } = parts;
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  return AUDIT_LOGS.map(
+    (l) =>
+      new LogFollower({
+        log: l,
+        names: n,
+        nc,
+        js,
+        jsm,
+        store,
+        signer,
+        batchSize: options.batchSize ?? DEFAULT_AUDIT_BATCH_SIZE,
+        checkpointMs: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
+        outage,
+        ...(options.retry ? { retry: options.retry } : {}),
+        logger: log.child({ audit_log: l }),
+      }),
+  );
+}
+
+/** Health: the logs' state; degraded while the active instance's database or a log has a problem. */
+function notaryHealth(
+  active: boolean,
+  followers: LogFollower[],
+  outage: DbOutage,
+  checkpointMs: number,
+): ServiceHealth {
+  const audit: AuditHealth = { active, checkpoint_ms: checkpointMs, logs: followers.map((f) => f.state()) };
+  const reason = outage.reason ?? followers.map((f) => f.problem).find((p) => p !== undefined);
+  return reason === undefined || !active ? { status: "ok", audit } : { status: "degraded", reason, audit };
 }
 
 /** The signing key, or one line saying which file could not be used and how to get one. */

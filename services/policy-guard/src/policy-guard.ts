@@ -1,5 +1,6 @@
 import type { GeodeConnection, Logger } from "@geode/bus";
 import { type HookEnvelope, HookName, type Names } from "@geode/contracts";
+import { type HookAnswer, type HookCall, type ServedHook, serveHookAnswers } from "@geode/handler";
 import {
   type CallerIdentity,
   isPolicyHook,
@@ -9,16 +10,7 @@ import {
   schemaText,
 } from "@geode/policy";
 import type { RunningService, ServiceHealth } from "@geode/service";
-import {
-  AgentStore,
-  type HookAnswer,
-  type HookCall,
-  PolicyStore,
-  type ServedHook,
-  SessionStore,
-  serveHookAnswers,
-  ToolStore,
-} from "@geode/state";
+import { AgentStore, PolicyStore, SessionStore, ToolStore } from "@geode/state";
 import { observe } from "@geode/telemetry";
 import { CallerDirectory } from "./caller-directory.js";
 import { McpToolDirectory } from "./mcp-tool-directory.js";

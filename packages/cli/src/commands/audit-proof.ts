@@ -13,7 +13,7 @@ import { connectBus } from "@geode/bus";
 import { type AuditCheckpointMessage, names as buildNames, type Names } from "@geode/contracts";
 import { AuditTreeStore, type ProjectionDb } from "@geode/projection";
 import { loadConfig } from "@geode/service";
-import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type LogName, logsOption, oneLogOption } from "../audit/audit-options.js";
 import { readCheckpoints, readStoredLog } from "../audit/audit-tables.js";
 import type { MessageFile, ProofFile } from "../audit/proof-file.js";
@@ -135,6 +135,43 @@ function timeOption(value: string | undefined, flag: string): number | undefined
   return ms;
 }
 
+/** Writes one message and its inclusion proof into the export's `dir`; its line of `messages.jsonl`. */
+async function exportMessage(
+  m: JsMsg,
+  x: {
+    projection: ProjectionDb;
+    log: LogName;
+    stream: string;
+    firstSeq: number;
+    note: string;
+    dir: string;
+    io: CommandIO;
+    /** When the stream stored it, epoch ms. */
+    time: number;
+  },
+): Promise<string> {
+  const { projection, log, stream, firstSeq, note, dir, io, time } = x;
+  const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
+  const message: MessageFile = {
+    log,
+    seq: m.seq,
+    subject: m.subject,
+    msg_id: msgId,
+    time,
+    data_base64: toBase64(m.data),
+    data: new TextDecoder().decode(m.data),
+  };
+  const proof = await proveSeq(projection, log, firstSeq, note, m.seq);
+  const expected = toBase64(
+    leafHash(encodeAuditLeaf(messageLeaf({ seq: m.seq, subject: m.subject, msgId, data: m.data }))),
+  );
+  if (expected !== proof.leaf_hash)
+    io.err(`geode audit export: warning: seq ${m.seq} of ${stream} is not the leaf the log holds\n`);
+  writeFileSync(path.join(dir, "messages", `${m.seq}.json`), `${JSON.stringify(message, null, 2)}\n`);
+  writeFileSync(path.join(dir, "proofs", `${m.seq}.json`), `${JSON.stringify(proof, null, 2)}\n`);
+  return JSON.stringify(message);
+}
+
 /**
  * `geode audit export --since T [--until T] [--log L] --out DIR`: per log, the messages the stream
  * stored in the period (`{log}/messages.jsonl`, and one file each in `{log}/messages/`), the
@@ -187,34 +224,17 @@ export const auditExportCommand: CommandModule = {
                   uncovered = info.state.last_seq - m.seq + 1;
                   return false;
                 }
-                const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
-                const message: MessageFile = {
-                  log,
-                  seq: m.seq,
-                  subject: m.subject,
-                  msg_id: msgId,
-                  time,
-                  data_base64: toBase64(m.data),
-                  data: new TextDecoder().decode(m.data),
-                };
-                const proof = await proveSeq(projection, log, stored.firstSeq, latest.note, m.seq);
-                const expected = toBase64(
-                  leafHash(
-                    encodeAuditLeaf(messageLeaf({ seq: m.seq, subject: m.subject, msgId, data: m.data })),
-                  ),
-                );
-                if (expected !== proof.leaf_hash)
-                  io.err(
-                    `geode audit export: warning: seq ${m.seq} of ${stream} is not the leaf the log holds\n`,
-                  );
-                lines.push(JSON.stringify(message));
-                writeFileSync(
-                  path.join(dir, "messages", `${m.seq}.json`),
-                  `${JSON.stringify(message, null, 2)}\n`,
-                );
-                writeFileSync(
-                  path.join(dir, "proofs", `${m.seq}.json`),
-                  `${JSON.stringify(proof, null, 2)}\n`,
+                lines.push(
+                  await exportMessage(m, {
+                    projection,
+                    log,
+                    stream,
+                    firstSeq: stored.firstSeq,
+                    note: latest.note,
+                    dir,
+                    io,
+                    time,
+                  }),
                 );
                 return true;
               }

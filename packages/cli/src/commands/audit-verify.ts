@@ -37,6 +37,43 @@ function noteOrigin(note: string): string {
   }
 }
 
+/** Says what the verification found (a summary per log, or the first divergence); the exit code. */
+function report(verdicts: LogVerdict[], json: boolean, io: CommandIO): number {
+  const failed = verdicts.find((v) => v.divergence);
+  if (json) {
+    io.out(
+      `${JSON.stringify({
+        ok: !failed,
+        ...(failed
+          ? {
+              divergence: {
+                log: failed.log,
+                message: divergenceText(failed.divergence!),
+                ...failed.divergence,
+              },
+            }
+          : {}),
+        logs: verdicts,
+      })}\n`,
+    );
+    return failed ? 1 : 0;
+  }
+  if (failed) {
+    // The divergence alone on stdout, so a script reads one line; where, on stderr.
+    io.out(`${divergenceText(failed.divergence!)}\n`);
+    io.err(`geode audit verify: log ${failed.origin} (stream ${failed.stream}) diverges\n`);
+    return 1;
+  }
+  for (const v of verdicts) {
+    io.out(
+      `${v.origin}: ok, ${v.leaves.toLocaleString("en-US")} leaves (${v.retained.toLocaleString("en-US")} re-read from ${v.stream}), ` +
+        `${v.checkpoints} checkpoint${v.checkpoints === 1 ? "" : "s"} verified (latest of size ${v.checkpoint_size})` +
+        `${v.projection_rows_checked ? ", projection rows match" : ""}\n`,
+    );
+  }
+  return 0;
+}
+
 /**
  * `geode audit verify [--log events|timeline] [--key VKEY] [--checkpoint FILE]… [--projection]
  * [--json]` (DESIGN section 20): each log re-read and recomputed; exit 0 and a summary when every
@@ -88,39 +125,7 @@ export const auditVerifyCommand: CommandModule = {
         verdicts.push(v);
         if (v.divergence) break;
       }
-      const failed = verdicts.find((v) => v.divergence);
-      if (values.json) {
-        io.out(
-          `${JSON.stringify({
-            ok: !failed,
-            ...(failed
-              ? {
-                  divergence: {
-                    log: failed.log,
-                    message: divergenceText(failed.divergence!),
-                    ...failed.divergence,
-                  },
-                }
-              : {}),
-            logs: verdicts,
-          })}\n`,
-        );
-        return failed ? 1 : 0;
-      }
-      if (failed) {
-        // The divergence alone on stdout, so a script reads one line; where, on stderr.
-        io.out(`${divergenceText(failed.divergence!)}\n`);
-        io.err(`geode audit verify: log ${failed.origin} (stream ${failed.stream}) diverges\n`);
-        return 1;
-      }
-      for (const v of verdicts) {
-        io.out(
-          `${v.origin}: ok, ${v.leaves.toLocaleString("en-US")} leaves (${v.retained.toLocaleString("en-US")} re-read from ${v.stream}), ` +
-            `${v.checkpoints} checkpoint${v.checkpoints === 1 ? "" : "s"} verified (latest of size ${v.checkpoint_size})` +
-            `${v.projection_rows_checked ? ", projection rows match" : ""}\n`,
-        );
-      }
-      return 0;
+      return report(verdicts, values.json, io);
     } finally {
       await nc.drain().catch(() => undefined);
       await projection.close();

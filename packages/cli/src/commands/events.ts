@@ -3,6 +3,7 @@ import { decodeJson } from "@geode/bus";
 import {
   EventEnvelopeSchema,
   isRuntimeEvent,
+  type Names,
   RUNTIME_EVENTS,
   TIMELINE_KINDS,
   type TimelineKind,
@@ -62,6 +63,48 @@ function sessionKinds(sessions: SessionStore): (sessionId: string) => Promise<st
   };
 }
 
+/** Refuses an `--event` that is no runtime event (or, with `--timeline`, no timeline kind). */
+function checkEventName(event: string, timeline: boolean): void {
+  const ok = timeline ? (TIMELINE_KINDS as readonly string[]).includes(event) : isRuntimeEvent(event);
+  if (!ok)
+    throw new UsageError(
+      `unknown ${timeline ? "timeline kind" : "event"}: ${event} (one of ${(timeline ? TIMELINE_KINDS : RUNTIME_EVENTS).join(", ")})`,
+    );
+}
+
+/** The subject to follow: one event or kind, or all of them. */
+function subjectOf(n: Names, event: string | undefined, timeline: boolean): string {
+  if (event === undefined) return timeline ? n.timelineAll : n.eventsAll;
+  return timeline ? n.timeline(event as TimelineKind) : n.event(event as (typeof RUNTIME_EVENTS)[number]);
+}
+
+/** The line to print for one stream message; undefined for one that is not valid or of another session. */
+async function lineOf(
+  data: Uint8Array,
+  timeline: boolean,
+  session: string | undefined,
+  kindOf: ReturnType<typeof sessionKinds>,
+): Promise<string | undefined> {
+  let body: unknown;
+  try {
+    body = decodeJson(data);
+  } catch {
+    return undefined;
+  }
+  if (timeline) {
+    const r = TimelineRecordSchema.safeParse(body);
+    if (!r.success) return undefined;
+    const t = r.data;
+    if (session !== undefined && t.correlation.session_id !== session) return undefined;
+    return formatEventLine({ ...t, name: t.kind, ...t.correlation }, await kindOf(t.correlation.session_id));
+  }
+  const r = EventEnvelopeSchema.safeParse(body);
+  if (!r.success) return undefined;
+  const e = r.data;
+  if (session !== undefined && e.correlation.session_id !== session) return undefined;
+  return formatEventLine({ ...e, name: e.event, ...e.correlation }, await kindOf(e.correlation.session_id));
+}
+
 export const eventsTailCommand: CommandModule = {
   async run(args, io) {
     const { values } = parseArgs({
@@ -74,28 +117,13 @@ export const eventsTailCommand: CommandModule = {
         limit: { type: "string" },
       },
     });
-    if (values.event !== undefined) {
-      const ok = values.timeline
-        ? (TIMELINE_KINDS as readonly string[]).includes(values.event)
-        : isRuntimeEvent(values.event);
-      if (!ok)
-        throw new UsageError(
-          `unknown ${values.timeline ? "timeline kind" : "event"}: ${values.event} (one of ${(values.timeline ? TIMELINE_KINDS : RUNTIME_EVENTS).join(", ")})`,
-        );
-    }
+    if (values.event !== undefined) checkEventName(values.event, values.timeline);
     const fromSeq = intOption(values["from-seq"], "from-seq");
     const limit = intOption(values.limit, "limit") ?? Number.POSITIVE_INFINITY;
 
     const { nc, names: n } = await connectFromEnv(io, "geode-events-tail");
     const stream = values.timeline ? n.timelineStream : n.eventsStream;
-    const subject =
-      values.event === undefined
-        ? values.timeline
-          ? n.timelineAll
-          : n.eventsAll
-        : values.timeline
-          ? n.timeline(values.event as TimelineKind)
-          : n.event(values.event as (typeof RUNTIME_EVENTS)[number]);
+    const subject = subjectOf(n, values.event, values.timeline);
     const oc = await jetstream(nc).consumers.get(stream, {
       filter_subjects: subject,
       ...(fromSeq !== undefined
@@ -115,32 +143,9 @@ export const eventsTailCommand: CommandModule = {
     let printed = 0;
     try {
       for await (const m of iter) {
-        let body: unknown;
-        try {
-          body = decodeJson(m.data);
-        } catch {
-          continue;
-        }
-        if (values.timeline) {
-          const r = TimelineRecordSchema.safeParse(body);
-          if (!r.success) continue;
-          const t = r.data;
-          if (values.session !== undefined && t.correlation.session_id !== values.session) continue;
-          io.out(
-            formatEventLine({ ...t, name: t.kind, ...t.correlation }, await kindOf(t.correlation.session_id)),
-          );
-        } else {
-          const r = EventEnvelopeSchema.safeParse(body);
-          if (!r.success) continue;
-          const e = r.data;
-          if (values.session !== undefined && e.correlation.session_id !== values.session) continue;
-          io.out(
-            formatEventLine(
-              { ...e, name: e.event, ...e.correlation },
-              await kindOf(e.correlation.session_id),
-            ),
-          );
-        }
+        const line = await lineOf(m.data, values.timeline, values.session, kindOf);
+        if (line === undefined) continue;
+        io.out(line);
         if (++printed >= limit) break;
       }
     } finally {

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { freePort } from "@geode/cli";
 import { CLAUDE_CODE_HOOK_PATH, CODEX_HOOK_PATH, GEMINI_CLI_HOOK_PATH } from "@geode/contracts";
+import { freePort } from "@geode/local-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hookEndpoint, refusalOf } from "./hook-shim.js";
 

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { freePort } from "@geode/cli";
+import { freePort } from "@geode/local-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { modesReport } from "./fail-mode.js";
 import { commandFailMode, hookCommand, isGeodeHookCommand } from "./hook-command.js";

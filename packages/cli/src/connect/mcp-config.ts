@@ -63,7 +63,7 @@ const httpUrlEntry = (httpUrl: string, toolTimeoutMs: number) => ({
   trust: true,
 });
 
-/** Each agent's MCP configuration for the gateway (shared/notes/TECH.md section 11 has the facts). */
+/** Each agent's MCP configuration for the gateway (docs/mcp.md and each agent's page in docs/). */
 const TARGETS: Record<McpAgent, McpTarget> = {
   "claude-code": {
     label: "Claude Code",

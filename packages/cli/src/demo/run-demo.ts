@@ -3,6 +3,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { connectGeode, type GeodeConnection, NatsUnavailableError } from "@geode/bus";
 import { names as buildNames, HOOK_NAMES, RECORDER_CONSUMER } from "@geode/contracts";
+import { findNatsServerBinary, freePort, portOpen } from "@geode/local-server";
 import {
   openProjectionDb,
   type ProjectionDb,
@@ -16,13 +17,7 @@ import { natsNamespaces } from "../namespaces/namespace-inventory.js";
 import { type NamespaceRemoval, removeNamespace } from "../namespaces/remove-namespace.js";
 import { ensureAuditKey } from "../up/audit-key.js";
 import { probeHealth } from "../up/health-probe.js";
-import {
-  findNatsServerBinary,
-  freePort,
-  type NatsServerProcess,
-  portOpen,
-  startNatsServer,
-} from "../up/nats-server.js";
+import { type NatsServerProcess, startNatsServer } from "../up/nats-server.js";
 import { demoExampleModule, demoExampleNodeArgs } from "../up/node-entry.js";
 import {
   discoverServices,

@@ -1,14 +1,9 @@
 import path from "node:path";
 import { redactUrl } from "@geode/bus";
+import { findNatsServerBinary, freePort, portOpen } from "@geode/local-server";
 import type { GeodeConfig } from "@geode/service";
 import type { CommandIO } from "../command.js";
-import {
-  findNatsServerBinary,
-  freePort,
-  type NatsServerProcess,
-  portOpen,
-  startNatsServer,
-} from "./nats-server.js";
+import { type NatsServerProcess, startNatsServer } from "./nats-server.js";
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 

@@ -1,52 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync } from "node:fs";
-import net from "node:net";
-import path from "node:path";
+import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-
-/** Where Debian's `nats-server` package puts the binary (often not on a user's PATH). */
-const WELL_KNOWN = ["/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server"];
-
-/** The `nats-server` binary: on PATH, else a well-known place; undefined when there is none. */
-export function findNatsServerBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const dirs = (env["PATH"] ?? "").split(path.delimiter).filter((d) => d !== "");
-  for (const candidate of [...dirs.map((d) => path.join(d, "nats-server")), ...WELL_KNOWN]) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
-/** True when something accepts TCP connections on host:port. */
-export function portOpen(port: number, host = "127.0.0.1"): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host });
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.once("connect", () => done(true));
-    s.once("error", () => done(false));
-    s.setTimeout(1_000, () => done(false));
-  });
-}
-
-/** A free loopback TCP port (asks the OS for one). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { findNatsServerBinary, portOpen } from "@geode/local-server";
 
 export interface NatsServerOptions {
   /** Path of the binary; default `findNatsServerBinary()`. */

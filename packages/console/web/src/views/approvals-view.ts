@@ -15,15 +15,9 @@ function policyOf(a: ConsoleApproval): string {
   return a.policy_reason ? `${a.policies.join(", ")}: ${a.policy_reason}` : a.policies.join(", ");
 }
 
-/**
- * Pending approvals: allow or deny each with a reason; rows stay in place between polls (only the
- * policy cell is refreshed: the console learns it once the recorder has written the call).
- */
-export function approvalsView(offset = 0): void {
-  const rows = new Map<string, HTMLTableRowElement>();
-  const policyCells = new Map<string, HTMLTableCellElement>();
-  const body = el("tbody");
-  const grid = el(
+/** The table of pending approvals, its header and `body`. */
+function approvalsTable(body: HTMLTableSectionElement): HTMLTableElement {
+  return el(
     "table",
     {},
     el(
@@ -39,6 +33,17 @@ export function approvalsView(offset = 0): void {
     ),
     body,
   );
+}
+
+/**
+ * Pending approvals: allow or deny each with a reason; rows stay in place between polls (only the
+ * policy cell is refreshed: the console learns it once the recorder has written the call).
+ */
+export function approvalsView(offset = 0): void {
+  const rows = new Map<string, HTMLTableRowElement>();
+  const policyCells = new Map<string, HTMLTableCellElement>();
+  const body = el("tbody");
+  const grid = approvalsTable(body);
   const empty = el("p", { class: "empty" }, "No approval is waiting.");
   const paging = el("div");
   show("Pending approvals", empty, grid, paging);

@@ -1,6 +1,6 @@
 import { GeodeError, HookName, SchemaVersion } from "@geode/contracts";
+import { sameHandlerConfig } from "@geode/state";
 import { describe, expect, it } from "vitest";
-import { sameHandlerConfig } from "./handler-registrations.js";
 import { buildRegistration } from "./serve-hook.js";
 
 const codeOf = (f: () => unknown) => {

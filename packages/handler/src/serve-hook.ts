@@ -28,8 +28,8 @@ import {
   TOOL_HOOKS,
   validateDecision,
 } from "@geode/contracts";
-import { headers } from "@nats-io/transport-node";
-import { HandlerRegistrations } from "./handler-registrations.js";
+import { HandlerRegistrations } from "@geode/state";
+import { headers, type Msg } from "@nats-io/transport-node";
 
 /**
  * What a handler is told of a call beside its envelope: the call's guarded argument fields (its
@@ -176,26 +176,7 @@ export async function serveHookAnswers(
     nc,
     subject,
     { queue: registration.name, request: { decode: (body) => checkEnvelope(body, registration) } },
-    async (envelope, msg) => {
-      let answer: HookAnswer;
-      try {
-        const guardedArguments = decodeGuardedArguments(msg.headers?.get(GUARDED_ARGUMENTS_HEADER));
-        answer = await handler(envelope, { guardedArguments });
-      } catch (err) {
-        log.warn({ err, hook, handler: registration.name }, "hook handler threw");
-        throw err;
-      }
-      const check = validateDecision(hook, answer.decision);
-      if (!check.ok) throw invalidDecision(check.error);
-      // A note for the audit goes with no decision or one that does not stop the chain (a stopping
-      // decision is audited with its own reason).
-      const stops = check.decision !== null && isStoppingAction(check.decision.action);
-      const note = stops ? undefined : answer.auditReason;
-      return HookHandlerLeg.reply.encode({
-        decision: check.decision,
-        ...(note ? { audit_reason: note } : {}),
-      });
-    },
+    answerCalls(hook, registration.name, handler, log),
   );
   await nc.flush();
   try {
@@ -239,6 +220,35 @@ export async function serveHookAnswers(
       })();
       return closed;
     },
+  };
+}
+
+/** The responder's callback: the handler's answer to one call, its decision checked before the reply. */
+function answerCalls(
+  hook: HookName,
+  name: string,
+  handler: (envelope: HookEnvelope, call: HookCall) => Promise<HookAnswer>,
+  log: Logger,
+) {
+  return async (envelope: HookEnvelope, msg: Msg) => {
+    let answer: HookAnswer;
+    try {
+      const guardedArguments = decodeGuardedArguments(msg.headers?.get(GUARDED_ARGUMENTS_HEADER));
+      answer = await handler(envelope, { guardedArguments });
+    } catch (err) {
+      log.warn({ err, hook, handler: name }, "hook handler threw");
+      throw err;
+    }
+    const check = validateDecision(hook, answer.decision);
+    if (!check.ok) throw invalidDecision(check.error);
+    // A note for the audit goes with no decision or one that does not stop the chain (a stopping
+    // decision is audited with its own reason).
+    const stops = check.decision !== null && isStoppingAction(check.decision.action);
+    const note = stops ? undefined : answer.auditReason;
+    return HookHandlerLeg.reply.encode({
+      decision: check.decision,
+      ...(note ? { audit_reason: note } : {}),
+    });
   };
 }
 

@@ -158,6 +158,40 @@ describe("GET /api/llm", () => {
     expect(body.refused[0]?.session_id).toMatch(/^llm-laptop-/);
   });
 
+  it("puts each model call in its session's story with model, tokens and cost, and the refused call", async () => {
+    const story = async (id: string) => {
+      const r = await api(`/api/sessions/${encodeURIComponent(id)}/story`);
+      expect(r.text).not.toContain(PROMPT);
+      return r.status === 200 ? ConsoleSessionStorySchema.parse(r.body) : null;
+    };
+    const named = (await story("s-named"))!;
+    expect(named.session.agent).toBe("laptop");
+    const steps = named.steps.filter((s) => s.kind === "llm_call");
+    expect(steps).toHaveLength(1);
+    expect(steps[0]).toMatchObject({
+      verdict: "allowed",
+      outcome: "ended",
+      llm: {
+        provider: "chat",
+        model: "gpt-5-mini",
+        input_tokens: 12,
+        cached_input_tokens: 0,
+        output_tokens: 8,
+        status: 200,
+        stream: false,
+        budget: null,
+      },
+    });
+    expect(steps[0]?.llm?.cost_usd).toBeCloseTo(COST, 12);
+    const auto = (await llm()).refused[0]!.session_id;
+    const mine = (await story(auto))!.steps;
+    expect(mine.map((s) => [s.kind, s.verdict, s.outcome, s.llm?.status, s.decided_by])).toEqual([
+      ["llm_call", "allowed", "ended", 200, null],
+      ["llm_call", "refused", "not run", 429, "agent.laptop"],
+    ]);
+    expect(mine[1]?.reason).toBe("limit_tokens, window 1h");
+  });
+
   it("refuses query parameters with a code and answers 401 without the token", async () => {
     const bad = await api("/api/llm?window=7d");
     expect(bad.status).toBe(400);

@@ -24,6 +24,7 @@ function spendChart(title: string, id: string, reply: ConsoleLlm, series: Series
           `${s.name}: ${usd(s.total_usd)}, ${counted(s.total_tokens, "token")}, ${counted(s.total_calls, "call")}`,
       )
       .join("; ") || none,
+    usd,
   );
 }
 

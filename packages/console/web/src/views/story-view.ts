@@ -14,7 +14,7 @@ const KIND_LABEL: Record<ConsoleStoryStep["kind"], string> = {
 };
 
 /** A model call's tokens and cost: `12 in (2 cached) · 8 out · $0.000104`. */
-export function llmUse(l: NonNullable<ConsoleStoryStep["llm"]>): string | null {
+function llmUse(l: NonNullable<ConsoleStoryStep["llm"]>): string | null {
   if (l.input_tokens === null && l.output_tokens === null) return null;
   const cached = l.cached_input_tokens ? ` (${l.cached_input_tokens.toLocaleString("en-US")} cached)` : "";
   return `${(l.input_tokens ?? 0).toLocaleString("en-US")} in${cached} · ${(l.output_tokens ?? 0).toLocaleString("en-US")} out · ${usd(l.cost_usd ?? 0)}`;

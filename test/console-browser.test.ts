@@ -3,12 +3,21 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { startAgentGateway } from "@geode/agent-gateway";
 import { writeAuditKeyFile } from "@geode/audit";
 import { ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { startConsole, WEB_DIST } from "@geode/console";
-import { names as buildNames, type ConsoleMcpServers } from "@geode/contracts";
+import { names as buildNames, type ConsoleLlm, type ConsoleMcpServers } from "@geode/contracts";
 import { openProjectionDb } from "@geode/projection";
-import { PolicyStore, ReceiptStore, RunStore, WebhookStore } from "@geode/state";
+import {
+  BudgetStore,
+  LlmPriceStore,
+  LlmProviderStore,
+  PolicyStore,
+  ReceiptStore,
+  RunStore,
+  WebhookStore,
+} from "@geode/state";
 import {
   cleanupNamespace,
   REPO_ROOT,
@@ -20,6 +29,7 @@ import {
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanupDemo, runDemo } from "../packages/cli/src/demo/run-demo.js";
+import { startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 import { SHOTS_MANIFEST, webSourcesDigest } from "./console-shots.js";
 import {
   CONSOLE_TOKEN,
@@ -31,7 +41,8 @@ import {
   serveRefusalGuards,
   startConsolePlane,
 } from "./console-support.js";
-import { ccInput } from "./gateway-support.js";
+import { addAgent, ccInput } from "./gateway-support.js";
+import { KEY_ENV, PROVIDER_KEY } from "./llm-support.js";
 import { keptLogger, putPack, putPolicy, startGuard } from "./policy-support.js";
 import { candidate, rootTurn } from "./verify-support.js";
 
@@ -108,6 +119,9 @@ async function signIn(base: string): Promise<void> {
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForSelector("#nav:not([hidden])", WAIT);
 }
+
+/** USD as the page shows a sum: cents, or six decimals below a cent. */
+const usdText = (x: number) => (x === 0 ? "$0" : x >= 0.01 ? `$${x.toFixed(2)}` : `$${x.toFixed(6)}`);
 
 /** What the prompt said: the page never shows it. */
 const PROMPT = "tidy the disk, the vault code is 4711";
@@ -560,6 +574,110 @@ describe("the operator console in a browser", { timeout: 90_000 }, () => {
       await kv.delete("fs");
       await kv.delete("legacy");
       rmSync(docs, { recursive: true, force: true });
+    }
+  });
+
+  it("the Model spend view: charts of spend by agent and group, a spent budget's bar, the refused call; the story shows each model call's tokens and cost", async () => {
+    await open("llm");
+    await page.locator("#llm-no-budgets").waitFor(WAIT);
+    expect(await page.textContent("#llm-no-budgets")).toContain("geode budget set agent.NAME");
+    expect(await page.getAttribute('#nav a[data-page="llm"]', "aria-current")).toBe("page");
+    // A gateway replica holding the provider key fronts a Chat Completions stand-in playing OpenAI.
+    const { env } = plane();
+    const chat = await startChatCompletionsStandIn([]);
+    const token = await addAgent(env, "builder");
+    const agents = await ensureBucket(env.nc, env.names, "agents");
+    const builder = JSON.parse(new TextDecoder().decode((await agents.get("builder"))!.value));
+    await agents.put("builder", JSON.stringify({ ...builder, groups: ["devs"] }));
+    const gateway = await startAgentGateway({
+      nc: env.nc,
+      names: env.names,
+      providerKeys: { [KEY_ENV]: PROVIDER_KEY },
+      config: { host: "127.0.0.1", port: 0 },
+    });
+    const conn = { nc: env.nc, names: env.names };
+    try {
+      await (await LlmPriceStore.open(conn)).put({ model: "gpt-5*", input: 2, output: 10 });
+      await (await BudgetStore.open(conn)).put("agent.builder", {
+        limit_tokens: 30,
+        window: "1d",
+        soft_percent: 80,
+      });
+      await (await BudgetStore.open(conn)).put("group.devs", {
+        limit_usd: 5,
+        window: "30d",
+        soft_percent: 80,
+      });
+      // The provider last: once it is served, so are the price and budgets written before it.
+      await new Promise((r) => setTimeout(r, 500));
+      await (await LlmProviderStore.open(conn)).put({
+        name: "chat",
+        kind: "openai",
+        base_url: `${chat.url}/v1`,
+        key_env: KEY_ENV,
+      });
+      // The calls name no session: the gateway gives them one, `llm-builder-…`, which names the agent.
+      const call = () =>
+        fetch(`${gateway.url}/v1/llm/chat/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+          body: JSON.stringify({ model: "gpt-5-mini", messages: [{ role: "user", content: PROMPT }] }),
+        });
+      // The first call waits until the gateway serves the provider, prices and budgets just written;
+      // 20 tokens each: the second crosses the 30 and completes, the third is refused.
+      await waitFor(async () => (await call()).status === 200, 20_000);
+      expect((await call()).status).toBe(200);
+      await waitFor(async () => (await call()).status === 429, 20_000);
+      await page.locator('tr[data-budget="agent.builder"]').waitFor(WAIT);
+      await waitFor(
+        async () => (await page.locator("#llm-refused tr[data-llm-refusal]").count()) > 0,
+        30_000,
+      );
+      await page.reload();
+      await page.locator("#chart-llm-agents canvas").first().waitFor(WAIT);
+      expect(await page.locator("#chart-llm-groups canvas").count()).toBeGreaterThan(0);
+      const calls = (await plane().api("/api/llm")).body as ConsoleLlm;
+      const spent = calls.agents.find((a) => a.name === "builder")!;
+      expect(spent.total_calls).toBe(2);
+      expect(await page.textContent("#chart-llm-agents .chart-summary")).toContain(
+        `builder: ${usdText(spent.total_usd)}, ${spent.total_tokens} tokens, ${spent.total_calls} calls`,
+      );
+      expect(await page.textContent("#chart-llm-groups .chart-summary")).toContain("devs: $");
+      const agentBudget = page.locator('tr[data-budget="agent.builder"]');
+      expect(await agentBudget.getAttribute("class")).toBe("bad-row");
+      expect(await agentBudget.locator('[data-field="state"]').textContent()).toContain("spent");
+      expect(await agentBudget.locator('[role="meter"]').getAttribute("aria-valuenow")).toBe("100");
+      expect(await page.locator('tr[data-budget="group.devs"] [data-field="state"]').textContent()).toContain(
+        "ok",
+      );
+      const session = calls.refused[0]!.session_id;
+      expect(session).toMatch(/^llm-builder-/);
+      const refused = page.locator(`#llm-refused tr[data-llm-refusal="${session}"]`);
+      for (const part of [
+        "builder",
+        "gpt-5-mini · chat",
+        "refused",
+        "agent.builder",
+        "of 30 tokens used",
+        "(1d)",
+      ])
+        expect(await refused.textContent()).toContain(part);
+      expect(await page.textContent("main")).not.toContain(PROMPT);
+      expect(await page.textContent("main")).not.toContain(PROVIDER_KEY);
+      await shot("llm-spend");
+      // The session's story: its model calls, with model, tokens and cost, never the prompt.
+      await page.locator(`#llm-sessions a[href="#session/${session}"]`).click();
+      const row = page.locator('tr[data-kind="llm_call"]').first();
+      await row.waitFor(WAIT);
+      for (const part of ["Model call", "gpt-5-mini · chat", "12 in · 8 out · $0.000104", "allowed", "ended"])
+        expect(await row.textContent()).toContain(part);
+      expect(await page.textContent("main")).not.toContain(PROMPT);
+    } finally {
+      await gateway.stop();
+      await chat.close();
+      await (await BudgetStore.open(conn)).remove("agent.builder");
+      await (await BudgetStore.open(conn)).remove("group.devs");
+      await agents.delete("builder");
     }
   });
 

@@ -19,6 +19,7 @@ import type { Caller } from "./console-auth.js";
 import type { ApiRequest, ConsoleDeps, Route } from "./console-route.js";
 import { handlerViews, recentHandlerCalls, webhookHosts } from "./handler-stats.js";
 import { ApiError, badRequest, paged, pageOf, readBody, sendJson } from "./http-io.js";
+import { LLM_ROUTES } from "./llm-spend.js";
 import { MCP_ROUTES } from "./mcp-servers.js";
 import { POLICY_ROUTES } from "./policy-routes.js";
 import { recorderLag } from "./recorder-lag.js";
@@ -68,6 +69,7 @@ export const ROUTES: Route[] = [
   ...POLICY_ROUTES,
   ...AGENT_ROUTES,
   ...MCP_ROUTES,
+  ...LLM_ROUTES,
   ...AUDIT_ROUTES,
   {
     method: "POST",

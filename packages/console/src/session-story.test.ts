@@ -16,6 +16,7 @@ const event = (e: Partial<StoryEvent> & Pick<StoryEvent, "event">): StoryEvent =
   ts: T0 + seq,
   turn_id: "",
   tool_call_id: "",
+  llm_call_id: "",
   run_id: "r",
   payload: {},
   ...e,
@@ -46,6 +47,67 @@ const record = (r: Partial<StoryRecord> & Pick<StoryRecord, "kind">): StoryRecor
 const rows = (r: Partial<StoryRows>): StoryRows => ({ events: [], invocations: [], records: [], ...r });
 
 describe("storySteps", () => {
+  it("shows each model call once with its model, tokens and cost, and a refused call with its budget", () => {
+    const ended = { provider: "oai", model: "gpt-5", stream: true };
+    const usage = { input_tokens: 12, cached_input_tokens: 2, output_tokens: 8, cost_usd: 0.0001 };
+    const steps = storySteps(
+      rows({
+        events: [
+          event({ event: "llm_call_started", llm_call_id: "l1", turn_id: "t1", payload: ended }),
+          event({
+            event: "llm_call_ended",
+            llm_call_id: "l1",
+            payload: { ...ended, ...usage, duration_ms: 40, status: 200 },
+          }),
+          event({ event: "llm_call_started", llm_call_id: "l2", payload: ended }),
+          event({
+            event: "llm_call_failed",
+            llm_call_id: "l2",
+            payload: { ...ended, ...usage, cost_usd: 0, duration_ms: 5, status: 502, error: "unreachable" },
+          }),
+          event({ event: "llm_call_started", llm_call_id: "l3", payload: ended }),
+          event({
+            event: "cost_limit_exceeded",
+            llm_call_id: "l4",
+            payload: {
+              provider: "oai",
+              model: "gpt-5",
+              budget: "agent.laptop",
+              window: "1h",
+              reason: "limit_usd",
+            },
+          }),
+          event({
+            event: "cost_limit_exceeded",
+            llm_call_id: "l4",
+            payload: {
+              provider: "oai",
+              model: "gpt-5",
+              budget: "group.devs",
+              window: "1d",
+              reason: "limit_usd",
+            },
+          }),
+        ],
+      }),
+      session,
+    );
+    expect(steps.map((s) => [s.kind, s.verdict, s.decided_by, s.outcome, s.llm?.status])).toEqual([
+      ["llm_call", "allowed", null, "ended", 200],
+      ["llm_call", "allowed", null, "failed", 502],
+      ["llm_call", "allowed", null, "running", null],
+      ["llm_call", "refused", "agent.laptop", "not run", 429],
+    ]);
+    expect(steps[0]).toMatchObject({
+      turn_id: "t1",
+      duration_ms: 40,
+      llm: { provider: "oai", model: "gpt-5", ...usage, stream: true, budget: null },
+    });
+    expect(steps[1]?.reason).toBe("unreachable");
+    expect(steps[2]?.llm).toMatchObject({ input_tokens: null, cost_usd: null });
+    expect(steps[3]?.reason).toBe("limit_usd, window 1h");
+  });
+
   it("names who decided each tool call: a handler's block, a person's approval or denial, a handler's deny, nobody", () => {
     const steps = storySteps(
       rows({

@@ -25,6 +25,7 @@ export interface StoryEvent {
   ts: number;
   turn_id: string;
   tool_call_id: string;
+  llm_call_id: string;
   run_id: string;
   payload: Record<string, unknown>;
 }
@@ -80,6 +81,7 @@ function step(kind: ConsoleStoryStep["kind"], ts: number, turnId: string): Conso
     tool_name: null,
     tool_kind: null,
     mcp: null,
+    llm: null,
     target: null,
     length: null,
     verdict: null,
@@ -291,6 +293,65 @@ function otherSteps(rows: StoryRows): ConsoleStoryStep[] {
   return steps;
 }
 
+const LLM_EVENTS = new Set(["llm_call_started", "llm_call_ended", "llm_call_failed", "cost_limit_exceeded"]);
+/** A model or provider name as the story shows it. */
+const LLM_NAME_CHARS = 200;
+const whole = (v: unknown): number | null => {
+  const n = num(v);
+  return n === null || n < 0 ? null : Math.round(n);
+};
+
+/**
+ * Model calls through the LLM gateway: one step per call id (its start, then its end or failure),
+ * and one per call a budget refused (its `cost_limit_exceeded` events, one per spent budget).
+ * Tokens, cost and status only: the events carry no prompt or completion text.
+ */
+function llmSteps(rows: StoryRows): ConsoleStoryStep[] {
+  const calls = new Map<string, StoryEvent[]>();
+  for (const e of rows.events)
+    if (LLM_EVENTS.has(e.event)) {
+      const key = e.llm_call_id || `e:${e.seq}`;
+      calls.set(key, [...(calls.get(key) ?? []), e]);
+    }
+  const steps: ConsoleStoryStep[] = [];
+  for (const mine of calls.values()) {
+    const first = mine[0]!;
+    const end = mine.find((e) => e.event === "llm_call_ended" || e.event === "llm_call_failed");
+    const refusals = mine.filter((e) => e.event === "cost_limit_exceeded");
+    const p = end?.payload ?? first.payload;
+    const s = step("llm_call", first.ts, first.turn_id);
+    s.llm = {
+      provider: cut(str(p["provider"]), LLM_NAME_CHARS),
+      model: cut(str(p["model"]), LLM_NAME_CHARS),
+      input_tokens: whole(end?.payload["input_tokens"]),
+      cached_input_tokens: whole(end?.payload["cached_input_tokens"]),
+      output_tokens: whole(end?.payload["output_tokens"]),
+      cost_usd: end ? (num(end.payload["cost_usd"]) ?? 0) : null,
+      status: refusals.length > 0 && !end ? 429 : whole(end?.payload["status"]),
+      stream: typeof p["stream"] === "boolean" ? p["stream"] : null,
+      budget: cut(str(refusals[0]?.payload["budget"]), LLM_NAME_CHARS),
+    };
+    if (refusals.length > 0 && !end) {
+      s.verdict = "refused";
+      s.decided_by = s.llm.budget;
+      const r = refusals[0]!.payload;
+      s.reason = cut(
+        [str(r["reason"]), str(r["window"]) === null ? null : `window ${str(r["window"])}`]
+          .filter((x) => x !== null)
+          .join(", ") || null,
+      );
+      s.outcome = "not run";
+    } else {
+      s.verdict = "allowed";
+      s.outcome = end ? (end.event === "llm_call_ended" ? "ended" : "failed") : "running";
+      if (end?.event === "llm_call_failed") s.reason = cut(str(end.payload["error"]));
+      s.duration_ms = num(end?.payload["duration_ms"]);
+    }
+    steps.push(s);
+  }
+  return steps;
+}
+
 /** The session's steps in time order, each timed from the session's start. */
 export function storySteps(
   rows: StoryRows,
@@ -301,6 +362,7 @@ export function storySteps(
     ...promptSteps(rows),
     ...callParts(rows).map((c) => toolCallStep(c, owner)),
     ...otherSteps(rows),
+    ...llmSteps(rows),
   ];
   for (const s of steps) s.at_ms = Math.max(0, s.ts - session.started_at);
   return steps.sort((a, b) => a.ts - b.ts);
@@ -319,7 +381,7 @@ async function storyRows(p: ConsoleProjection, sessionId: string): Promise<Story
   const t = tables(p.ns);
   const [events, invocations, records, reasons] = await Promise.all([
     sql<StoryEvent>`
-      select stream_seq as seq, event, ts, turn_id, tool_call_id, run_id, payload from ${t.activity}
+      select stream_seq as seq, event, ts, turn_id, tool_call_id, llm_call_id, run_id, payload from ${t.activity}
       where session_id = ${sessionId} and event <> 'extension_invoked' order by ts, stream_seq limit ${MAX_ROWS}`.execute(
       p.db,
     ),

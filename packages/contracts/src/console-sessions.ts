@@ -112,7 +112,14 @@ export const ConsoleSessionsPageSchema = z.strictObject({
 });
 export type ConsoleSessionsPage = z.infer<typeof ConsoleSessionsPageSchema>;
 
-export const STORY_STEP_KINDS = ["prompt", "tool_call", "compaction", "subagent", "verification"] as const;
+export const STORY_STEP_KINDS = [
+  "prompt",
+  "tool_call",
+  "compaction",
+  "subagent",
+  "verification",
+  "llm_call",
+] as const;
 /** A tool call's verdict: who let it run, or who stopped it. */
 export const TOOL_VERDICTS = ["allowed", "blocked", "approved", "denied"] as const;
 
@@ -133,11 +140,32 @@ export const ConsoleStoryStepSchema = z.strictObject({
    * name (`mcp__server__tool`); null for any other step.
    */
   mcp: z.strictObject({ server: z.string(), tool: z.string() }).nullable(),
+  /**
+   * A model call through the LLM gateway (`llm_call_*`, or a call a budget refused,
+   * `cost_limit_exceeded`): provider, model, tokens and cost, never its prompt or completion; null
+   * for any other step.
+   */
+  llm: z
+    .strictObject({
+      provider: z.string().nullable(),
+      model: z.string().nullable(),
+      input_tokens: count.nullable(),
+      cached_input_tokens: count.nullable(),
+      output_tokens: count.nullable(),
+      cost_usd: z.number().min(0).nullable(),
+      /** The provider's HTTP status (429 for a refused call); null while the call runs. */
+      status: int.nullable(),
+      stream: z.boolean().nullable(),
+      /** The budget that refused the call. */
+      budget: z.string().nullable(),
+    })
+    .nullable(),
   /** A prompt's length in characters. */
   length: count.nullable(),
   /**
    * Tool calls: allowed, blocked, approved, denied; prompts: allowed, blocked, rewritten;
-   * verification: the policy action; sub-agents: started, completed, failed; compactions: done.
+   * verification: the policy action; sub-agents: started, completed, failed; compactions: done;
+   * model calls: allowed, refused (by a budget).
    */
   verdict: z.string().nullable(),
   /** Who decided: a handler's name, `policy` (the operator's tool policy), a person, `runtime_default`. */
@@ -154,7 +182,7 @@ export const ConsoleStoryStepSchema = z.strictObject({
    * reason; at most 512 characters, as text; null when none was recorded.
    */
   reason: z.string().nullable(),
-  /** How it ended (a tool call's completed/failed/…, a verification's pass or fail). */
+  /** How it ended (a tool call's completed/failed/…, a verification's pass or fail, a model call's ended/failed/running/not run). */
   outcome: z.string().nullable(),
   duration_ms: z.number().nullable(),
   /** A tool call whose result reached the plane without its PreToolUse (`governance.gap`): it ran ungoverned. */

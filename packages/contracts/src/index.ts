@@ -101,6 +101,13 @@ export {
   OPERATOR_PATTERN,
 } from "./console-api.js";
 export { type ConsoleAudit, type ConsoleAuditLog, ConsoleAuditSchema } from "./console-audit.js";
+export {
+  type ConsoleLlm,
+  type ConsoleLlmBudget,
+  type ConsoleLlmRefusal,
+  ConsoleLlmSchema,
+  type ConsoleLlmSeries,
+} from "./console-llm.js";
 export { type ConsoleMcpServer, type ConsoleMcpServers, ConsoleMcpServersSchema } from "./console-mcp.js";
 export {
   type ConsolePolicies,

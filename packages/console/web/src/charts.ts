@@ -31,6 +31,8 @@ export function lineChart(
   xs: number[],
   lines: Line[],
   summary: string,
+  /** How the y axis writes a value (default uPlot's own, which rounds fractions of a cent away). */
+  format?: (v: number) => string,
 ): HTMLElement {
   const box = el("div", { class: "chart-canvas" });
   const figure = el(
@@ -57,7 +59,7 @@ export function lineChart(
         spanGaps: false,
       })),
     ],
-    axes: [{}, { size: 50 }],
+    axes: [{}, format ? { size: 80, values: (_u, splits) => splits.map(format) } : { size: 50 }],
   };
   // uPlot measures the box: draw once the figure is in the document.
   requestAnimationFrame(() => {

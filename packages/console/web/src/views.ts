@@ -6,6 +6,7 @@
 import { agentsView } from "./views/agents-view.js";
 import { approvalsView } from "./views/approvals-view.js";
 import { handlersView } from "./views/handlers-view.js";
+import { llmView } from "./views/llm-view.js";
 import { mcpView } from "./views/mcp-view.js";
 import { pausedView } from "./views/paused-view.js";
 import { policiesView } from "./views/policies-view.js";
@@ -36,6 +37,7 @@ export const VIEWS: View[] = [
   { route: "policies", label: "Policies", render: () => policiesView() },
   { route: "agents", label: "Agents", render: () => agentsView() },
   { route: "mcp", label: "MCP servers", render: () => mcpView() },
+  { route: "llm", label: "Model spend", render: () => llmView() },
 ];
 
 /** The view shown after sign-in and for an unknown address. */

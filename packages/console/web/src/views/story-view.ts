@@ -10,7 +10,18 @@ const KIND_LABEL: Record<ConsoleStoryStep["kind"], string> = {
   compaction: "Compaction",
   subagent: "Sub-agent",
   verification: "Verification",
+  llm_call: "Model call",
 };
+
+/** A model call's tokens and cost: `12 in (2 cached) · 8 out · $0.000104`. */
+function llmUse(l: NonNullable<ConsoleStoryStep["llm"]>): string | null {
+  if (l.input_tokens === null && l.output_tokens === null) return null;
+  const cached = l.cached_input_tokens ? ` (${l.cached_input_tokens.toLocaleString("en-US")} cached)` : "";
+  return `${(l.input_tokens ?? 0).toLocaleString("en-US")} in${cached} · ${(l.output_tokens ?? 0).toLocaleString("en-US")} out · ${usd(l.cost_usd ?? 0)}`;
+}
+
+/** USD as the console shows it: cents for sums, six decimals for one call's fractions of a cent. */
+export const usd = (x: number) => (x === 0 ? "$0" : x >= 0.01 ? `$${x.toFixed(2)}` : `$${x.toFixed(6)}`);
 
 /** What a step was about, in a few words (never a prompt's text: only its length); an MCP call is `server · tool`. */
 function what(s: ConsoleStoryStep): string {
@@ -24,6 +35,8 @@ function what(s: ConsoleStoryStep): string {
       return s.tool_name ?? "a sub-agent";
     case "verification":
       return s.outcome === null ? "verified" : `built-in check ${s.outcome}`;
+    case "llm_call":
+      return `${s.llm?.model ?? "(model not recorded)"}${s.llm?.provider ? ` · ${s.llm.provider}` : ""}`;
     default:
       return "context compacted";
   }
@@ -54,6 +67,7 @@ function stepRow(s: ConsoleStoryStep): HTMLTableRowElement {
         ? el("span", { class: "step-mcp", title: `MCP tool ${s.tool_name ?? ""}`.trim() }, what(s))
         : what(s),
       s.target === null ? null : el("code", { class: "step-target", title: s.target }, s.target),
+      s.llm && llmUse(s.llm) !== null ? el("div", { class: "step-llm" }, llmUse(s.llm)) : null,
     ),
     el(
       "td",

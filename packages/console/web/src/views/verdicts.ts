@@ -31,6 +31,9 @@ const LOOK: Record<string, { icon: string; tone: "bad" | "good" | "warn" | "plai
   connecting: { icon: "◌", tone: "warn" },
   unknown: { icon: "?", tone: "warn" },
   "not seen": { icon: "?", tone: "warn" },
+  refused: { icon: "⊘", tone: "bad" },
+  warning: { icon: "⚠", tone: "warn" },
+  spent: { icon: "⊘", tone: "bad" },
 };
 
 /** A badge: icon (hidden from screen readers) and the word itself. */

@@ -78,8 +78,8 @@ procs.push(gw);
 await gw.waitForOutput(/listening on/, 60_000);
 const gwUrl = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(gw.output())?.[1];
 if (!gwUrl) throw new Error(`no address in:\n${gw.output()}`);
-// The floor: a bare proxy process that only pipes the same stream (bench/llm/floor.ts).
-const bare = spawnService("bench/llm/floor.ts", { BENCH_UPSTREAM: standInUrl });
+// The floor: a bare proxy process that only pipes the same stream (bench/llm/peer.ts).
+const bare = spawnService("bench/llm/peer.ts", { BENCH_UPSTREAM: standInUrl });
 procs.push(bare);
 await bare.waitForOutput(/listening on/, 60_000);
 const floorUrl = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(bare.output())?.[1];

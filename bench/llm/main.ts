@@ -18,6 +18,8 @@ const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30);
 const PER_ROUND = 10;
 /** A long answer: this many SSE chunks of `CHUNK_BYTES` each. */
 const LONG_CHUNKS = Number(process.env["BENCH_LONG_CHUNKS"] ?? 2_000);
+/** Long answers per case in the throughput phase. */
+const LONG_ROUNDS = Number(process.env["BENCH_LONG_ROUNDS"] ?? ROUNDS);
 const CHUNK_BYTES = 1024;
 const TARGET_TTFB_MS = 2;
 const TARGET_THROUGHPUT = 0.95;
@@ -76,6 +78,12 @@ procs.push(gw);
 await gw.waitForOutput(/listening on/, 60_000);
 const gwUrl = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(gw.output())?.[1];
 if (!gwUrl) throw new Error(`no address in:\n${gw.output()}`);
+// The floor: a bare proxy process that only pipes the same stream (bench/llm/peer.ts).
+const bare = spawnService("bench/llm/peer.ts", { BENCH_UPSTREAM: standInUrl });
+procs.push(bare);
+await bare.waitForOutput(/listening on/, 60_000);
+const floorUrl = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(bare.output())?.[1];
+if (!floorUrl) throw new Error(`no address in:\n${bare.output()}`);
 
 const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 const body = JSON.stringify({ model: "gpt-5", stream: true, input: "hi" });
@@ -115,9 +123,10 @@ function call(base: string, path: string): Promise<{ ttfbUs: number; totalUs: nu
 
 const direct = { base: standInUrl, path: "/v1/responses" };
 const gateway = { base: gwUrl, path: "/v1/llm/bench/responses" };
+const floor = { base: floorUrl, path: "/v1/responses" };
 try {
   progress("warm-up");
-  for (let i = 0; i < 100; i++) for (const c of [direct, gateway]) await call(c.base, c.path);
+  for (let i = 0; i < 100; i++) for (const c of [direct, gateway, floor]) await call(c.base, c.path);
   progress(`time to first byte: ${ROUNDS} rounds of ${PER_ROUND} calls per case`);
   const ttfb: number[][] = [[], []];
   const cpu0 = processCpuMs(gw.child.pid ?? 0) ?? 0;
@@ -132,27 +141,29 @@ try {
     PER_ROUND,
   );
   const cpuPerCallMs = ((processCpuMs(gw.child.pid ?? 0) ?? 0) - cpu0) / Math.max(1, gatewayCalls);
-  progress(`throughput: ${Math.ceil(ROUNDS / 3)} long answers (${LONG_CHUNKS} × ${CHUNK_BYTES} B) per case`);
-  const rates: number[][] = [[], []];
+  progress(`throughput: ${LONG_ROUNDS} long answers (${LONG_CHUNKS} × ${CHUNK_BYTES} B) per case`);
+  const rates: number[][] = [[], [], []];
   await measureInterleaved(
-    [direct, gateway].map((c, i) => async () => {
+    [direct, gateway, floor].map((c, i) => async () => {
       const r = await call(c.base, `${c.path}?long`);
       rates[i]?.push(r.bytes / (r.totalUs / 1e6));
     }),
-    Math.ceil(ROUNDS / 3),
+    LONG_ROUNDS,
     1,
   );
   const [d, g] = ttfb.map(summarize);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-  const [rd, rg] = rates.map(median);
+  const [rd, rg, rf] = rates.map(median);
   const addedMs = ((g?.medianUs ?? 0) - (d?.medianUs ?? 0)) / 1000;
   const ratio = (rg ?? 0) / Math.max(1, rd ?? 1);
+  const floorRatio = (rf ?? 0) / Math.max(1, rd ?? 1);
   process.stdout.write(
     `${table(
       ["case", "ttfb median", "ttfb p99", "stream MB/s (median)"],
       [
         ["direct", fmtUs(d?.medianUs ?? 0), fmtUs(d?.p99Us ?? 0), ((rd ?? 0) / 1e6).toFixed(1)],
         ["gateway", fmtUs(g?.medianUs ?? 0), fmtUs(g?.p99Us ?? 0), ((rg ?? 0) / 1e6).toFixed(1)],
+        ["floor (bare proxy)", "", "", ((rf ?? 0) / 1e6).toFixed(1)],
       ],
     )}\n`,
   );
@@ -160,6 +171,7 @@ try {
     [
       `added to first byte, median: ${addedMs.toFixed(2)} ms (target ≤ ${TARGET_TTFB_MS} ms: ${addedMs <= TARGET_TTFB_MS ? "met" : "not met"})`,
       `streaming throughput, gateway / direct: ${ratio.toFixed(2)} (target ≥ ${TARGET_THROUGHPUT}: ${ratio >= TARGET_THROUGHPUT ? "met" : "not met"})`,
+      `floor (a bare proxy piping the same stream) / direct: ${floorRatio.toFixed(2)}; gateway / floor: ${((rg ?? 0) / Math.max(1, rf ?? 1)).toFixed(2)}`,
       `gateway CPU per short streamed call: ${cpuPerCallMs.toFixed(2)} ms`,
       `load at start ${loadAtStart}, at end ${fmtLoad()}`,
       "",

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import {
   type ClientRequest,
+  Agent as HttpAgent,
   request as httpRequest,
   type IncomingMessage,
   type ServerResponse,
 } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Logger } from "@geode/bus";
 import {
   type Correlation,
@@ -85,6 +86,9 @@ export class LlmEndpoint {
   /** Charges still being written, per agent: the agent's next call waits for them before its check. */
   private readonly charging = new Map<string, Set<Promise<void>>>();
   private watches: RecordWatch[] = [];
+  /** Connections to the providers, kept open between calls (no connect, no TLS handshake per call). */
+  private readonly httpAgent = new HttpAgent({ keepAlive: true });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true });
 
   private constructor(
     private readonly deps: LlmEndpointDeps,
@@ -118,6 +122,8 @@ export class LlmEndpoint {
   stop(): void {
     for (const w of this.watches) void w.stop();
     this.budgets.stop();
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
   }
 
   /** Serves one request under `/v1/llm/`. */
@@ -256,7 +262,10 @@ export class LlmEndpoint {
     params.delete("key");
     const qs = params.toString();
     const target = new URL(`${provider.base_url}/${path}${qs === "" ? "" : `?${qs}`}`);
-    const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+    const https = target.protocol === "https:";
+    const send = https ? httpsRequest : httpRequest;
+    const agent = https ? this.httpsAgent : this.httpAgent;
+    const headers = upstreamHeaders(provider.kind, req.headers, key, raw.length);
     return new Promise<void>((resolve) => {
       let done = false;
       const finish = (outcome: { status: number; meter?: UsageMeter; error?: string }) => {
@@ -265,98 +274,120 @@ export class LlmEndpoint {
         resolve();
         if (ctx) this.ended(ctx, outcome);
       };
-      let upstream: ClientRequest;
-      try {
-        upstream = send(target, {
-          method: req.method ?? "POST",
-          headers: upstreamHeaders(provider.kind, req.headers, key, raw.length),
-        });
-      } catch (err) {
-        sendJson(
-          res,
-          502,
-          errorBody(
-            provider.kind,
-            502,
-            "provider_unavailable",
-            `provider ${provider.name}: ${(err as Error).message}`,
-          ),
-        );
-        finish({ status: 502, error: "the request could not be sent" });
-        return;
-      }
-      upstream.setTimeout(this.deps.timeoutMs, () =>
-        upstream.destroy(Object.assign(new Error("timeout"), { code: "GEODE_TIMEOUT" })),
-      );
+      let upstream: ClientRequest | undefined;
+      let meter: UsageMeter | undefined;
       // The agent went away: stop the provider's work too.
       res.once("close", () => {
         if (!res.writableEnded) {
-          upstream.destroy();
-          finish({ status: 499, meter: meterOf(), error: "the agent closed the request" });
+          upstream?.destroy();
+          finish({ status: 499, meter, error: "the agent closed the request" });
         }
       });
-      let meter: UsageMeter | undefined;
-      const meterOf = () => meter;
-      upstream.on("error", (err: NodeJS.ErrnoException) => {
-        if (done) return;
-        const timeout = err.code === "GEODE_TIMEOUT";
-        if (!res.headersSent) {
-          const status = timeout ? 504 : 502;
-          const message = timeout
-            ? `provider ${provider.name} did not answer within ${this.deps.timeoutMs} ms`
-            : `provider ${provider.name} cannot be reached (${err.code ?? err.name})`;
+      const attempt = (retry: boolean) => {
+        let answered = false;
+        let sent: ClientRequest;
+        try {
+          sent = send(target, { method: req.method ?? "POST", headers, agent });
+        } catch (err) {
           sendJson(
             res,
-            status,
-            errorBody(provider.kind, status, timeout ? "provider_timeout" : "provider_unavailable", message),
+            502,
+            errorBody(
+              provider.kind,
+              502,
+              "provider_unavailable",
+              `provider ${provider.name}: ${(err as Error).message}`,
+            ),
           );
-          finish({ status, error: message });
-        } else {
-          // Mid-answer: cut the agent's stream too, so it sees the answer is incomplete.
-          res.destroy();
-          finish({
-            status: 502,
-            meter,
-            error: timeout ? "the provider's stream stalled" : "the provider's stream was cut",
-          });
+          finish({ status: 502, error: "the request could not be sent" });
+          return;
         }
-      });
-      upstream.on("response", (answer) => {
-        const headers: Record<string, string | string[]> = {};
-        for (const [name, value] of Object.entries(answer.headers))
-          if (value !== undefined && !DROPPED_RESPONSE_HEADERS.has(name)) headers[name] = value;
-        res.writeHead(answer.statusCode ?? 502, headers);
-        // SSE chunks go out as they come: no Nagle delay on the agent's socket.
-        res.socket?.setNoDelay(true);
-        res.flushHeaders();
-        const m = ctx ? new UsageMeter(provider.kind, answer.headers["content-type"]) : undefined;
-        meter = m;
-        answer.on("data", (chunk: Buffer) => {
-          m?.push(chunk);
-          if (!res.write(chunk)) {
-            answer.pause();
-            res.once("drain", () => answer.resume());
+        upstream = sent;
+        sent.setTimeout(this.deps.timeoutMs, () =>
+          sent.destroy(Object.assign(new Error("timeout"), { code: "GEODE_TIMEOUT" })),
+        );
+        sent.on("error", (err: NodeJS.ErrnoException) => {
+          if (done) return;
+          // A kept connection the provider closed as the call went out: nothing came back and
+          // nothing reached the agent, so the call goes out once more on a fresh connection.
+          if (
+            retry &&
+            !answered &&
+            sent.reusedSocket &&
+            !res.headersSent &&
+            (err.code === "ECONNRESET" || err.code === "EPIPE")
+          )
+            return attempt(false);
+          const timeout = err.code === "GEODE_TIMEOUT";
+          if (!res.headersSent) {
+            const status = timeout ? 504 : 502;
+            const message = timeout
+              ? `provider ${provider.name} did not answer within ${this.deps.timeoutMs} ms`
+              : `provider ${provider.name} cannot be reached (${err.code ?? err.name})`;
+            sendJson(
+              res,
+              status,
+              errorBody(
+                provider.kind,
+                status,
+                timeout ? "provider_timeout" : "provider_unavailable",
+                message,
+              ),
+            );
+            finish({ status, error: message });
+          } else {
+            // Mid-answer: cut the agent's stream too, so it sees the answer is incomplete.
+            res.destroy();
+            finish({
+              status: 502,
+              meter,
+              error: timeout ? "the provider's stream stalled" : "the provider's stream was cut",
+            });
           }
         });
-        // A provider that stops mid-answer: the answer closes without ending.
-        answer.on("error", () => undefined);
-        answer.on("close", () => {
-          if (!answer.complete && !done)
-            upstream.emit("error", Object.assign(new Error("aborted"), { code: "ECONNRESET" }));
-        });
-        answer.on("end", () => {
-          if (done) return;
-          m?.end();
-          const status = answer.statusCode ?? 502;
-          res.end();
-          finish({
-            status,
-            ...(m ? { meter: m } : {}),
-            ...(status >= 400 ? { error: `provider ${provider.name} answered ${status}` } : {}),
+        sent.on("response", (answer) => {
+          answered = true;
+          if (done) return void answer.destroy();
+          const out: Record<string, string | string[]> = {};
+          for (const [name, value] of Object.entries(answer.headers))
+            if (value !== undefined && !DROPPED_RESPONSE_HEADERS.has(name)) out[name] = value;
+          res.writeHead(answer.statusCode ?? 502, out);
+          // SSE chunks go out as they come: no Nagle delay on the agent's socket.
+          res.socket?.setNoDelay(true);
+          res.flushHeaders();
+          const m = ctx ? new UsageMeter(provider.kind, answer.headers["content-type"]) : undefined;
+          meter = m;
+          // The answer's Buffers go out as they come, read for usage on the way; a full agent
+          // socket pauses the provider's (backpressure).
+          const resume = () => answer.resume();
+          answer.on("data", (chunk: Buffer) => {
+            m?.push(chunk);
+            if (!res.write(chunk)) {
+              answer.pause();
+              res.once("drain", resume);
+            }
+          });
+          // A provider that stops mid-answer: the answer closes without ending.
+          answer.on("error", () => undefined);
+          answer.on("close", () => {
+            if (!answer.complete && !done)
+              sent.emit("error", Object.assign(new Error("aborted"), { code: "ECONNRESET" }));
+          });
+          answer.on("end", () => {
+            if (done) return;
+            m?.end();
+            const status = answer.statusCode ?? 502;
+            res.end();
+            finish({
+              status,
+              ...(m ? { meter: m } : {}),
+              ...(status >= 400 ? { error: `provider ${provider.name} answered ${status}` } : {}),
+            });
           });
         });
-      });
-      upstream.end(raw);
+        sent.end(raw);
+      };
+      attempt(true);
     });
   }
 

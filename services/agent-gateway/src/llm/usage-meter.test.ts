@@ -76,4 +76,29 @@ describe("UsageMeter", () => {
     const m = meter("openai", long + sse([{ usage: { prompt_tokens: 3, completion_tokens: 2 } }]), 64 * 1024);
     expect(m.usage).toEqual({ input_tokens: 3, cached_input_tokens: 0, output_tokens: 2 });
   });
+
+  it("reads usage split at any byte, among lines that only mention it in their text", () => {
+    const text = sse([
+      { type: "response.output_text.delta", delta: 'the "usage field' },
+      { type: "response.output_text.delta", delta: "x".repeat(3000) },
+      { type: "response.completed", response: { usage: { input_tokens: 4, output_tokens: 2 } } },
+      { type: "response.output_text.delta", delta: "after" },
+    ]).replace(/\n\n/g, "\r\n\r\n");
+    const bytes = Buffer.from(text);
+    for (let cut = 0; cut <= bytes.length; cut += 7) {
+      const m = new UsageMeter("openai", "text/event-stream");
+      m.push(bytes.subarray(0, cut));
+      m.push(bytes.subarray(cut));
+      m.end();
+      expect(m.usage, `cut at ${cut}`).toEqual({ input_tokens: 4, cached_input_tokens: 0, output_tokens: 2 });
+    }
+  });
+
+  it("reads a last usage line that has no newline, and skips an over-long line fed byte by byte", () => {
+    const last = meter("anthropic", `data: ${JSON.stringify({ usage: { output_tokens: 9 } })}`, 5);
+    expect(last.usage.output_tokens).toBe(9);
+    const long = `data: {"usage": "${"u".repeat(1024 * 1024 + 10)}"}\n`;
+    const m = meter("openai", long + sse([{ usage: { prompt_tokens: 1, completion_tokens: 1 } }]), 4096);
+    expect(m.usage).toEqual({ input_tokens: 1, cached_input_tokens: 0, output_tokens: 1 });
+  });
 });

@@ -4,9 +4,8 @@ import { foldUsage } from "./provider-api.js";
 /** The longest SSE line read for usage; a longer one passes through unread. */
 const MAX_LINE_BYTES = 1024 * 1024;
 const NEWLINE = 0x0a;
-/** What every usage field's name holds (`usage`, `usageMetadata`). */
-const USAGE_MARK = Buffer.from("sage");
-const EMPTY = Buffer.alloc(0);
+/** How every usage field's name begins in JSON (`"usage"`, `"usageMetadata"`). */
+const USAGE_MARK = Buffer.from('"usage');
 /** The largest JSON answer read for usage; a larger one passes through unread. */
 const MAX_JSON_BYTES = 16 * 1024 * 1024;
 
@@ -20,7 +19,9 @@ export class UsageMeter {
   /** True once a usage field was read. */
   seen = false;
   private readonly sse: boolean;
-  private pending: Buffer = EMPTY;
+  /** The unfinished last line, in the pieces it came in (copies). */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
   private skipping = false;
   private json: Buffer[] = [];
   private jsonBytes = 0;
@@ -40,41 +41,65 @@ export class UsageMeter {
       else this.json = [];
       return;
     }
-    // Most chunks are deltas without usage: only a stretch that mentions it is decoded and read.
-    let data = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    if (this.skipping) {
-      // Inside a line longer than the bound: read again after its end.
-      const nl = data.indexOf(NEWLINE);
-      if (nl < 0) return;
+    // The chunk is read in place: only the line it finishes (begun in an earlier chunk) is
+    // joined, and only lines that mention usage are decoded and parsed.
+    let from = 0;
+    if (this.skipping || this.pendingBytes > 0) {
+      const nl = chunk.indexOf(NEWLINE);
+      if (nl < 0) {
+        if (!this.skipping) this.keep(chunk);
+        return;
+      }
+      if (!this.skipping) {
+        this.pending.push(chunk.subarray(0, nl + 1));
+        this.scan(Buffer.concat(this.pending), 0);
+      }
       this.skipping = false;
-      data = data.subarray(nl + 1);
+      this.pending = [];
+      this.pendingBytes = 0;
+      from = nl + 1;
     }
-    const lastNl = data.lastIndexOf(NEWLINE);
-    if (lastNl < 0) {
-      this.keep(data);
+    const lastNl = chunk.lastIndexOf(NEWLINE);
+    if (lastNl < from) {
+      this.keep(chunk.subarray(from));
       return;
     }
-    const mark = data.indexOf(USAGE_MARK);
-    if (mark >= 0 && mark < lastNl)
-      for (const line of data.subarray(0, lastNl).toString("utf8").split("\n")) this.line(line);
-    this.keep(data.subarray(lastNl + 1));
+    this.scan(chunk.subarray(0, lastNl + 1), from);
+    this.keep(chunk.subarray(lastNl + 1));
+  }
+
+  /** Reads the lines of `data` (whole lines from `from` on) that mention usage. */
+  private scan(data: Buffer, from: number): void {
+    let at = data.indexOf(USAGE_MARK, from);
+    while (at >= 0) {
+      const start = data.lastIndexOf(NEWLINE, at) + 1;
+      const nl = data.indexOf(NEWLINE, at);
+      const end = nl < 0 ? data.length : nl;
+      this.line(data.toString("utf8", Math.max(start, from), end));
+      if (nl < 0) return;
+      at = data.indexOf(USAGE_MARK, nl + 1);
+    }
   }
 
   /** Keeps the unfinished last line (a copy, so the chunk it came in is not held), within the bound. */
   private keep(rest: Buffer): void {
-    if (rest.length > MAX_LINE_BYTES) {
-      this.pending = EMPTY;
+    if (rest.length === 0) return;
+    this.pendingBytes += rest.length;
+    if (this.pendingBytes > MAX_LINE_BYTES) {
+      this.pending = [];
+      this.pendingBytes = 0;
       this.skipping = true;
       return;
     }
-    this.pending = rest.length === 0 ? EMPTY : Buffer.from(rest);
+    this.pending.push(Buffer.from(rest));
   }
 
   /** The answer ended: reads a JSON answer (or a last line without its newline). */
   end(): void {
     if (this.sse) {
-      if (!this.skipping && this.pending.length > 0) this.line(this.pending.toString("utf8"));
-      this.pending = EMPTY;
+      if (!this.skipping && this.pendingBytes > 0) this.line(Buffer.concat(this.pending).toString("utf8"));
+      this.pending = [];
+      this.pendingBytes = 0;
       return;
     }
     if (this.json.length === 0) return;
@@ -90,7 +115,7 @@ export class UsageMeter {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     if (!line.startsWith("data:")) return;
     // Deltas carry no usage: parse only what can.
-    if (!line.includes("sage")) return;
+    if (!line.includes('"usage')) return;
     try {
       this.fold(JSON.parse(line.slice(5)));
     } catch {

@@ -178,7 +178,7 @@ export async function compare(argv: string[], root: string, optIn: ReadonlySet<s
       process.stdout.write(
         `\n## bench/${name}: before ${ref.label}, after ${afterLabel}\n\n` +
           `${comparisonTable(rows)}\n\n` +
-          `${opts.turns} turns each, taking turns; ${minutes} min; load average ${loadStart} at the start, ${fmtLoad()} at the end; ` +
+          `${opts.turns === 1 ? "1 turn each (no spread: nothing flagged)" : `${opts.turns} turns each, taking turns`}; ${minutes} min; load average ${loadStart} at the start, ${fmtLoad()} at the end; ` +
           `${rows.filter((r) => r.flagged).length} of ${rows.length} figures changed by more than their spread\n`,
       );
     }

@@ -6,8 +6,9 @@
  * - every Markdown table row (`| label | 7.0 µs | … |`): one figure per cell that is a number with
  *   an optional unit, named `label · column` (a column whose heading repeats is named after the
  *   column before it too);
- * - every other line with a number after `: ` or a number followed by ` ×`: one figure, the first
- *   such number, named by the text before it (`CPU per call, 1 handler: … 2.15 ×`).
+ * - every other line with a number after `: ` (and before the line's end, `(`, `;`, `,` or `=`)
+ *   or a number followed by ` ×`: one figure, the first such number, named by the text before it
+ *   (`CPU per call, 1 handler: … 2.15 ×`, `target: … round trips: 3.78 (target ≤ 1.20)`).
  * Times are read into µs, whatever unit each run printed them in.
  */
 import { fmtUs, table } from "./stats.js";
@@ -26,7 +27,9 @@ export interface Figure {
 const NUMBER = String.raw`[+-]?\d[\d,]*(?:\.\d+)?`;
 const UNIT = String.raw`ns|µs|us|ms|s|×|x|%|\/s|B|KiB|MiB|GiB|MB\/s|GB\/s`;
 const CELL = new RegExp(String.raw`^(${NUMBER})\s?(${UNIT})?$`);
-const IN_LINE = new RegExp(String.raw`(?::\s+(${NUMBER})\s?(${UNIT})?(?![\w.,])|\s(${NUMBER})\s(×))`);
+const IN_LINE = new RegExp(
+  String.raw`(?::\s+(${NUMBER})\s?(${UNIT})?(?=\s*(?:$|[(;,=]))|\s(${NUMBER})\s(×))`,
+);
 const TO_US: Record<string, number> = { ns: 1e-3, µs: 1, us: 1, ms: 1e3, s: 1e6 };
 
 function figure(name: string, num: string, unit: string | undefined): Figure | null {
@@ -100,7 +103,10 @@ export interface Compared {
   after: Side | null;
   /** (after − before) / before of the medians, in %; NaN when a side is missing or zero. */
   changePct: number;
-  /** The change of the medians is larger than the spread (max − min) of either side's turns. */
+  /**
+   * The change of the medians is larger than the spread (max − min) of either side's turns (two
+   * turns a side at least).
+   */
   flagged: boolean;
   /** For a time or a rate, whether the flagged change is for the worse. */
   worse: boolean | null;
@@ -116,7 +122,7 @@ function side(values: number[]): Side | null {
 
 /**
  * Sets the turns of before and after side by side, figure by figure (in the order the after runs
- * printed them, then those only before had). Figures with the same value in every turn on both
+ * printed them, then those only before had). Figures with the same value in every turn of both
  * sides (sizes, counts of calls) are left out: they are the benchmark's settings, not measured.
  */
 export function compareTurns(before: Figure[][], after: Figure[][]): Compared[] {
@@ -140,13 +146,17 @@ export function compareTurns(before: Figure[][], after: Figure[][]): Compared[] 
   for (const name of order) {
     const v = values.get(name)!;
     const all = [...v.before, ...v.after];
-    if (all.every((x) => x === all[0])) continue;
+    if (v.before.length > 0 && v.after.length > 0 && all.every((x) => x === all[0])) continue;
     const f = meta.get(name)!;
     const [b, a] = [side(v.before), side(v.after)];
     const changePct =
       b && a && b.median !== 0 ? ((a.median - b.median) / Math.abs(b.median)) * 100 : Number.NaN;
+    // One turn a side has no spread to measure the change against: nothing is flagged.
     const flagged =
-      b !== null && a !== null && Math.abs(a.median - b.median) > Math.max(b.max - b.min, a.max - a.min);
+      b !== null &&
+      a !== null &&
+      Math.min(b.n, a.n) >= 2 &&
+      Math.abs(a.median - b.median) > Math.max(b.max - b.min, a.max - a.min);
     const worse =
       !flagged || f.kind === "other"
         ? null

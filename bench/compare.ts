@@ -8,7 +8,7 @@
  * installed and built.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { compareTurns, comparisonTable, type Figure, parseFigures } from "./lib/compare.js";
@@ -102,15 +102,22 @@ function prepareRef(root: string, ref: string): { dir: string; label: string; ma
   const sha = git(root, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
   const dir = path.join(root, ".geode", "bench-ref", sha);
   const label = `${ref} (${sha.slice(0, 10)})`;
-  if (existsSync(path.join(dir, "node_modules"))) {
+  // Written once installed and built: a worktree left half made (a run stopped) is made again.
+  const ready = path.join(dir, ".geode", "bench-ref-ready");
+  if (existsSync(ready)) {
     progress(`reusing ${path.relative(root, dir)}`);
     return { dir, label, made: false };
   }
-  if (existsSync(dir)) git(root, ["worktree", "remove", "--force", dir]);
+  if (existsSync(dir)) {
+    rmSync(dir, { recursive: true, force: true });
+    git(root, ["worktree", "prune"]);
+  }
   git(root, ["worktree", "add", "--detach", dir, sha]);
   try {
     run(dir, "pnpm", ["install", "--frozen-lockfile", "--offline"]);
     run(dir, "pnpm", ["build"]);
+    mkdirSync(path.dirname(ready), { recursive: true });
+    writeFileSync(ready, `${sha}\n`);
   } catch (err) {
     git(root, ["worktree", "remove", "--force", dir]);
     throw err;

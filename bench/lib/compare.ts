@@ -88,7 +88,7 @@ export function parseFigures(output: string): Figure[] {
   return out;
 }
 
-export interface Side {
+interface Side {
   median: number;
   min: number;
   max: number;

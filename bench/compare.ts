@@ -3,9 +3,9 @@
  * the working tree, taking turns in one sitting (before, after; then after, before; …), and a
  * before/after table of every figure they print, each side's median and spread (lowest–highest
  * turn), flagged when the change is larger than the spread. REF is a commit (checked out as a git
- * worktree under .geode/bench-ref/<commit>, installed offline and built; one already there is
- * reused; the one made is removed at the end unless `--keep`) or the path of a checkout already
- * installed and built.
+ * worktree under .geode/bench-ref/<commit>, installed offline and built, or one already there
+ * reused; removed at the end unless `--keep`) or the path of a checkout already installed and
+ * built (left as it is).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -91,7 +91,10 @@ function runBench(root: string, name: string, tag: string): Promise<{ ok: boolea
   });
 }
 
-/** The checkout REF names: a path as it is, or a commit's worktree under .geode/bench-ref/. */
+/**
+ * The checkout REF names: a path as it is, or a commit's worktree under .geode/bench-ref/ (`made`:
+ * one of those, removed at the end unless kept, whether this run made it or found it there).
+ */
 function prepareRef(root: string, ref: string): { dir: string; label: string; made: boolean } {
   const asPath = path.resolve(ref);
   if (existsSync(asPath) && statSync(asPath).isDirectory()) {
@@ -106,7 +109,7 @@ function prepareRef(root: string, ref: string): { dir: string; label: string; ma
   const ready = path.join(dir, ".geode", "bench-ref-ready");
   if (existsSync(ready)) {
     progress(`reusing ${path.relative(root, dir)}`);
-    return { dir, label, made: false };
+    return { dir, label, made: true };
   }
   if (existsSync(dir)) {
     rmSync(dir, { recursive: true, force: true });

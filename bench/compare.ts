@@ -92,15 +92,15 @@ function runBench(root: string, name: string, tag: string): Promise<{ ok: boolea
 }
 
 /**
- * The checkout REF names: a path as it is, or a commit's worktree under .geode/bench-ref/ (`made`:
+ * The checkout REF names: a path as it is, or a commit's worktree under .geode/bench-ref/ (`managed`:
  * one of those, removed at the end unless kept, whether this run made it or found it there).
  */
-function prepareRef(root: string, ref: string): { dir: string; label: string; made: boolean } {
+function prepareRef(root: string, ref: string): { dir: string; label: string; managed: boolean } {
   const asPath = path.resolve(ref);
   if (existsSync(asPath) && statSync(asPath).isDirectory()) {
     if (!existsSync(path.join(asPath, "node_modules")))
       throw new Error(`${ref}: a checkout with no node_modules (run pnpm install and pnpm build there)`);
-    return { dir: asPath, label: ref, made: false };
+    return { dir: asPath, label: ref, managed: false };
   }
   const sha = git(root, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
   const dir = path.join(root, ".geode", "bench-ref", sha);
@@ -109,7 +109,7 @@ function prepareRef(root: string, ref: string): { dir: string; label: string; ma
   const ready = path.join(dir, ".geode", "bench-ref-ready");
   if (existsSync(ready)) {
     progress(`reusing ${path.relative(root, dir)}`);
-    return { dir, label, made: true };
+    return { dir, label, managed: true };
   }
   if (existsSync(dir)) {
     rmSync(dir, { recursive: true, force: true });
@@ -125,7 +125,7 @@ function prepareRef(root: string, ref: string): { dir: string; label: string; ma
     git(root, ["worktree", "remove", "--force", dir]);
     throw err;
   }
-  return { dir, label, made: true };
+  return { dir, label, managed: true };
 }
 
 /** The compiled services and bin each tree's benchmarks start: built as `pnpm bench` does. */
@@ -141,7 +141,7 @@ export async function compare(argv: string[], root: string, optIn: ReadonlySet<s
   const unknown = names.filter((n) => !here.includes(n));
   if (unknown.length > 0) usage(`unknown benchmark: ${unknown.join(", ")} (have: ${here.join(", ")})`);
 
-  let ref: { dir: string; label: string; made: boolean };
+  let ref: { dir: string; label: string; managed: boolean };
   try {
     ref = prepareRef(root, opts.ref);
   } catch (err) {
@@ -196,10 +196,10 @@ export async function compare(argv: string[], root: string, optIn: ReadonlySet<s
     process.stderr.write(`bench --compare: ${(err as Error).message}\n`);
     failed++;
   } finally {
-    if (ref.made && !opts.keep) {
+    if (ref.managed && !opts.keep) {
       progress(`removing ${path.relative(root, ref.dir)}`);
       git(root, ["worktree", "remove", "--force", ref.dir]);
-    } else if (ref.made) progress(`kept ${path.relative(root, ref.dir)}`);
+    } else if (ref.managed) progress(`kept ${path.relative(root, ref.dir)}`);
   }
   return failed > 0 ? 1 : 0;
 }

@@ -1,6 +1,8 @@
 /**
  * `pnpm bench [name…]` runs the benchmarks under bench/<name>/main.ts one after another (all but
  * the opt-in ones when no name is given), each in its own process, and prints their tables.
+ * `pnpm bench --compare REF [name…] [--turns N] [--keep]`: the same on REF and on the working tree,
+ * taking turns, and a before/after table of their figures (bench/compare.ts).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -8,6 +10,15 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 const here = import.meta.dirname;
+/**
+ * Run only when named: replay-memory publishes and replays 1,000,000 events, audit publishes
+ * 1,000,000 messages and recomputes their tree three times (minutes each).
+ */
+const OPT_IN = new Set(["replay-memory", "audit"]);
+if (process.argv.slice(2).some((a) => a === "--compare" || a.startsWith("--compare="))) {
+  const { compare } = await import("./compare.js");
+  process.exit(await compare(process.argv.slice(2), path.resolve(here, ".."), OPT_IN));
+}
 const all = readdirSync(here, { withFileTypes: true })
   .filter((d) => d.isDirectory() && existsSync(path.join(here, d.name, "main.ts")))
   .map((d) => d.name)
@@ -36,11 +47,6 @@ const tsx = require.resolve("tsx");
 const profile = process.env["BENCH_CPU_PROF"]
   ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env["BENCH_CPU_PROF"])}`]
   : [];
-/**
- * Run only when named: replay-memory publishes and replays 1,000,000 events, audit publishes
- * 1,000,000 messages and recomputes their tree three times (minutes each).
- */
-const OPT_IN = new Set(["replay-memory", "audit"]);
 let failed = 0;
 for (const name of wanted.length > 0 ? wanted : all.filter((b) => !OPT_IN.has(b))) {
   process.stdout.write(`\n## bench/${name}\n\n`);

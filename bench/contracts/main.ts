@@ -4,6 +4,7 @@
  * baseline (`JSON.parse(JSON.stringify(payload))`) of the same payload in the same run.
  * Target: the 1 KiB case under 20 µs median.
  * Then the wire decoders of the hot paths, each beside its schema's own pass (wire-decode.ts).
+ * `BENCH_SCALE` (default 1) multiplies every number of calls (0.01: a run of a second or two).
  */
 import { validateHookPayload } from "@geode/contracts";
 import { fmtUs, type LatencySummary, measureSequential, progress, table } from "../lib/stats.js";
@@ -62,9 +63,12 @@ interface Case {
   n: number;
 }
 
+const SCALE = Number(process.env["BENCH_SCALE"] ?? 1);
+const calls = (n: number) => Math.max(10, Math.round(n * SCALE));
+
 const cases: Case[] = [
-  { label: "PreToolUse", hook: "PreToolUse", payload: preToolUse1KiB(), n: 20_000 },
-  { label: "PostToolUse", hook: "PostToolUse", payload: postToolUse40KiB(), n: 2_000 },
+  { label: "PreToolUse", hook: "PreToolUse", payload: preToolUse1KiB(), n: calls(20_000) },
+  { label: "PostToolUse", hook: "PostToolUse", payload: postToolUse40KiB(), n: calls(2_000) },
 ];
 
 const rows: string[][] = [];
@@ -73,8 +77,8 @@ for (const c of cases) {
   const check = validateHookPayload(c.hook, c.payload);
   if (!check.ok) throw new Error(`${c.label}: ${check.error}`);
   progress(`${c.label} ${bytes(c.payload)} B → ${bytes(check.payload)} B, ${c.n} calls`);
-  const baseline = await measureSequential(c.n, () => JSON.parse(JSON.stringify(c.payload)), 1000);
-  const sv = await measureSequential(c.n, () => validateHookPayload(c.hook, c.payload), 1000);
+  const baseline = await measureSequential(c.n, () => JSON.parse(JSON.stringify(c.payload)), calls(1000));
+  const sv = await measureSequential(c.n, () => validateHookPayload(c.hook, c.payload), calls(1000));
   results.push({ label: c.label, sv });
   rows.push([
     `${c.label} ${(bytes(c.payload) / 1024).toFixed(1)} KiB`,
@@ -96,4 +100,4 @@ process.stdout.write(
 const small = results[0]!.sv.medianUs;
 process.stdout.write(`\ntarget: 1 KiB median < 20 µs: ${small < 20 ? "met" : "MISSED"} (${fmtUs(small)})\n`);
 
-benchWireDecode();
+benchWireDecode(calls(2_000));

@@ -128,7 +128,16 @@ describe("GET /api/audit", () => {
     expect(await jsm.streams.deleteMessage(names.eventsStream, more[1]!)).toBe(true);
     expect(await jsm.streams.deleteMessage(names.eventsStream, more[2]!)).toBe(true);
     notary = await startNotaryService();
-    await waitFor(async () => events(await audit()).gaps === 2, 30_000, 100);
+    // Until the restarted notary has signed what it appended: before that, its last checkpoint is
+    // the stopped one's, older than 3 × the interval while the stream grew ("behind", rightly).
+    await waitFor(
+      async () => {
+        const e = events(await audit());
+        return e.gaps === 2 && e.checkpoint?.size === e.size && !e.behind;
+      },
+      30_000,
+      100,
+    );
     const a = await audit();
     expect(events(a).last_gap).toEqual({ from_seq: more[1], to_seq: more[2] });
     expect(events(a).size).toBe(seqs.length + 25 + 4);

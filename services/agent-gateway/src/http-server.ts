@@ -10,6 +10,7 @@ import {
 } from "@geode/contracts";
 import { type HttpTimeouts, httpServerOptions } from "@geode/service";
 import { newTraceContext, runInTrace, withSpan } from "@geode/telemetry";
+import { readBody } from "./read-body.js";
 import { RefusedTokenLog } from "./refused-token-log.js";
 
 /** Handles one parsed hook body of the agent named by the request's token. */
@@ -170,36 +171,6 @@ function send(res: ServerResponse, status: number, body: unknown, close = false)
 }
 
 const error = (code: string, message: string) => ({ error: { code, message } });
-
-/** Reads a body of at most `limit` bytes; null when it is larger (the rest is drained, not kept). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > limit) {
-      req.resume();
-      resolve(null);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on("data", (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > limit) {
-        over = true;
-        chunks.length = 0;
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (!over) resolve(Buffer.concat(chunks, size));
-    });
-    req.on("error", reject);
-  });
-}
 
 /**
  * One agent hook call: the bearer token (401), the body (413 over `maxBodyBytes`, 400 unless a

@@ -28,6 +28,7 @@ import {
 } from "@geode/state";
 import { correlationOf } from "../agent-adapter.js";
 import type { Plane } from "../plane.js";
+import { readBody } from "../read-body.js";
 import { type BudgetFinding, BudgetGuard, type Payer } from "./budget-guard.js";
 import {
   agentAuthorization,
@@ -473,34 +474,4 @@ function sendJson(
     ...headers,
   });
   res.end(data);
-}
-
-/** Reads a body of at most `limit` bytes; null when it is larger (the rest is drained, not kept). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > limit) {
-      req.resume();
-      resolve(null);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on("data", (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > limit) {
-        over = true;
-        chunks.length = 0;
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (!over) resolve(Buffer.concat(chunks, size));
-    });
-    req.on("error", reject);
-  });
 }

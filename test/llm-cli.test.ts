@@ -88,44 +88,16 @@ describe("geode llm", () => {
   });
 
   it("refuses a key given where its variable's name goes, a bad kind or URL, bad prices: nothing written", async () => {
-    const key = await geode([
-      "llm",
-      "add",
-      "oops",
-      "--kind",
-      "openai",
-      "--url",
-      "https://x.example/v1",
-      "--key-env",
-      "sk-live-abcdef",
-    ]);
+    const addOops = (kind: string, url: string, keyEnv: string) =>
+      geode(["llm", "add", "oops", "--kind", kind, "--url", url, "--key-env", keyEnv]);
+    const key = await addOops("openai", "https://x.example/v1", "sk-live-abcdef");
     expect(key.code).not.toBe(0);
     expect(key.err).toContain("not the key itself");
     expect(key.err).not.toContain("sk-live-abcdef");
-    const kind = await geode([
-      "llm",
-      "add",
-      "oops",
-      "--kind",
-      "mistral",
-      "--url",
-      "https://x.example",
-      "--key-env",
-      "K",
-    ]);
+    const kind = await addOops("mistral", "https://x.example", "K");
     expect(kind.code).not.toBe(0);
     expect(kind.err).toContain("kind");
-    const url = await geode([
-      "llm",
-      "add",
-      "oops",
-      "--kind",
-      "openai",
-      "--url",
-      "https://user:pw@x.example",
-      "--key-env",
-      "K",
-    ]);
+    const url = await addOops("openai", "https://user:pw@x.example", "K");
     expect(url.code).not.toBe(0);
     expect(url.err).toContain("base_url");
     expect(await stored("llmProviders", "oops")).toBeNull();

@@ -1,4 +1,4 @@
-export { findPostgresBin, type PostgresServer, startPostgresServer } from "./postgres-server.js";
+export { type PostgresServer, startPostgresServer } from "./postgres-server.js";
 export {
   GEODE_BIN,
   processAlive,
@@ -8,7 +8,7 @@ export {
   spawnService,
   waitFor,
 } from "./processes.js";
-export { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, natsReachable, postgresReachable } from "./reachability.js";
+export { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL } from "./reachability.js";
 export { scriptedOutcome } from "./scripted-outcome.js";
 export {
   cleanupNamespace,

@@ -21,7 +21,7 @@ export interface PostgresServer {
 }
 
 /** The directory of Debian's PostgreSQL binaries (`PG_BIN`, else the newest /usr/lib/postgresql/N/bin). */
-export function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string | undefined {
+function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const fromEnv = env["PG_BIN"];
   if (fromEnv && existsSync(path.join(fromEnv, "initdb"))) return fromEnv;
   const root = "/usr/lib/postgresql";

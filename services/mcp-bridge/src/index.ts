@@ -1,2 +1,2 @@
-export { type McpBridge, type McpBridgeOptions, startMcpBridge } from "./mcp-bridge.js";
-export { MCP_BRIDGE_DEFAULTS, MCP_BRIDGE_ENV, type McpBridgeLimits } from "./mcp-bridge-config.js";
+export { type McpBridge, startMcpBridge } from "./mcp-bridge.js";
+export { MCP_BRIDGE_ENV } from "./mcp-bridge-config.js";

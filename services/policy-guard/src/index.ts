@@ -1,1 +1,1 @@
-export { type PolicyGuard, type PolicyGuardOptions, startPolicyGuard } from "./policy-guard.js";
+export { type PolicyGuard, startPolicyGuard } from "./policy-guard.js";

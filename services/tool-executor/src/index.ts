@@ -19,9 +19,7 @@ import { createToolPolicy } from "./tool-policy.js";
 import { ToolRegistry } from "./tool-registry.js";
 
 export { type BuiltinTool, builtinTools } from "./builtin-tools.js";
-export { loadMiddlewareModules } from "./middleware-loader.js";
-export { TOOL_EXECUTOR_ENV, type ToolExecutorConfig, toolExecutorConfig } from "./tool-executor-config.js";
-export { createToolPolicy, type ToolPolicy } from "./tool-policy.js";
+export { TOOL_EXECUTOR_ENV, type ToolExecutorConfig } from "./tool-executor-config.js";
 
 export interface ToolExecutorOptions {
   nc: NatsConnection;

@@ -237,7 +237,10 @@ describe("geode connect <agent> --llm", () => {
     });
     expect(toml["mcp_servers"]?.["x"]).toEqual({ url: "http://x" });
     // Retry settings a person raised in the block are kept when connect runs again.
-    writeFileSync(codex, readFileSync(codex, "utf8").replace("stream_max_retries = 0", "stream_max_retries = 3"));
+    writeFileSync(
+      codex,
+      readFileSync(codex, "utf8").replace("stream_max_retries = 0", "stream_max_retries = 3"),
+    );
     expect((await geode(["connect", "codex", "--llm", "gpt", "--url", gw, "--write", codex])).code).toBe(0);
     const again = parse(readFileSync(codex, "utf8")) as typeof toml;
     expect(again["model_providers"]?.["geode-gpt"]).toMatchObject({

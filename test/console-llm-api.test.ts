@@ -4,18 +4,27 @@
  * projected by the real activity-recorder, budgets and their use from KV `{ns}_budgets` and
  * `{ns}_llm_spend`, a call the budget refuses. Never a prompt's text in any reply.
  */
+
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
 import { ensureBucket, RuntimeEventBus } from "@geode/bus";
 import { type RunningConsole, startConsole } from "@geode/console";
-import { type AgentRecord, ConsoleLlmSchema, ConsoleSessionStorySchema } from "@geode/contracts";
+import {
+  type AgentRecord,
+  CLAUDE_CODE_HOOK_PATH,
+  ConsoleLlmSchema,
+  ConsoleSessionStorySchema,
+} from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
+import { BudgetStore } from "@geode/state";
 import { waitFor } from "@geode/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startChatCompletionsStandIn } from "./chat-completions-stand-in.js";
 import { CONSOLE_TOKEN } from "./console-support.js";
+import { ccInput } from "./gateway-support.js";
 import { PROVIDER_KEY, useLlmFixture } from "./llm-support.js";
 
 const fx = useLlmFixture();
@@ -191,6 +200,57 @@ describe("GET /api/llm", () => {
     ]);
     expect(mine[1]?.reason).toBe("limit_tokens, window 1h");
   });
+
+  it("ties a call that names no session to the agent's one open hook session, and shows its agent", async () => {
+    await (await BudgetStore.open({ nc: fx.env().nc, names: fx.env().names })).remove("agent.laptop");
+    await new Promise((r) => setTimeout(r, 300));
+    const session = { session_id: randomUUID() };
+    const hook = (event: string, fields: Record<string, unknown> = {}) =>
+      fetch(`${fx.gateway().url}${CLAUDE_CODE_HOOK_PATH}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${fx.token()}` },
+        body: JSON.stringify(ccInput(event, fields, session)),
+      });
+    expect((await hook("SessionStart", { source: "startup", model: "claude-x" })).status).toBe(200);
+    const before = (await fx.llmEvents()).length;
+    // Only the agent token: the call is the open session's.
+    expect((await call()).status).toBe(200);
+    // A session the agent names that no hook started: its agent still comes from the call.
+    expect((await call("s-orphan")).status).toBe(200);
+    expect((await hook("SessionEnd", { reason: "exit" })).status).toBe(200);
+    // Once it ended the agent has no open session: the call goes to its model-call session.
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await call()).status).toBe(200);
+    const events = (await waitFor(async () => {
+      const e = (await fx.llmEvents()).slice(before);
+      return e.filter((x) => x.event === "llm_call_ended").length === 3 ? e : null;
+    }, 20_000))!;
+    expect(events.filter((e) => e.event === "llm_call_ended").map((e) => e.correlation.session_id)).toEqual([
+      session.session_id,
+      "s-orphan",
+      expect.stringMatching(/^llm-laptop-/),
+    ]);
+    const first = events.filter((e) => e.event === "llm_call_ended")[0]!;
+    expect(first.correlation.session_id).toBe(session.session_id);
+    expect(first.payload["agent"]).toBe("laptop");
+    for (const e of events) expect(e.payload["agent"]).toBe("laptop");
+    const story = (await waitFor(async () => {
+      const r = await api(`/api/sessions/${encodeURIComponent(session.session_id)}/story`);
+      if (r.status !== 200) return null;
+      const s = ConsoleSessionStorySchema.parse(r.body);
+      return s.steps.some((x) => x.kind === "llm_call" && x.outcome === "ended") ? s : null;
+    }, 30_000))!;
+    expect(story.session.agent).toBe("laptop");
+    const steps = story.steps.filter((x) => x.kind === "llm_call");
+    expect(steps).toHaveLength(1);
+    expect(steps[0]).toMatchObject({ outcome: "ended", llm: { model: "gpt-5-mini", input_tokens: 12 } });
+    const body = (await waitFor(async () => {
+      const b = await llm();
+      return b.sessions.some((x) => x.name === "s-orphan") ? b : null;
+    }, 30_000))!;
+    expect(body.agents.map((a) => a.name)).toEqual(["laptop"]);
+    expect(body.sessions.find((x) => x.name === session.session_id)?.total_calls).toBe(1);
+  }, 90_000);
 
   it("refuses query parameters with a code and answers 401 without the token", async () => {
     const bad = await api("/api/llm?window=7d");

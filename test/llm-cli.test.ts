@@ -231,8 +231,22 @@ describe("geode connect <agent> --llm", () => {
       base_url: `${gw}/v1/llm/gpt`,
       env_key: "GEODE_AGENT_TOKEN",
       wire_api: "responses",
+      // After the gateway's 429 Codex would wait Retry-After (a budget's window end) and resend.
+      request_max_retries: 0,
+      stream_max_retries: 0,
     });
     expect(toml["mcp_servers"]?.["x"]).toEqual({ url: "http://x" });
+    // Retry settings a person raised in the block are kept when connect runs again.
+    writeFileSync(
+      codex,
+      readFileSync(codex, "utf8").replace("stream_max_retries = 0", "stream_max_retries = 3"),
+    );
+    expect((await geode(["connect", "codex", "--llm", "gpt", "--url", gw, "--write", codex])).code).toBe(0);
+    const again = parse(readFileSync(codex, "utf8")) as typeof toml;
+    expect(again["model_providers"]?.["geode-gpt"]).toMatchObject({
+      request_max_retries: 0,
+      stream_max_retries: 3,
+    });
 
     const opencode = path.join(dir, "opencode.json");
     expect(

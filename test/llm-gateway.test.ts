@@ -100,7 +100,12 @@ describe("provider endpoints", () => {
     const started = (await fx.llmEvents()).find(
       (e) => e.event === "llm_call_started" && e.correlation.llm_call_id === ended.correlation.llm_call_id,
     );
-    expect(started?.payload).toEqual({ provider: "oai", model: "gpt-5-codex", stream: true });
+    expect(started?.payload).toEqual({
+      agent: "laptop",
+      provider: "oai",
+      model: "gpt-5-codex",
+      stream: true,
+    });
     expect(JSON.stringify(await fx.llmEvents())).not.toContain("the secret prompt text");
   });
 

@@ -85,9 +85,14 @@ async function readProjection(p: ConsoleProjection, since: number, until: number
   );
   const agentOf = new Map<string, string>();
   if (ids.length > 0) {
+    // The session's own start names its agent; else the model-call events do (a session the
+    // agent named in `x-geode-session` that no hook started).
     const { rows } = await sql<{ session_id: string; agent: string | null }>`
-      select session_id, (array_agg(payload->>'agent' order by ts desc))[1] as agent
-      from ${t.activity} where event = 'session_started' and session_id in (${sql.join(ids)})
+      select session_id,
+             (array_agg(payload->>'agent' order by event = 'session_started' desc, ts desc))[1] as agent
+      from ${t.activity}
+      where event in ('session_started', 'llm_call_started', 'llm_call_ended', 'llm_call_failed', 'cost_limit_exceeded')
+        and payload->>'agent' is not null and session_id in (${sql.join(ids)})
       group by session_id`.execute(p.db);
     for (const r of rows) if (r.agent) agentOf.set(r.session_id, r.agent);
   }

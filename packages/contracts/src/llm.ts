@@ -184,6 +184,8 @@ export const budgetSpendKey = (budgetKey: string, window: BudgetWindow, start: n
 
 /** `llm_call_ended`. */
 export interface LlmCallEndedPayload extends LlmUsage {
+  /** The agent whose token made the call (every model-call event names it). */
+  agent: string;
   provider: string;
   model: string;
   cost_usd: number;

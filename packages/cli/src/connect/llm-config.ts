@@ -57,6 +57,26 @@ const objectAt = (o: Record<string, unknown>, key: string): Record<string, unkno
   return v as Record<string, unknown>;
 };
 
+/** Codex's retry settings of a provider table (`ModelProviderInfo` of the pinned Codex). */
+const CODEX_RETRIES = ["request_max_retries", "stream_max_retries"] as const;
+type CodexRetries = Partial<Record<(typeof CODEX_RETRIES)[number], number>>;
+
+/** The retry settings a block written before holds (a person may have raised them), by key. */
+function codexRetries(block: string, id: string): CodexRetries {
+  let table: unknown;
+  try {
+    table = (parse(block) as { model_providers?: Record<string, unknown> }).model_providers?.[id];
+  } catch {
+    return {};
+  }
+  const out: CodexRetries = {};
+  for (const k of CODEX_RETRIES) {
+    const v = (table as Record<string, unknown> | undefined)?.[k];
+    if (typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 100) out[k] = v;
+  }
+  return out;
+}
+
 /** Codex's `config.toml`: `model_provider` at the top, the provider's table in a block at the end. */
 function codexConfig(current: string, baseUrl: string, p: LlmProviderRecord): string {
   const id = `geode-${p.name}`;
@@ -68,8 +88,10 @@ function codexConfig(current: string, baseUrl: string, p: LlmProviderRecord): st
   const tables = firstTable < 0 ? [] : lines.slice(firstTable);
   let rest = [...top, ...tables].join("\n");
   const b = rest.indexOf(CODEX_BEGIN);
+  let retries: CodexRetries = {};
   if (b >= 0) {
     const e = rest.indexOf(CODEX_END, b);
+    retries = codexRetries(rest.slice(b, e < 0 ? undefined : e), id);
     rest = `${rest.slice(0, b)}${e < 0 ? "" : rest.slice(e + CODEX_END.length)}`;
   }
   rest = rest.replace(/^\n+/, "").replace(/\n*$/, "");
@@ -80,6 +102,9 @@ function codexConfig(current: string, baseUrl: string, p: LlmProviderRecord): st
     `base_url = ${JSON.stringify(baseUrl)}`,
     `env_key = ${JSON.stringify(TOKEN_ENV)}`,
     'wire_api = "responses"',
+    // A 429 of the gateway means a spent budget (Retry-After: the window's end) or the rate of
+    // its budget: Codex would wait Retry-After and send the call again, so the turn ends at once.
+    ...CODEX_RETRIES.map((k) => `${k} = ${retries[k] ?? 0}`),
     CODEX_END,
   ].join("\n");
   const text = `${CODEX_TOP}\nmodel_provider = ${JSON.stringify(id)}\n${rest === "" ? "" : `${rest}\n`}\n${block}\n`;

@@ -30,6 +30,7 @@ import { correlationOf } from "../agent-adapter.js";
 import type { Plane } from "../plane.js";
 import { readBody } from "../read-body.js";
 import { type BudgetFinding, BudgetGuard, type Payer } from "./budget-guard.js";
+import { HookSessions } from "./hook-sessions.js";
 import {
   agentAuthorization,
   DROPPED_RESPONSE_HEADERS,
@@ -94,6 +95,7 @@ export class LlmEndpoint {
   private constructor(
     private readonly deps: LlmEndpointDeps,
     private readonly budgets: BudgetGuard,
+    private readonly hookSessions: HookSessions,
   ) {}
 
   static async start(deps: LlmEndpointDeps): Promise<LlmEndpoint> {
@@ -104,7 +106,11 @@ export class LlmEndpoint {
       BudgetStore.open(conn),
       BudgetSpendStore.open(conn),
     ]);
-    const endpoint = new LlmEndpoint(deps, await BudgetGuard.start(budgets, spend, deps.log));
+    const [guard, hookSessions] = await Promise.all([
+      BudgetGuard.start(budgets, spend, deps.log),
+      HookSessions.start(conn, deps.log, deps.sessionIdleMs),
+    ]);
+    const endpoint = new LlmEndpoint(deps, guard, hookSessions);
     endpoint.watches = await Promise.all([
       providers.watch(({ key, value, malformed }) => {
         if (malformed) deps.log.warn({ key }, "skipping malformed LLM provider record");
@@ -123,6 +129,7 @@ export class LlmEndpoint {
   stop(): void {
     for (const w of this.watches) void w.stop();
     this.budgets.stop();
+    this.hookSessions.stop();
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
@@ -208,11 +215,11 @@ export class LlmEndpoint {
     };
     await this.charged(agent);
     const refusals = await this.budgets.admit(payer);
-    if (refusals.length > 0) return this.refuse(res, req, kind, provider, call, correlation, refusals);
+    if (refusals.length > 0) return this.refuse(res, req, kind, provider, call, payer, correlation, refusals);
     const ctx: CallContext = { provider, call, correlation, payer, started: Date.now() };
     this.deps.plane.emit(
       "llm_call_started",
-      { provider: provider.name, model: call.model, stream: call.stream },
+      { agent, provider: provider.name, model: call.model, stream: call.stream },
       correlation,
     );
     await this.forward(req, res, provider, path, url.searchParams, raw, key, ctx);
@@ -225,6 +232,7 @@ export class LlmEndpoint {
     kind: LlmProviderKind | undefined,
     provider: LlmProviderRecord,
     call: ModelCall,
+    payer: Payer,
     correlation: Correlation,
     refusals: BudgetFinding[],
   ): void {
@@ -234,7 +242,7 @@ export class LlmEndpoint {
     for (const r of refusals)
       this.deps.plane.emit(
         "cost_limit_exceeded",
-        { provider: provider.name, model: call.model, ...r },
+        { agent: payer.agent, provider: provider.name, model: call.model, ...r },
         correlation,
       );
     const message = spent
@@ -401,6 +409,7 @@ export class LlmEndpoint {
     const price = priceFor([...this.prices.values()], ctx.call.model);
     const cost = costOf(price, usage);
     const payload: LlmCallEndedPayload = {
+      agent: ctx.payer.agent,
       provider: ctx.provider.name,
       model: ctx.call.model,
       ...usage,
@@ -423,7 +432,7 @@ export class LlmEndpoint {
       for (const c of crossed)
         this.deps.plane.emit(
           "cost_warning",
-          { provider: ctx.provider.name, model: ctx.call.model, ...c },
+          { agent: ctx.payer.agent, provider: ctx.provider.name, model: ctx.call.model, ...c },
           ctx.correlation,
         );
     });
@@ -442,10 +451,14 @@ export class LlmEndpoint {
     if (pending) await Promise.allSettled([...pending]);
   }
 
-  /** The call's correlation: the session the agent names, else one per agent per idle gap. */
+  /**
+   * The call's correlation: the session the agent names, else the agent's one hook session open
+   * now, else one per agent per idle gap.
+   */
   private correlation(agent: string, named: string | string[] | undefined): Correlation {
     let sessionId: string;
-    if (typeof named === "string" && SESSION_ID.test(named)) sessionId = named;
+    const tied = typeof named === "string" && SESSION_ID.test(named) ? named : this.hookSessions.tie(agent);
+    if (tied !== null) sessionId = tied;
     else {
       const now = Date.now();
       let s = this.sessions.get(agent);

@@ -197,16 +197,17 @@ try {
     [
       line("1 handler median / audited forwarder, 1", floor1.toFixed(2), "≤ 1.10", floor1 <= 1.1),
       line("3 handlers median / audited forwarder, 3", floor3.toFixed(2), "≤ 1.15", floor3 <= 1.15),
-      `1 handler median / 2 raw round trips ${ratio1.toFixed(2)}, 3 handlers / 4 ${ratio3.toFixed(2)}`,
+      `1 handler median / 2 raw round trips: ${ratio1.toFixed(2)}`,
+      `3 handlers median / 4 raw round trips: ${ratio3.toFixed(2)}`,
       line(
         "1 handler, 64 callers, one dispatcher / audited forwarder, 1 round trip",
-        `${fmtRate(rate64)} / ${fmtRate(audited64)} = ${share64.toFixed(2)} ×`,
+        `${share64.toFixed(2)} × (${fmtRate(rate64)} against ${fmtRate(audited64)})`,
         `≥ ${RATE64_TARGET.toFixed(2)} ×`,
         share64 >= RATE64_TARGET,
       ),
       line(
-        "p99 / median, 1 and 3 handlers",
-        `${tail1.toFixed(2)}, ${tail3.toFixed(2)}`,
+        "p99 / median, the worse of 1 and 3 handlers",
+        `${Math.max(tail1, tail3).toFixed(2)} (1 handler ${tail1.toFixed(2)}, 3 handlers ${tail3.toFixed(2)})`,
         `≤ ${TAIL_TARGET}`,
         Math.max(tail1, tail3) <= TAIL_TARGET,
       ),

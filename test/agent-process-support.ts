@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { GEODE_BIN } from "@geode/testing";
 
 /** How a test runs an agent headless: its prompt, scratch HOME, working folder, and extras. */
 export interface AgentRunOptions {
@@ -68,6 +69,28 @@ export function runAgentProcess(
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** What a `geode` process said: its exit code (1 when it was killed), stdout and stderr apart. */
+export interface GeodeRun {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/**
+ * Runs the compiled `geode <args>` as a user runs it, a process of its own in `cwd` (default this
+ * process's) with `env` as its whole environment; resolves when it ends.
+ */
+export async function geodeProcess(
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string },
+): Promise<GeodeRun> {
+  const run = await runAgentProcess(process.execPath, [GEODE_BIN, ...args], {
+    cwd: options.cwd ?? process.cwd(),
+    env: options.env,
+  });
+  return { code: run.code ?? 1, out: run.stdout, err: run.stderr };
 }
 
 /** The JSON object lines of an agent's event stream (`--json`, `stream-json`). */

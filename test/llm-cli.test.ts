@@ -3,33 +3,21 @@
  * section 21) run as users run them: the compiled `geode` against a real NATS, the records read
  * back from KV as the agent-gateway reads them.
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ensureBucket } from "@geode/bus";
 import { BudgetRecordSchema, LlmProviderRecordSchema } from "@geode/contracts";
-import { GEODE_BIN, useTestEnv } from "@geode/testing";
+import { useTestEnv } from "@geode/testing";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
+import { geodeProcess } from "./agent-process-support.js";
 
 const env = useTestEnv();
 
-function geode(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [GEODE_BIN, ...args],
-      { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } },
-      (error, stdout, stderr) =>
-        resolve({
-          code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
-          out: stdout,
-          err: stderr,
-        }),
-    );
-  });
-}
+/** Runs `geode <args>` to its end, as the operator ops-alice. */
+const geode = (args: string[]) =>
+  geodeProcess(args, { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } });
 
 async function stored(bucket: "llmProviders" | "budgets", key: string): Promise<unknown> {
   const kv = await ensureBucket(env().nc, env().names, bucket);

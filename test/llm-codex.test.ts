@@ -5,84 +5,42 @@
  * lets the first call through and Codex shows the 429 of the next; the provider key stays out of
  * everything the agent sees.
  */
-import { execFile } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import { readFileSync } from "node:fs";
 import { BudgetStore } from "@geode/state";
-import { GEODE_BIN } from "@geode/testing";
-import { afterAll, describe, expect, it } from "vitest";
-import { scratchFolders } from "./agent-process-support.js";
+import { describe, expect, it } from "vitest";
 import { type CodexTurn, runCodex, startResponsesStandIn } from "./codex-support.js";
-import { KEY_ENV, PROVIDER_KEY, useLlmFixture } from "./llm-support.js";
-import type { StandInRequest } from "./stand-in-server.js";
+import {
+  connectThroughLlmGateway,
+  expectLlmCallsRecorded,
+  type LlmAgentRow,
+  PROVIDER_KEY,
+  useLlmFixture,
+} from "./llm-support.js";
 
 const fx = useLlmFixture();
-const cleanups: Array<() => unknown> = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
+const { geode } = fx;
 
-function geode(
-  args: string[],
-  extra: Record<string, string> = {},
-): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [GEODE_BIN, ...args],
-      { env: { ...process.env, ...fx.env().env, ...extra } },
-      (error, stdout, stderr) =>
-        resolve({
-          code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
-          out: stdout,
-          err: stderr,
-        }),
-    );
-  });
-}
+/** Codex as a row of the LLM gateway's agents: the Responses stand-in plays OpenAI. */
+const codexRow = (script: CodexTurn[]): LlmAgentRow => ({
+  agent: "codex",
+  provider: { name: "openai", kind: "openai" },
+  startStandIn: (gate) => startResponsesStandIn(script, gate),
+  baseUrl: (url) => `${url}/v1`,
+  isModelCall: (r) => r.url === "/v1/responses",
+  config: {
+    file: "config.toml",
+    before: [
+      'model = "gpt-5-codex"',
+      'approval_policy = "never"',
+      'sandbox_mode = "danger-full-access"',
+      "",
+    ].join("\n"),
+  },
+});
 
 /** A Codex home whose config.toml `geode connect codex --llm openai` pointed at the gateway. */
 async function codexThroughGateway(script: CodexTurn[]) {
-  // Only the model calls (the fixture's readiness probe goes through too).
-  const seen: StandInRequest[] = [];
-  const api = await startResponsesStandIn(script, (r) => {
-    if (r.url === "/v1/responses") seen.push(r);
-  });
-  cleanups.push(() => api.close());
-  const dirs = scratchFolders("codex-llm");
-  cleanups.push(dirs.cleanup);
-  const config = path.join(dirs.home, "config.toml");
-  writeFileSync(
-    config,
-    ['model = "gpt-5-codex"', 'approval_policy = "never"', 'sandbox_mode = "danger-full-access"', ""].join(
-      "\n",
-    ),
-  );
-  const add = await geode([
-    "llm",
-    "add",
-    "openai",
-    "--kind",
-    "openai",
-    "--url",
-    `${api.url}/v1`,
-    "--key-env",
-    KEY_ENV,
-  ]);
-  expect(add.code, add.err).toBe(0);
-  await fx.provider({ name: "openai", kind: "openai", base_url: `${api.url}/v1` });
-  const connect = await geode([
-    "connect",
-    "codex",
-    "--llm",
-    "openai",
-    "--url",
-    fx.gateway().url,
-    "--write",
-    config,
-  ]);
-  expect(connect.code, connect.err).toBe(0);
-  return { api, seen, ...dirs, config };
+  return connectThroughLlmGateway(fx, codexRow(script));
 }
 
 describe("Codex through the LLM gateway", () => {
@@ -108,25 +66,23 @@ describe("Codex through the LLM gateway", () => {
     expect(JSON.stringify(messages)).toContain("All done.");
     expect(JSON.stringify(run.events)).toContain("through-the-gateway");
     expect(seen.length).toBe(2);
-    for (const r of seen) {
-      expect(r.headers?.["authorization"]).toBe(`Bearer ${PROVIDER_KEY}`);
-      expect(r.url).toBe("/v1/responses");
-    }
-    const ended = (await fx.llmEvents()).filter((e) => e.event === "llm_call_ended");
-    expect(ended).toHaveLength(2);
-    const sessions = new Set(ended.map((e) => e.correlation.session_id));
-    expect(sessions.size).toBe(1);
-    expect([...sessions][0]).toMatch(/^llm-laptop-/);
-    for (const e of ended)
-      expect(e.payload).toMatchObject({
+    const ended = await expectLlmCallsRecorded(fx, {
+      seen,
+      keyHeader: { name: "authorization", value: `Bearer ${PROVIDER_KEY}` },
+      calls: 2,
+      payload: {
         provider: "openai",
         model: "gpt-5-codex",
         input_tokens: 12,
         output_tokens: 8,
         stream: true,
         cost_usd: (12 * 2 + 8 * 10) / 1e6,
-      });
-    expect(run.stdout + run.stderr).not.toContain(PROVIDER_KEY);
+      },
+      said: run.stdout + run.stderr,
+    });
+    const sessions = new Set(ended.map((e) => e.correlation.session_id));
+    expect(sessions.size).toBe(1);
+    expect([...sessions][0]).toMatch(/^llm-laptop-/);
   }, 180_000);
 
   it("a budget of a few tokens lets the first call through; Codex shows the 429 of the next", async () => {
@@ -134,7 +90,7 @@ describe("Codex through the LLM gateway", () => {
     expect(set.code, set.err).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     const before = (await fx.llmEvents()).length;
-    // Codex would reconnect after a 429's Retry-After (the window's end); connect wrote no retries,
+    // Codex would reconnect after a 429's Retry-After (the window's end); connect set its retries to 0,
     // so it ends the turn at once with the 429 shown.
     const { seen, home, work, config } = await codexThroughGateway([
       { shell: "echo first" },

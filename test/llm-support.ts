@@ -3,13 +3,18 @@
  * provider key in its environment, provider and price records written as `geode llm` writes them,
  * and the model-call events read back from the events stream.
  */
+
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import type { BudgetRecord, EventEnvelope, LlmPriceRecord, LlmProviderRecord } from "@geode/contracts";
 import { BudgetStore, LlmPriceStore, LlmProviderStore } from "@geode/state";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
+import { type GeodeRun, geodeProcess, scratchFolders } from "./agent-process-support.js";
 import { addAgent } from "./gateway-support.js";
 import { keptLogger } from "./policy-support.js";
+import type { StandInGate, StandInRequest } from "./stand-in-server.js";
 import { eventsOf } from "./verify-support.js";
 
 /** The provider key the gateway holds: it must reach the provider and nothing else. */
@@ -27,6 +32,10 @@ export interface LlmFixture {
   budget(key: string, record: Omit<BudgetRecord, "soft_percent"> & { soft_percent?: number }): Promise<void>;
   /** Model-call events (`llm_*`, `cost_*`) so far, oldest first. */
   llmEvents(): Promise<EventEnvelope[]>;
+  /** The compiled `geode <args>` on the fixture's namespace, with `extra` in its environment. */
+  geode(args: string[], extra?: Record<string, string>): Promise<GeodeRun>;
+  /** Run after the file's tests (before the gateway stops), last added first. */
+  cleanups: Array<() => unknown>;
 }
 
 export function useLlmFixture(config: { timeoutMs?: number; maxBodyBytes?: number } = {}): LlmFixture {
@@ -34,6 +43,7 @@ export function useLlmFixture(config: { timeoutMs?: number; maxBodyBytes?: numbe
   let gateway: AgentGateway | undefined;
   let token = "";
   const logLines: Array<{ msg: string; fields: unknown }> = [];
+  const cleanups: Array<() => unknown> = [];
   beforeAll(async () => {
     const { nc, names } = env();
     token = await addAgent(env(), "laptop");
@@ -52,6 +62,7 @@ export function useLlmFixture(config: { timeoutMs?: number; maxBodyBytes?: numbe
     await waitFor(() => gateway?.agents() === 1);
   });
   afterAll(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
     await gateway?.stop();
   });
   const ready = () => {
@@ -64,6 +75,8 @@ export function useLlmFixture(config: { timeoutMs?: number; maxBodyBytes?: numbe
     gateway: ready,
     token: () => token,
     logLines,
+    cleanups,
+    geode: (args, extra = {}) => geodeProcess(args, { env: { ...process.env, ...env().env, ...extra } }),
     async provider(record) {
       await (await LlmProviderStore.open(conn())).put({ key_env: KEY_ENV, ...record });
       // Served once a request to it is no longer the gateway's unknown_provider.
@@ -89,6 +102,91 @@ export function useLlmFixture(config: { timeoutMs?: number; maxBodyBytes?: numbe
       );
     },
   };
+}
+
+/**
+ * One real agent CLI whose model calls a test points at the LLM gateway (a row of
+ * `connectThroughLlmGateway`): how its stand-in provider starts, and where `geode connect <agent>
+ * --llm` writes its config.
+ */
+export interface LlmAgentRow {
+  /** The agent as `geode connect` names it (`codex`, `claude-code`, `gemini-cli`, …). */
+  agent: string;
+  /** The provider the gateway fronts: its name and kind (`geode llm add <name> --kind <kind>`). */
+  provider: { name: string; kind: LlmProviderRecord["kind"] };
+  /** Starts the scripted stand-in that plays the provider; `gate` sees each request first. */
+  startStandIn(gate: StandInGate): Promise<{ url: string; close(): Promise<void> }>;
+  /** The provider's base URL at the stand-in (default its URL as it is). */
+  baseUrl?(standInUrl: string): string;
+  /** Which stand-in requests are the agent's model calls (the fixture's readiness probe is not). */
+  isModelCall(request: StandInRequest): boolean;
+  /** The config file in the scratch HOME that connect writes (`--write`), and what it holds before. */
+  config: { file: string; before?: string };
+}
+
+/**
+ * Sets a real agent's model calls on the LLM gateway as a user does: starts the row's stand-in
+ * provider, adds it with `geode llm add` (the key by its variable's name), and writes the agent's
+ * config with `geode connect <agent> --llm <provider> --write` in a scratch HOME; `seen` collects
+ * the model calls that reached the provider. Everything is removed after the file.
+ */
+export async function connectThroughLlmGateway(
+  fx: LlmFixture,
+  row: LlmAgentRow,
+): Promise<{ seen: StandInRequest[]; home: string; work: string; config: string }> {
+  const seen: StandInRequest[] = [];
+  const api = await row.startStandIn((r) => {
+    if (row.isModelCall(r)) seen.push(r);
+  });
+  fx.cleanups.push(() => api.close());
+  const dirs = scratchFolders(`${row.agent}-llm`);
+  fx.cleanups.push(dirs.cleanup);
+  const config = path.join(dirs.home, row.config.file);
+  if (row.config.before !== undefined) writeFileSync(config, row.config.before);
+  const { name, kind } = row.provider;
+  const baseUrl = row.baseUrl?.(api.url) ?? api.url;
+  const add = await fx.geode(["llm", "add", name, "--kind", kind, "--url", baseUrl, "--key-env", KEY_ENV]);
+  expect(add.code, add.err).toBe(0);
+  await fx.provider({ name, kind, base_url: baseUrl });
+  const connect = await fx.geode([
+    "connect",
+    row.agent,
+    "--llm",
+    name,
+    "--url",
+    fx.gateway().url,
+    "--write",
+    config,
+  ]);
+  expect(connect.code, connect.err).toBe(0);
+  return { seen, home: dirs.home, work: dirs.work, config };
+}
+
+/**
+ * Checks what a run through the LLM gateway left: each model call reached the provider with the
+ * provider key in `keyHeader` (never the agent's token), `calls` calls were recorded as
+ * `llm_call_ended` with `payload`'s fields, and nothing the agent `said` holds the key. Returns the
+ * recorded calls.
+ */
+export async function expectLlmCallsRecorded(
+  fx: LlmFixture,
+  expected: {
+    seen: StandInRequest[];
+    keyHeader: { name: string; value: string };
+    calls: number;
+    payload: Record<string, unknown>;
+    said: string;
+  },
+): Promise<EventEnvelope[]> {
+  for (const r of expected.seen) {
+    expect(r.headers?.[expected.keyHeader.name]).toBe(expected.keyHeader.value);
+    expect(JSON.stringify(r.headers)).not.toContain(fx.token());
+  }
+  const ended = (await fx.llmEvents()).filter((e) => e.event === "llm_call_ended");
+  expect(ended).toHaveLength(expected.calls);
+  for (const e of ended) expect(e.payload).toMatchObject(expected.payload);
+  expect(expected.said).not.toContain(PROVIDER_KEY);
+  return ended;
 }
 
 /** Reads an SSE or JSON answer to its end, noting when each chunk came. */

@@ -3,32 +3,21 @@
  * against a real NATS, the records read back from KV `{ns}_mcp_servers` as the mcp-bridge reads
  * them, the registered tools written to `{ns}_tools` as the bridge writes them.
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { ensureBucket } from "@geode/bus";
 import { type HealthReply, McpServerRecordSchema, type ToolDefinition } from "@geode/contracts";
-import { GEODE_BIN, spawnService, useTestEnv, waitFor } from "@geode/testing";
+import { spawnService, useTestEnv, waitFor } from "@geode/testing";
 import { describe, expect, it } from "vitest";
+import { geodeProcess } from "./agent-process-support.js";
 
 const env = useTestEnv();
 
-/** Runs `geode <args>` to its end: exit code, stdout and stderr apart. */
-function geode(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [GEODE_BIN, ...args],
-      { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-        resolve({ code, out: stdout, err: stderr });
-      },
-    );
-  });
-}
+/** Runs `geode <args>` to its end, as the operator ops-alice. */
+const geode = (args: string[]) =>
+  geodeProcess(args, { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } });
 
 async function stored(name: string): Promise<unknown> {
   const kv = await ensureBucket(env().nc, env().names, "mcpServers");

@@ -44,6 +44,15 @@ function exported(lines: string, token: string): Record<string, string> {
   );
 }
 
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** What `agent.laptop`'s budget has counted in its window so far. */
+async function usedTokens(): Promise<number> {
+  const ls = await geode(["budget", "ls", "--json"]);
+  const rows = JSON.parse(ls.out) as Array<{ key: string; used: { tokens: number } }>;
+  return rows.find((r) => r.key === "agent.laptop")?.used.tokens ?? 0;
+}
+
 /** One agent as the table runs it. */
 interface LlmAgentCase {
   agent: "gemini-cli" | "copilot";
@@ -57,6 +66,8 @@ interface LlmAgentCase {
   ): Promise<{ url: string; close(): Promise<void> }>;
   /** Runs the agent with `vars` (connect's) in its environment; `noRetry`: retries turned off. */
   run(vars: Record<string, string>, noRetry: boolean): Promise<AgentProcess>;
+  /** What the agent prints of the gateway's 429 whose message starts with `message`. */
+  refusalShown(message: string): RegExp[];
   /** The slot the provider key must reach the provider in. */
   keyHeader: string;
   keyValue: string;
@@ -93,6 +104,11 @@ const CASES: LlmAgentCase[] = [
         timeoutMs: 150_000,
       });
     },
+    // Its result event carries the Google error's message; its log, the error's code.
+    refusalShown: (message) => [
+      new RegExp(`"message":"\\[API Error: cost_limit_exceeded: ${escaped(message)}`),
+      /code: 429,/,
+    ],
     keyHeader: "x-goog-api-key",
     keyValue: PROVIDER_KEY,
     model: "gemini-2.5-pro",
@@ -115,6 +131,7 @@ const CASES: LlmAgentCase[] = [
         timeoutMs: 150_000,
       });
     },
+    refusalShown: (message) => [new RegExp(`^429 ${escaped(message)}`, "m")],
     keyHeader: "authorization",
     keyValue: `Bearer ${PROVIDER_KEY}`,
     model: "gpt-4.1",
@@ -184,17 +201,34 @@ describe.each(CASES)("$agent through the LLM gateway", (c) => {
   }, 240_000);
 
   it("a budget of a few tokens lets the first call through; the agent shows the 429 of the next", async () => {
-    const set = await geode(["budget", "set", "agent.laptop", "--tokens", "15", "--window", "1h"]);
-    expect(set.code, set.err).toBe(0);
-    await new Promise((r) => setTimeout(r, 300));
+    // The window's counter outlives an earlier budget of the same key: the limit is 15 tokens over it.
+    const setLimit = async (tokens: number) => {
+      const set = await geode([
+        "budget",
+        "set",
+        "agent.laptop",
+        "--tokens",
+        String(tokens),
+        "--window",
+        "1h",
+      ]);
+      expect(set.code, set.err).toBe(0);
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    await setLimit(15);
+    const used = await usedTokens();
+    if (used > 0) await setLimit(used + 15);
     const before = (await fx.llmEvents()).length;
     try {
       const { seen, vars } = await throughGateway(c, { shell: "echo first", text: "never reached" });
       const run = await c.run(vars, true);
       const shown = run.stdout + run.stderr;
       expect(seen.length, shown).toBe(1);
-      expect(shown).toMatch(/429/);
-      expect(shown).toContain("cost_limit_exceeded");
+      // The gateway's refusal, in the provider's error shape, as the agent prints it.
+      for (const shows of c.refusalShown(
+        `budget agent.laptop is spent (${used + 20} of ${used + 15} tokens this 1h window)`,
+      ))
+        expect(shown).toMatch(shows);
       expect(shown).not.toContain(PROVIDER_KEY);
       const events = (await fx.llmEvents()).slice(before);
       expect(events.filter((e) => e.event === "llm_call_ended")).toHaveLength(1);

@@ -15,12 +15,15 @@ import { describe, expect, it } from "vitest";
 
 const env = useTestEnv();
 
-function geode(args: string[]): Promise<{ code: number; out: string; err: string }> {
+function geode(
+  args: string[],
+  extra: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [GEODE_BIN, ...args],
-      { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } },
+      { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice", ...extra } },
       (error, stdout, stderr) =>
         resolve({
           code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
@@ -243,10 +246,26 @@ describe("geode connect <agent> --llm", () => {
       apiKey: "{env:GEODE_AGENT_TOKEN}",
     });
 
-    const gemini = await geode(["connect", "gemini-cli", "--llm", "goog", "--url", gw]);
+    // Gemini CLI also needs its key auth chosen in its settings (kept otherwise as they were).
+    const geminiSettings = path.join(dir, ".gemini", "settings.json");
+    const gemini = await geode(["connect", "gemini-cli", "--llm", "goog", "--url", gw], { HOME: dir });
     expect(gemini.out).toBe(
       `export GOOGLE_GEMINI_BASE_URL='${gw}/v1/llm/goog'\nexport GEMINI_API_KEY="$GEODE_AGENT_TOKEN"\n`,
     );
+    expect(JSON.parse(readFileSync(geminiSettings, "utf8"))).toEqual({
+      security: { auth: { selectedType: "gemini-api-key" } },
+    });
+    writeFileSync(
+      geminiSettings,
+      JSON.stringify({ general: { x: 1 }, security: { auth: { useExternal: false } } }),
+    );
+    expect((await geode(["connect", "gemini-cli", "--llm", "goog", "--url", gw], { HOME: dir })).code).toBe(
+      0,
+    );
+    expect(JSON.parse(readFileSync(geminiSettings, "utf8"))).toEqual({
+      general: { x: 1 },
+      security: { auth: { useExternal: false, selectedType: "gemini-api-key" } },
+    });
     const copilot = await geode(["connect", "copilot", "--llm", "claude", "--url", gw]);
     expect(copilot.out).toContain("export COPILOT_PROVIDER_TYPE='anthropic'");
     const qwen = await geode(["connect", "qwen-code", "--llm", "gpt", "--url", gw]);
@@ -258,5 +277,6 @@ describe("geode connect <agent> --llm", () => {
     const unknown = await geode(["connect", "codex", "--llm", "nope", "--url", gw, "--write", codex]);
     expect(unknown.code).toBe(1);
     expect(unknown.err).toContain("no LLM provider nope");
-  });
+    // Fifteen runs of the compiled CLI on a loaded machine.
+  }, 120_000);
 });

@@ -26,7 +26,8 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const geode = (args: string[]) => runCliCaptured(args, { ...process.env, ...fx.env().env });
+const geode = (args: string[], extra: Record<string, string> = {}) =>
+  runCliCaptured(args, { ...process.env, ...fx.env().env, ...extra });
 
 /** The variables the printed `export` lines set, as a shell evaluating them with the token sees them. */
 function exported(lines: string, token: string): Record<string, string> {
@@ -64,8 +65,10 @@ interface LlmAgentCase {
     script: { shell: string; text: string },
     onCall: (r: StandInRequest) => void,
   ): Promise<{ url: string; close(): Promise<void> }>;
-  /** Runs the agent with `vars` (connect's) in its environment; `noRetry`: retries turned off. */
-  run(vars: Record<string, string>, noRetry: boolean): Promise<AgentProcess>;
+  /** A scratch HOME and working folder for one run; `noRetry`: the agent's retries turned off. */
+  scratch(noRetry: boolean): { home: string; work: string };
+  /** Runs the agent in `dirs` with `vars` (connect's) in its environment. */
+  run(dirs: { home: string; work: string }, vars: Record<string, string>): Promise<AgentProcess>;
   /** What the agent prints of the gateway's 429 whose message starts with `message`. */
   refusalShown(message: string): RegExp[];
   /** The slot the provider key must reach the provider in. */
@@ -83,18 +86,20 @@ const CASES: LlmAgentCase[] = [
       const api = await startGeminiStandIn([{ shell: script.shell }, { text: script.text }], onCall);
       return api;
     },
-    async run(vars, noRetry) {
+    scratch(noRetry) {
       const dirs = geminiScratch();
       cleanups.push(dirs.cleanup);
       trustFolder(dirs.home, dirs.work);
-      if (noRetry) {
-        const settings = JSON.parse(readFileSync(dirs.settings, "utf8")) as Record<
-          string,
-          Record<string, unknown>
-        >;
-        settings["general"] = { ...settings["general"], maxAttempts: 1 };
-        writeFileSync(dirs.settings, JSON.stringify(settings));
-      }
+      // Its auth type is left for `geode connect` to choose.
+      const { security: _auth, ...settings } = JSON.parse(readFileSync(dirs.settings, "utf8")) as Record<
+        string,
+        Record<string, unknown>
+      >;
+      if (noRetry) settings["general"] = { ...settings["general"], maxAttempts: 1 };
+      writeFileSync(dirs.settings, JSON.stringify(settings));
+      return dirs;
+    },
+    run(dirs, vars) {
       return runGemini({
         prompt: "Say hi.",
         home: dirs.home,
@@ -118,10 +123,13 @@ const CASES: LlmAgentCase[] = [
     provider: { name: "openai", kind: "openai" },
     baseUrl: (url) => `${url}/v1`,
     standIn: (script, onCall) => startChatStandIn([{ shell: script.shell }, { text: script.text }], onCall),
-    run(vars) {
+    scratch() {
       const dirs = scratchFolders("copilot-llm");
       cleanups.push(dirs.cleanup);
       mkdirSync(path.join(dirs.home, ".copilot"), { recursive: true });
+      return dirs;
+    },
+    run(dirs, vars) {
       return runCopilot({
         prompt: "Say hi.",
         home: dirs.home,
@@ -139,7 +147,7 @@ const CASES: LlmAgentCase[] = [
 ];
 
 /** The agent configured by what `geode connect <agent> --llm` printed, against a fresh stand-in. */
-async function throughGateway(c: LlmAgentCase, script: { shell: string; text: string }) {
+async function throughGateway(c: LlmAgentCase, script: { shell: string; text: string }, noRetry = false) {
   const seen: StandInRequest[] = [];
   const api = await c.standIn(script, (r) => {
     if (/:(stream)?generateContent|\/chat\/completions/i.test(r.url)) seen.push(r);
@@ -158,12 +166,15 @@ async function throughGateway(c: LlmAgentCase, script: { shell: string; text: st
   ]);
   expect(add.code, add.err).toBe(0);
   await fx.provider({ ...c.provider, base_url: c.baseUrl(api.url) });
-  const connect = await geode(["connect", c.agent, "--llm", c.provider.name, "--url", fx.gateway().url]);
+  const dirs = c.scratch(noRetry);
+  const connect = await geode(["connect", c.agent, "--llm", c.provider.name, "--url", fx.gateway().url], {
+    HOME: dirs.home,
+  });
   expect(connect.code, connect.err).toBe(0);
   const vars = exported(connect.out, fx.token());
   expect(Object.values(vars)).toContain(fx.token());
   expect(connect.out).not.toContain(fx.token());
-  return { seen, vars };
+  return { seen, vars, dirs };
 }
 
 describe.each(CASES)("$agent through the LLM gateway", (c) => {
@@ -171,8 +182,11 @@ describe.each(CASES)("$agent through the LLM gateway", (c) => {
     const price = await geode(["llm", "price", `${c.model.slice(0, 6)}*`, "--input", "2", "--output", "10"]);
     expect(price.code, price.err).toBe(0);
     const before = (await fx.llmEvents()).length;
-    const { seen, vars } = await throughGateway(c, { shell: "echo through-the-gateway", text: "All done." });
-    const run = await c.run(vars, false);
+    const { seen, vars, dirs } = await throughGateway(c, {
+      shell: "echo through-the-gateway",
+      text: "All done.",
+    });
+    const run = await c.run(dirs, vars);
     const shown = run.stdout + run.stderr;
     expect(run.code, shown).toBe(0);
     expect(shown).toContain("All done.");
@@ -220,8 +234,12 @@ describe.each(CASES)("$agent through the LLM gateway", (c) => {
     if (used > 0) await setLimit(used + 15);
     const before = (await fx.llmEvents()).length;
     try {
-      const { seen, vars } = await throughGateway(c, { shell: "echo first", text: "never reached" });
-      const run = await c.run(vars, true);
+      const { seen, vars, dirs } = await throughGateway(
+        c,
+        { shell: "echo first", text: "never reached" },
+        true,
+      );
+      const run = await c.run(dirs, vars);
       const shown = run.stdout + run.stderr;
       expect(seen.length, shown).toBe(1);
       // The gateway's refusal, in the provider's error shape, as the agent prints it.

@@ -17,7 +17,7 @@ import type { AgentProcess } from "./agent-process-support.js";
 import { scratchFolders } from "./agent-process-support.js";
 import { runCopilot, startChatStandIn } from "./copilot-support.js";
 import { geminiScratch, runGemini, startGeminiStandIn, trustFolder } from "./gemini-support.js";
-import { KEY_ENV, PROVIDER_KEY, useLlmFixture } from "./llm-support.js";
+import { expectProviderKeyNowhere, KEY_ENV, PROVIDER_KEY, useLlmFixture } from "./llm-support.js";
 import type { StandInRequest } from "./stand-in-server.js";
 
 const fx = useLlmFixture();
@@ -257,4 +257,13 @@ describe.each(CASES)("$agent through the LLM gateway", (c) => {
       await (await BudgetStore.open({ nc: fx.env().nc, names: fx.env().names })).remove("agent.laptop");
     }
   }, 300_000);
+});
+
+describe("after both agents ran", () => {
+  it("the provider key is in no stream, bucket or log line", async () => {
+    expect((await fx.llmEvents()).filter((e) => e.event === "llm_call_ended").length).toBeGreaterThanOrEqual(
+      6,
+    );
+    await expectProviderKeyNowhere(fx);
+  });
 });

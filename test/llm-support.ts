@@ -7,7 +7,7 @@ import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import type { BudgetRecord, EventEnvelope, LlmPriceRecord, LlmProviderRecord } from "@geode/contracts";
 import { BudgetStore, LlmPriceStore, LlmProviderStore } from "@geode/state";
 import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { addAgent } from "./gateway-support.js";
 import { keptLogger } from "./policy-support.js";
 import { eventsOf } from "./verify-support.js";
@@ -89,6 +89,22 @@ export function useLlmFixture(config: { timeoutMs?: number; maxBodyBytes?: numbe
       );
     },
   };
+}
+
+/**
+ * The provider key is in none of the namespace's streams (events, audit, KV buckets, …) nor the
+ * gateway's log lines.
+ */
+export async function expectProviderKeyNowhere(fx: LlmFixture): Promise<void> {
+  const { jsm, names } = fx.env();
+  const streams = await jsm.streams.list().next();
+  const ours = streams.filter((s) => s.config.name.includes(names.ns) || s.config.name.includes(names.NS));
+  expect(ours.length).toBeGreaterThan(3);
+  for (const s of ours) {
+    const raw = await eventsOf(jsm, s.config.name).catch(() => []);
+    expect(JSON.stringify(raw)).not.toContain(PROVIDER_KEY);
+  }
+  expect(JSON.stringify(fx.logLines)).not.toContain(PROVIDER_KEY);
 }
 
 /** Reads an SSE or JSON answer to its end, noting when each chunk came. */

@@ -16,8 +16,8 @@ import { geodeProcess } from "./agent-process-support.js";
 const env = useTestEnv();
 
 /** Runs `geode <args>` to its end, as the operator ops-alice. */
-const geode = (args: string[]) =>
-  geodeProcess(args, { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice" } });
+const geode = (args: string[], extra: Record<string, string> = {}) =>
+  geodeProcess(args, { env: { ...process.env, ...env().env, GEODE_OPERATOR: "ops-alice", ...extra } });
 
 async function stored(bucket: "llmProviders" | "budgets", key: string): Promise<unknown> {
   const kv = await ensureBucket(env().nc, env().names, bucket);
@@ -245,10 +245,26 @@ describe("geode connect <agent> --llm", () => {
       apiKey: "{env:GEODE_AGENT_TOKEN}",
     });
 
-    const gemini = await geode(["connect", "gemini-cli", "--llm", "goog", "--url", gw]);
+    // Gemini CLI also needs its key auth chosen in its settings (kept otherwise as they were).
+    const geminiSettings = path.join(dir, ".gemini", "settings.json");
+    const gemini = await geode(["connect", "gemini-cli", "--llm", "goog", "--url", gw], { HOME: dir });
     expect(gemini.out).toBe(
       `export GOOGLE_GEMINI_BASE_URL='${gw}/v1/llm/goog'\nexport GEMINI_API_KEY="$GEODE_AGENT_TOKEN"\n`,
     );
+    expect(JSON.parse(readFileSync(geminiSettings, "utf8"))).toEqual({
+      security: { auth: { selectedType: "gemini-api-key" } },
+    });
+    writeFileSync(
+      geminiSettings,
+      JSON.stringify({ general: { x: 1 }, security: { auth: { useExternal: false } } }),
+    );
+    expect((await geode(["connect", "gemini-cli", "--llm", "goog", "--url", gw], { HOME: dir })).code).toBe(
+      0,
+    );
+    expect(JSON.parse(readFileSync(geminiSettings, "utf8"))).toEqual({
+      general: { x: 1 },
+      security: { auth: { useExternal: false, selectedType: "gemini-api-key" } },
+    });
     const copilot = await geode(["connect", "copilot", "--llm", "claude", "--url", gw]);
     expect(copilot.out).toContain("export COPILOT_PROVIDER_TYPE='anthropic'");
     const qwen = await geode(["connect", "qwen-code", "--llm", "gpt", "--url", gw]);
@@ -260,5 +276,6 @@ describe("geode connect <agent> --llm", () => {
     const unknown = await geode(["connect", "codex", "--llm", "nope", "--url", gw, "--write", codex]);
     expect(unknown.code).toBe(1);
     expect(unknown.err).toContain("no LLM provider nope");
-  });
+    // Fifteen runs of the compiled CLI on a loaded machine.
+  }, 120_000);
 });

@@ -189,6 +189,22 @@ export async function expectLlmCallsRecorded(
   return ended;
 }
 
+/**
+ * The provider key is in none of the namespace's streams (events, audit, KV buckets, …) nor the
+ * gateway's log lines.
+ */
+export async function expectProviderKeyNowhere(fx: LlmFixture): Promise<void> {
+  const { jsm, names } = fx.env();
+  const streams = await jsm.streams.list().next();
+  const ours = streams.filter((s) => s.config.name.includes(names.ns) || s.config.name.includes(names.NS));
+  expect(ours.length).toBeGreaterThan(3);
+  for (const s of ours) {
+    const raw = await eventsOf(jsm, s.config.name).catch(() => []);
+    expect(JSON.stringify(raw)).not.toContain(PROVIDER_KEY);
+  }
+  expect(JSON.stringify(fx.logLines)).not.toContain(PROVIDER_KEY);
+}
+
 /** Reads an SSE or JSON answer to its end, noting when each chunk came. */
 export async function readChunks(
   res: Response,

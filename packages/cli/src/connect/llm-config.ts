@@ -29,6 +29,11 @@ interface LlmTarget {
   defaultFile?(env: NodeJS.ProcessEnv): string;
   /** The configuration for `baseUrl` (`…/v1/llm/{provider}`), merged into `current`. */
   render(current: string, baseUrl: string, provider: LlmProviderRecord): string;
+  /**
+   * A JSON settings file the agent also needs changed beside the variables it is printed (merged
+   * in unless `--print`).
+   */
+  settings?: { file(env: NodeJS.ProcessEnv): string; merge(current: Record<string, unknown>): unknown };
 }
 
 const home = (env: NodeJS.ProcessEnv) => env["HOME"] || os.homedir();
@@ -143,6 +148,17 @@ const TARGETS: Record<LlmAgent, LlmTarget> = {
     label: "Gemini CLI",
     kinds: ["gemini"],
     render: (_c, baseUrl) => exports({ GOOGLE_GEMINI_BASE_URL: baseUrl, GEMINI_API_KEY: `$${TOKEN_ENV}` }),
+    // With a base URL in its environment and no auth type in its settings, Gemini CLI picks its
+    // "gateway" auth, which refuses to run headless ("Invalid auth method selected."): the key
+    // auth must be chosen in its settings.
+    settings: {
+      file: (env) => path.join(home(env), ".gemini", "settings.json"),
+      merge: (current) => {
+        const security = objectAt(current, "security");
+        const auth = objectAt(security, "auth");
+        return { ...current, security: { ...security, auth: { ...auth, selectedType: "gemini-api-key" } } };
+      },
+    },
   },
   copilot: {
     label: "Copilot CLI",
@@ -241,6 +257,13 @@ export async function connectLlm(agent: LlmAgent, args: string[], io: CommandIO)
     return 1;
   }
   const defaultFile = target.defaultFile?.(io.env);
+  const settings = target.settings;
+  if (settings && !values.print) {
+    const file = settings.file(io.env);
+    const current = existsSync(file) ? readFileSync(file, "utf8") : "";
+    if (!writeMergedJson(file, io, () => settings.merge(jsonObject(current)))) return 1;
+    io.err(`wrote ${target.label}'s key auth into ${file}\n`);
+  }
   if (values.print || (values.write === undefined && defaultFile === undefined)) {
     io.out(target.render("", baseUrl, provider));
     if (defaultFile === undefined && !values.print)

@@ -3,10 +3,11 @@
  * provider key in its environment, provider and price records written as `geode llm` writes them,
  * and the model-call events read back from the events stream.
  */
+import { execFile } from "node:child_process";
 import { type AgentGateway, startAgentGateway } from "@geode/agent-gateway";
 import type { BudgetRecord, EventEnvelope, LlmPriceRecord, LlmProviderRecord } from "@geode/contracts";
 import { BudgetStore, LlmPriceStore, LlmProviderStore } from "@geode/state";
-import { type TestEnv, useTestEnv, waitFor } from "@geode/testing";
+import { GEODE_BIN, type TestEnv, useTestEnv, waitFor } from "@geode/testing";
 import { afterAll, beforeAll } from "vitest";
 import { addAgent } from "./gateway-support.js";
 import { keptLogger } from "./policy-support.js";
@@ -104,4 +105,25 @@ export async function readChunks(
     chunks.push({ at: Date.now(), text: decoder.decode(value, { stream: true }) });
   }
   return { text: chunks.map((c) => c.text).join(""), chunks };
+}
+
+/** Runs the `geode` CLI against the fixture's bus, as an operator does. */
+export function geodeFor(
+  fx: LlmFixture,
+  args: string[],
+  extra: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [GEODE_BIN, ...args],
+      { env: { ...process.env, ...fx.env().env, ...extra } },
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
+          out: stdout,
+          err: stderr,
+        }),
+    );
+  });
 }

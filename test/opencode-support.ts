@@ -73,7 +73,15 @@ export function runOpencode(options: {
   /** `PROVIDER/MODEL` of its config (default: the stand-in's). */
   model?: string;
 }): Promise<AgentProcess> {
-  const args = ["run", "--format", "json", "-m", options.model ?? MODEL, ...(options.args ?? []), options.prompt];
+  const args = [
+    "run",
+    "--format",
+    "json",
+    "-m",
+    options.model ?? MODEL,
+    ...(options.args ?? []),
+    options.prompt,
+  ];
   return runAgentProcess(OPENCODE_BIN, args, {
     cwd: options.cwd,
     env: { ...opencodeEnv(options.home), ...options.env },

@@ -173,6 +173,10 @@ describe("geode connect <agent> --llm", () => {
           "https://api.openai.com/v1",
           "--key-env",
           "OPENAI_API_KEY",
+          "--model",
+          "gpt-5*",
+          "--model",
+          "gpt-4.1",
         ])
       ).code,
     ).toBe(0);
@@ -244,6 +248,10 @@ describe("geode connect <agent> --llm", () => {
       baseURL: `${gw}/v1/llm/gpt`,
       apiKey: "{env:GEODE_AGENT_TOKEN}",
     });
+    // Only the literal model ids: opencode refuses a model its provider does not list.
+    expect(JSON.parse(readFileSync(opencode, "utf8")).provider["geode-gpt"].models).toEqual({
+      "gpt-4.1": { name: "gpt-4.1" },
+    });
 
     // Gemini CLI also needs its key auth chosen in its settings (kept otherwise as they were).
     const geminiSettings = path.join(dir, ".gemini", "settings.json");
@@ -268,7 +276,9 @@ describe("geode connect <agent> --llm", () => {
     const copilot = await geode(["connect", "copilot", "--llm", "claude", "--url", gw]);
     expect(copilot.out).toContain("export COPILOT_PROVIDER_TYPE='anthropic'");
     const qwen = await geode(["connect", "qwen-code", "--llm", "gpt", "--url", gw]);
-    expect(qwen.out).toContain(`export OPENAI_BASE_URL='${gw}/v1/llm/gpt'`);
+    expect(qwen.out).toBe(
+      `export OPENAI_BASE_URL='${gw}/v1/llm/gpt'\nexport OPENAI_API_KEY="$GEODE_AGENT_TOKEN"\nexport OPENAI_MODEL='gpt-4.1'\n`,
+    );
 
     const wrongKind = await geode(["connect", "codex", "--llm", "claude", "--url", gw, "--write", codex]);
     expect(wrongKind.code).toBe(1);

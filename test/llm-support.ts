@@ -219,3 +219,4 @@ export async function readChunks(
   }
   return { text: chunks.map((c) => c.text).join(""), chunks };
 }
+

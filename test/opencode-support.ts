@@ -70,8 +70,18 @@ export function runOpencode(options: {
   env?: Record<string, string>;
   args?: string[];
   timeoutMs?: number;
+  /** `PROVIDER/MODEL` of its config (default: the stand-in's). */
+  model?: string;
 }): Promise<AgentProcess> {
-  const args = ["run", "--format", "json", "-m", MODEL, ...(options.args ?? []), options.prompt];
+  const args = [
+    "run",
+    "--format",
+    "json",
+    "-m",
+    options.model ?? MODEL,
+    ...(options.args ?? []),
+    options.prompt,
+  ];
   return runAgentProcess(OPENCODE_BIN, args, {
     cwd: options.cwd,
     env: { ...opencodeEnv(options.home), ...options.env },

@@ -117,6 +117,9 @@ function codexConfig(current: string, baseUrl: string, p: LlmProviderRecord): st
   return text;
 }
 
+/** The provider record's model ids that are not globs: the models an agent is told it may ask for. */
+const literalModels = (p: LlmProviderRecord): string[] => (p.models ?? []).filter((m) => !/[*?[\]]/.test(m));
+
 /** Each agent's base-URL setting (DESIGN section 21; shared/notes/TECH.md sections 10-12 have the facts). */
 const TARGETS: Record<LlmAgent, LlmTarget> = {
   codex: {
@@ -173,7 +176,15 @@ const TARGETS: Record<LlmAgent, LlmTarget> = {
   "qwen-code": {
     label: "Qwen Code",
     kinds: ["openai"],
-    render: (_c, baseUrl) => exports({ OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: `$${TOKEN_ENV}` }),
+    // Qwen Code takes its auth type from these only with a model too (OPENAI_MODEL).
+    render: (_c, baseUrl, p) => {
+      const model = literalModels(p)[0];
+      return exports({
+        OPENAI_BASE_URL: baseUrl,
+        OPENAI_API_KEY: `$${TOKEN_ENV}`,
+        ...(model === undefined ? {} : { OPENAI_MODEL: model }),
+      });
+    },
   },
   opencode: {
     label: "opencode",
@@ -194,7 +205,11 @@ const TARGETS: Record<LlmAgent, LlmTarget> = {
               npm: p.kind === "anthropic" ? "@ai-sdk/anthropic" : "@ai-sdk/openai-compatible",
               name: `geode (${p.name})`,
               options: { ...objectAt(before, "options"), baseURL: baseUrl, apiKey: `{env:${TOKEN_ENV}}` },
-              models: before["models"] ?? {},
+              // opencode refuses a model its provider does not list.
+              models: {
+                ...Object.fromEntries(literalModels(p).map((m) => [m, { name: m }])),
+                ...objectAt(before, "models"),
+              },
             },
           },
         },

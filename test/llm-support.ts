@@ -219,4 +219,3 @@ export async function readChunks(
   }
   return { text: chunks.map((c) => c.text).join(""), chunks };
 }
-

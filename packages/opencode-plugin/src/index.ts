@@ -187,36 +187,25 @@ function sessionEvent(event: BusEvent, children: Map<string, Child>): Record<str
   }
 }
 
-/**
- * The plugin: opencode calls it once per instance with its context and the options of its
- * config entry (`"plugin": [["file:///…/geode-opencode-plugin.js", {url, fail_open}]]`).
- */
-export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePluginOptions) {
-  const options: Required<GeodePluginOptions> = {
+/** The config entry's options, with the environment and defaults filled in. */
+function resolveOptions(given: GeodePluginOptions | undefined): Required<GeodePluginOptions> {
+  return {
     url: given?.url ?? process.env["GEODE_OPENCODE_HOOK_URL"] ?? DEFAULT_URL,
     token_env: given?.token_env ?? "GEODE_AGENT_TOKEN",
     fail_open: given?.fail_open === true,
     timeout_ms: given?.timeout_ms ?? DEFAULT_TIMEOUT_MS,
   };
-  // The sessions this instance saw: each ends when opencode disposes of the instance (a
-  // sub-agent's ends with its task instead).
-  const sessions = new Set<string>();
-  const children = new Map<string, Child>();
-  const post = (body: Record<string, unknown>) => {
-    sessions.add(String(body["session_id"]));
-    return send(options, body);
-  };
-  const refuseOn = (answer: GatewayAnswer) => {
-    if (answer.decision === "deny") throw new GeodeRefusal(answer.reason ?? "geode: refused");
-  };
+}
+
+/**
+ * The hooks around one tool call: before it (refuse, or rewrite its arguments), after it
+ * (replace or extend its output) and opencode's permission prompt (answer it).
+ */
+function toolHooks(
+  post: (body: Record<string, unknown>) => Promise<GatewayAnswer>,
+  refuseOn: (answer: GatewayAnswer) => void,
+) {
   return {
-    dispose: async () => {
-      const ended = [...sessions].filter((id) => !children.has(id));
-      sessions.clear();
-      await Promise.all(
-        ended.map((id) => send(options, { event: "instance.disposed", session_id: id, reason: "exit" })),
-      );
-    },
     "tool.execute.before": async (input: ToolInput, output: { args: unknown }) => {
       const answer = await post({
         event: "tool.execute.before",
@@ -254,6 +243,35 @@ export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePlugin
       });
       if (answer.decision) output.status = answer.decision;
     },
+  };
+}
+
+/**
+ * The plugin: opencode calls it once per instance with its context and the options of its
+ * config entry (`"plugin": [["file:///…/geode-opencode-plugin.js", {url, fail_open}]]`).
+ */
+export async function GeodeOpencodePlugin(_context: unknown, given?: GeodePluginOptions) {
+  const options = resolveOptions(given);
+  // The sessions this instance saw: each ends when opencode disposes of the instance (a
+  // sub-agent's ends with its task instead).
+  const sessions = new Set<string>();
+  const children = new Map<string, Child>();
+  const post = (body: Record<string, unknown>) => {
+    sessions.add(String(body["session_id"]));
+    return send(options, body);
+  };
+  const refuseOn = (answer: GatewayAnswer) => {
+    if (answer.decision === "deny") throw new GeodeRefusal(answer.reason ?? "geode: refused");
+  };
+  return {
+    dispose: async () => {
+      const ended = [...sessions].filter((id) => !children.has(id));
+      sessions.clear();
+      await Promise.all(
+        ended.map((id) => send(options, { event: "instance.disposed", session_id: id, reason: "exit" })),
+      );
+    },
+    ...toolHooks(post, refuseOn),
     "chat.message": async (
       input: { sessionID: string; messageID?: string; model?: { providerID: string; modelID: string } },
       output: { parts: unknown },

@@ -74,24 +74,7 @@ async function answerMcp(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const host = hostnameOf(header(req, "host"));
-  if (host === null || !mcp.allowedHosts.includes(host)) {
-    req.resume();
-    send(res, 403, rpcError(-32000, "Host not allowed"), true);
-    return;
-  }
-  const origin = header(req, "origin");
-  if (origin !== undefined && !mcp.allowedHosts.includes(hostnameOf(origin) ?? "")) {
-    req.resume();
-    send(res, 403, rpcError(-32000, "Origin not allowed"), true);
-    return;
-  }
-  if (req.method !== "POST") {
-    req.resume();
-    res.writeHead(405, { allow: "POST", "content-type": "application/json" });
-    res.end(JSON.stringify(rpcError(-32000, "Method not allowed: this endpoint is stateless, use POST")));
-    return;
-  }
+  if (refusedHostOrMethod(mcp, req, res)) return;
   const agent = options.routes.identify(req.headers.authorization);
   if (agent === null) {
     req.resume();
@@ -125,16 +108,55 @@ async function answerMcp(
   res.once("close", () => {
     if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
   });
+  const response = await mcp.serve(webRequest(req, raw, ac.signal), agent, body);
+  await writeWebResponse(res, response);
+}
+
+/**
+ * Refuses (and answers) a request whose Host or Origin is not allowed (403, against DNS
+ * rebinding) or whose method is not POST (405). Returns true when it answered.
+ */
+function refusedHostOrMethod(
+  mcp: NonNullable<HttpRoutes["mcp"]>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): boolean {
+  const host = hostnameOf(header(req, "host"));
+  if (host === null || !mcp.allowedHosts.includes(host)) {
+    req.resume();
+    send(res, 403, rpcError(-32000, "Host not allowed"), true);
+    return true;
+  }
+  const origin = header(req, "origin");
+  if (origin !== undefined && !mcp.allowedHosts.includes(hostnameOf(origin) ?? "")) {
+    req.resume();
+    send(res, 403, rpcError(-32000, "Origin not allowed"), true);
+    return true;
+  }
+  if (req.method !== "POST") {
+    req.resume();
+    res.writeHead(405, { allow: "POST", "content-type": "application/json" });
+    res.end(JSON.stringify(rpcError(-32000, "Method not allowed: this endpoint is stateless, use POST")));
+    return true;
+  }
+  return false;
+}
+
+/** The Node request as the web `Request` the MCP SDK's handler takes (body already read). */
+function webRequest(req: IncomingMessage, raw: Buffer, signal: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers))
     if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  const request = new Request(`http://${header(req, "host")}${MCP_PATH}`, {
+  return new Request(`http://${header(req, "host")}${MCP_PATH}`, {
     method: "POST",
     headers,
     body: raw,
-    signal: ac.signal,
+    signal,
   });
-  const response = await mcp.serve(request, agent, body);
+}
+
+/** Writes the SDK's web `Response` back: status, headers, then the body (JSON or an SSE stream). */
+async function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
   const out: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     out[name] = value;

@@ -20,7 +20,7 @@ import {
   type StreamInfo,
 } from "@nats-io/jetstream";
 import type { LogName } from "./audit-options.js";
-import { readCheckpoints, readLeafHashes, readStoredLog } from "./audit-tables.js";
+import { readCheckpoints, readLeafHashes, readStoredLog, type StoredLog } from "./audit-tables.js";
 import { ProjectionCheck, rowDivergenceText } from "./projection-check.js";
 import { readStream } from "./read-stream.js";
 import { StoredLeaves } from "./stored-leaves.js";
@@ -115,6 +115,35 @@ function claimedSize(note: string, fallback: number): number {
   }
 }
 
+/** The log's signed checkpoints, smallest first, or the first whose signature fails. */
+function openCheckpoints(
+  notes: string[],
+  verifier: NoteVerifier,
+  origin: string,
+): { checkpoints: Checkpoint[] } | { divergence: Divergence } {
+  const checkpoints: Checkpoint[] = [];
+  for (const note of notes) {
+    try {
+      const { checkpoint } = openCheckpoint(note, { verifiers: [verifier], origin });
+      checkpoints.push({ size: checkpoint.size, root: checkpoint.rootHash });
+    } catch {
+      return { divergence: { kind: "bad_signature", checkpoint_size: claimedSize(note, 0) } };
+    }
+  }
+  checkpoints.sort((a, b) => a.size - b.size);
+  return { checkpoints };
+}
+
+/** The stream's info, or undefined when the stream does not exist. */
+async function streamInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo | undefined> {
+  try {
+    return await jsm.streams.info(stream);
+  } catch (err) {
+    if ((err as { code?: number }).code !== 10059 && (err as { status?: number }).status !== 404) throw err;
+    return undefined;
+  }
+}
+
 /**
  * Verifies one log (DESIGN section 20): every checkpoint's signature; then the stream re-read in
  * order, each message's leaf recomputed and compared with the stored leaf, sequences the stream
@@ -127,20 +156,8 @@ export async function verifyLog(o: VerifyLogOptions): Promise<LogVerdict> {
   const { names, log, projection } = o;
   const stream = names.auditStream(log);
   const origin = names.auditLog(log);
-  const ns = projection.ns;
-  const stored = await readStoredLog(projection.root, ns, log);
-  let info: StreamInfo | undefined;
-  try {
-    info = await o.jsm.streams.info(stream);
-  } catch (err) {
-    if ((err as { code?: number }).code !== 10059 && (err as { status?: number }).status !== 404) throw err;
-  }
-  const streamFirst = info && info.state.messages > 0 ? info.state.first_seq : Number.POSITIVE_INFINITY;
-  const streamLast = info?.state.last_seq ?? 0;
-  const firstSeq =
-    stored?.firstSeq ?? (info ? (info.state.messages === 0 ? streamLast + 1 : info.state.first_seq) : 1);
-  const storedSize = stored?.size ?? 0;
-
+  const stored = await readStoredLog(projection.root, projection.ns, log);
+  const info = await streamInfo(o.jsm, stream);
   const verdict: LogVerdict = {
     log,
     origin,
@@ -155,178 +172,250 @@ export async function verifyLog(o: VerifyLogOptions): Promise<LogVerdict> {
 
   // Signatures first: a checkpoint that is not the key's says nothing about the log.
   const notes = [
-    ...(await readCheckpoints(projection.root, ns, log)).map((c) => c.note),
+    ...(await readCheckpoints(projection.root, projection.ns, log)).map((c) => c.note),
     ...o.extraCheckpoints,
   ];
-  const checkpoints: Array<{ size: number; root: Uint8Array }> = [];
-  for (const note of notes) {
-    try {
-      const { checkpoint } = openCheckpoint(note, { verifiers: [o.verifier], origin });
-      checkpoints.push({ size: checkpoint.size, root: checkpoint.rootHash });
-    } catch {
-      verdict.divergence = { kind: "bad_signature", checkpoint_size: claimedSize(note, 0) };
-      return verdict;
-    }
+  const opened = openCheckpoints(notes, o.verifier, origin);
+  if ("divergence" in opened) {
+    verdict.divergence = opened.divergence;
+    return verdict;
   }
-  checkpoints.sort((a, b) => a.size - b.size);
+  const { checkpoints } = opened;
   verdict.checkpoints = checkpoints.length;
   verdict.checkpoint_size = checkpoints.at(-1)?.size ?? 0;
 
-  const lastSeq = Math.max(streamLast, firstSeq + storedSize - 1);
-  const total = Math.max(0, lastSeq - firstSeq + 1);
-  const frontier = new MerkleFrontier();
-  let nextCheckpoint = 0;
-  let divergence: Divergence | undefined;
   const projectionCheck = o.checkProjection
     ? await ProjectionCheck.open(projection, log === "events" ? "events" : "timeline", stream)
     : undefined;
+  const replay = new LogReplay({ ...o, stream, info, stored, checkpoints, projectionCheck });
+  await replay.run();
+  verdict.leaves = replay.frontier.size;
+  verdict.retained = replay.retained;
+  verdict.root = toBase64(replay.frontier.root());
+  if (replay.divergence) verdict.divergence = replay.divergence;
+  return verdict;
+}
 
-  // Stored leaf hashes (what the notary appended), a chunk at a time, the next one read ahead.
-  const storedLeaves = new StoredLeaves(projection.root, ns, log, storedSize);
-  const storedLeaf = (index: number): Promise<Uint8Array | undefined> => storedLeaves.leaf(index);
+interface Checkpoint {
+  size: number;
+  root: Uint8Array;
+}
+
+interface LogReplayOptions {
+  js: JetStreamClient;
+  projection: ProjectionDb;
+  log: LogName;
+  stream: string;
+  info: StreamInfo | undefined;
+  stored: StoredLog | undefined;
+  checkpoints: Checkpoint[];
+  projectionCheck: ProjectionCheck | undefined;
+  onProgress?: (done: number, total: number) => void;
+}
+
+/**
+ * One log's tree recomputed in sequence order, in stages: the sequences before the stream's first
+ * retained one (aged out, or removed), the retained stream, then the projection's rows and the
+ * checkpoints the recomputed log does not reach. The first divergence found ends it.
+ */
+class LogReplay {
+  readonly frontier = new MerkleFrontier();
+  divergence: Divergence | undefined;
+  /** Leaves read from the stream. */
+  retained = 0;
+  private readonly firstSeq: number;
+  private readonly streamFirst: number;
+  private readonly streamLast: number;
+  private readonly storedSize: number;
+  private readonly lastSeq: number;
+  private readonly total: number;
+  /** Stored leaf hashes (what the notary appended), a chunk at a time, the next one read ahead. */
+  private readonly storedLeaves: StoredLeaves;
+  private nextCheckpoint = 0;
+  /** The next sequence the stream should deliver. */
+  private expected = 0;
+  /** Stored leaves of sequences the stream skipped, looked for further on (moved, not deleted). */
+  private readonly missing = new Map<number, Uint8Array>();
+  private pendingDeleted: { from: number; to: number } | undefined;
+
+  constructor(private readonly o: LogReplayOptions) {
+    const { info, stored } = o;
+    this.streamFirst = info && info.state.messages > 0 ? info.state.first_seq : Number.POSITIVE_INFINITY;
+    this.streamLast = info?.state.last_seq ?? 0;
+    this.firstSeq =
+      stored?.firstSeq ??
+      (info ? (info.state.messages === 0 ? this.streamLast + 1 : info.state.first_seq) : 1);
+    this.storedSize = stored?.size ?? 0;
+    this.lastSeq = Math.max(this.streamLast, this.firstSeq + this.storedSize - 1);
+    this.total = Math.max(0, this.lastSeq - this.firstSeq + 1);
+    this.storedLeaves = new StoredLeaves(o.projection.root, o.projection.ns, o.log, this.storedSize);
+  }
+
+  async run(): Promise<void> {
+    await this.replayHead();
+    if (!this.divergence && this.o.info && this.o.info.state.messages > 0) await this.replayStream();
+    const check = this.o.projectionCheck;
+    await check?.flush();
+    if (!this.divergence && check?.found) {
+      const f = check.found;
+      this.divergence = {
+        kind: f.how === "changed" ? "row_changed" : "row_deleted",
+        table: f.table,
+        stream_seq: f.streamSeq,
+      };
+    }
+    // A checkpoint the recomputed log does not reach.
+    if (!this.divergence) {
+      const beyond = this.o.checkpoints.find((c) => c.size > this.frontier.size);
+      if (beyond)
+        this.divergence = { kind: "truncated", leaves: this.frontier.size, checkpoint_size: beyond.size };
+    }
+  }
+
+  private storedLeaf(index: number): Promise<Uint8Array | undefined> {
+    return this.storedLeaves.leaf(index);
+  }
 
   /** Appends one leaf; at a checkpoint's size, compares the roots. */
-  const append = (hash: Uint8Array): void => {
-    frontier.appendHash(hash);
-    while (nextCheckpoint < checkpoints.length && checkpoints[nextCheckpoint]!.size <= frontier.size) {
-      const cp = checkpoints[nextCheckpoint]!;
-      if (cp.size === frontier.size && !divergence && !sameHash(frontier.root(), cp.root)) {
+  private append(hash: Uint8Array): void {
+    const { checkpoints } = this.o;
+    this.frontier.appendHash(hash);
+    while (
+      this.nextCheckpoint < checkpoints.length &&
+      checkpoints[this.nextCheckpoint]!.size <= this.frontier.size
+    ) {
+      const cp = checkpoints[this.nextCheckpoint]!;
+      if (cp.size === this.frontier.size && !this.divergence && !sameHash(this.frontier.root(), cp.root)) {
         // The stream and the stored tree agree, the signed root does not: the change lies after
         // the checkpoint before (the stored tree was rewritten with it).
-        const before = nextCheckpoint > 0 ? checkpoints[nextCheckpoint - 1]!.size : 0;
-        divergence = { kind: "modified", seq: firstSeq + before };
+        const before = this.nextCheckpoint > 0 ? checkpoints[this.nextCheckpoint - 1]!.size : 0;
+        this.divergence = { kind: "modified", seq: this.firstSeq + before };
       }
-      nextCheckpoint++;
+      this.nextCheckpoint++;
     }
+  }
+
+  /** Sequences before the stream's first retained one: aged out (from the stored hashes), or removed. */
+  private async replayHead(): Promise<void> {
+    const { firstSeq, o } = this;
+    const headEnd = Math.min(this.lastSeq + 1, this.streamFirst);
+    if (headEnd <= firstSeq) return;
+    if (!o.info || !mayAgeOut(o.info)) {
+      this.divergence = { kind: "deleted", from_seq: firstSeq, to_seq: headEnd - 1 };
+      return;
+    }
+    for (let seq = firstSeq; seq < headEnd && !this.divergence; seq++) {
+      const hash = await this.storedLeaf(seq - firstSeq);
+      if (!hash || sameHash(hash, GAP_HASH(seq))) {
+        let to = seq;
+        while (to + 1 < headEnd) {
+          const next = await this.storedLeaf(to + 1 - firstSeq);
+          if (next && !sameHash(next, GAP_HASH(to + 1))) break;
+          to++;
+        }
+        this.divergence = { kind: "deleted", from_seq: seq, to_seq: to };
+        return;
+      }
+      this.append(hash);
+      o.onProgress?.(this.frontier.size, this.total);
+    }
+  }
+
+  /** The retained stream, in order. */
+  private async replayStream(): Promise<void> {
+    this.expected = Math.max(this.firstSeq, this.streamFirst);
+    const start = { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.expected };
+    await readStream(this.o.js, this.o.stream, start, this.streamLast, this.step);
+    // The newest sequences gone (the stream's last message deleted).
+    if (
+      !this.divergence &&
+      !this.pendingDeleted &&
+      !this.o.projectionCheck?.found &&
+      this.expected <= this.streamLast
+    )
+      this.pendingDeleted = { from: this.expected, to: this.streamLast };
+    if (!this.divergence && this.pendingDeleted)
+      this.divergence = {
+        kind: "deleted",
+        from_seq: this.pendingDeleted.from,
+        to_seq: this.pendingDeleted.to,
+      };
+  }
+
+  /**
+   * Each message in order; awaits only when its stored chunk is not in yet, on a mismatch, and
+   * for the projection check. False when the reading ends.
+   */
+  private readonly step = (m: JsMsg): boolean | Promise<boolean> => {
+    if (this.pendingDeleted || m.seq > this.expected) return this.lookFurther(m);
+    const index = m.seq - this.firstSeq;
+    if (!this.storedLeaves.has(index)) return this.storedLeaves.load(index).then(() => this.step(m));
+    const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
+    const hash = messageLeafHash({ seq: m.seq, subject: m.subject, msgId, data: m.data });
+    const want = this.storedLeaves.get(index);
+    if (want && !sameHash(want, hash)) {
+      return this.movedNearby(m, index).then((moved) => {
+        this.divergence = { kind: moved ? "reordered" : "modified", seq: m.seq };
+        return false;
+      });
+    }
+    this.append(hash);
+    this.retained++;
+    const check = this.o.projectionCheck;
+    if (check)
+      return check.add({ seq: m.seq, data: m.data, headers: m.headers }).then(() => this.appended(m));
+    return this.appended(m);
   };
 
-  // 1. Sequences before the stream's first retained one: aged out, or removed.
-  const headEnd = Math.min(lastSeq + 1, streamFirst);
-  if (headEnd > firstSeq) {
-    if (!info || !mayAgeOut(info)) {
-      divergence = { kind: "deleted", from_seq: firstSeq, to_seq: headEnd - 1 };
-    } else {
-      for (let seq = firstSeq; seq < headEnd && !divergence; seq++) {
-        const hash = await storedLeaf(seq - firstSeq);
-        if (!hash || sameHash(hash, GAP_HASH(seq))) {
-          let to = seq;
-          while (to + 1 < headEnd) {
-            const next = await storedLeaf(to + 1 - firstSeq);
-            if (next && !sameHash(next, GAP_HASH(to + 1))) break;
-            to++;
-          }
-          divergence = { kind: "deleted", from_seq: seq, to_seq: to };
-          break;
-        }
-        append(hash);
-        o.onProgress?.(frontier.size, total);
-      }
-    }
+  /** After a message's leaf is appended: false when the reading ends. */
+  private appended(m: JsMsg): boolean {
+    if (this.o.projectionCheck?.found) return false;
+    this.o.onProgress?.(this.frontier.size, this.total);
+    if (this.divergence) return false;
+    this.expected = m.seq + 1;
+    return true;
   }
 
-  // 2. The retained stream, in order.
-  const missing = new Map<number, Uint8Array>();
-  let pendingDeleted: { from: number; to: number } | undefined;
-  if (!divergence && info && info.state.messages > 0) {
-    let expected = Math.max(firstSeq, streamFirst);
-    const start = { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: expected };
-    /** Looks for missing messages further on (moved, not deleted); false when the reading ends. */
-    const lookFurther = async (m: JsMsg): Promise<boolean> => {
-      if (pendingDeleted) {
-        if (movedHere(m) || m.seq >= streamLast) return false;
-        return true;
-      }
-      pendingDeleted = { from: expected, to: m.seq - 1 };
-      for (let seq = expected; seq < m.seq && missing.size < MAX_MOVED_LOOKUPS; seq++) {
-        const hash = await storedLeaf(seq - firstSeq);
-        if (hash && !sameHash(hash, GAP_HASH(seq))) missing.set(seq, hash);
-      }
-      if (missing.size === 0 || m.seq >= streamLast) return false;
-      // This message itself may be the one that moved.
-      return !movedHere(m);
-    };
-    /** True (and the divergence set) when this message is one of the missing ones. */
-    const movedHere = (m: JsMsg): boolean => {
-      const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
-      for (const [seq, hash] of missing) {
-        if (sameHash(messageLeafHash({ seq, subject: m.subject, msgId, data: m.data }), hash)) {
-          divergence = { kind: "reordered", seq };
-          return true;
-        }
-      }
-      return false;
-    };
-    /** After a message's leaf is appended: false when the reading ends. */
-    const appended = (m: JsMsg): boolean => {
-      if (projectionCheck?.found) return false;
-      o.onProgress?.(frontier.size, total);
-      if (divergence) return false;
-      expected = m.seq + 1;
+  /** Looks for missing messages further on (moved, not deleted); false when the reading ends. */
+  private async lookFurther(m: JsMsg): Promise<boolean> {
+    if (this.pendingDeleted) {
+      if (this.movedHere(m) || m.seq >= this.streamLast) return false;
       return true;
-    };
-    // Each message in order; awaits only when its stored chunk is not in yet, on a mismatch, and
-    // for the projection check.
-    const step = (m: JsMsg): boolean | Promise<boolean> => {
-      if (pendingDeleted || m.seq > expected) return lookFurther(m);
-      const index = m.seq - firstSeq;
-      if (!storedLeaves.has(index)) return storedLeaves.load(index).then(() => step(m));
-      const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
-      const hash = messageLeafHash({ seq: m.seq, subject: m.subject, msgId, data: m.data });
-      const want = storedLeaves.get(index);
-      if (want && !sameHash(want, hash)) {
-        return movedOrModified(m, index, want).then((moved) => {
-          divergence = { kind: moved ? "reordered" : "modified", seq: m.seq };
-          return false;
-        });
-      }
-      append(hash);
-      verdict.retained++;
-      if (projectionCheck)
-        return projectionCheck.add({ seq: m.seq, data: m.data, headers: m.headers }).then(() => appended(m));
-      return appended(m);
-    };
-    await readStream(o.js, stream, start, streamLast, step);
-    // The newest sequences gone (the stream's last message deleted).
-    if (!divergence && !pendingDeleted && !projectionCheck?.found && expected <= streamLast)
-      pendingDeleted = { from: expected, to: streamLast };
-    if (!divergence && pendingDeleted)
-      divergence = { kind: "deleted", from_seq: pendingDeleted.from, to_seq: pendingDeleted.to };
+    }
+    this.pendingDeleted = { from: this.expected, to: m.seq - 1 };
+    for (let seq = this.expected; seq < m.seq && this.missing.size < MAX_MOVED_LOOKUPS; seq++) {
+      const hash = await this.storedLeaf(seq - this.firstSeq);
+      if (hash && !sameHash(hash, GAP_HASH(seq))) this.missing.set(seq, hash);
+    }
+    if (this.missing.size === 0 || m.seq >= this.streamLast) return false;
+    // This message itself may be the one that moved.
+    return !this.movedHere(m);
   }
 
-  /** True when the message is the stored leaf of a nearby sequence (it moved). */
-  async function movedOrModified(
-    m: { seq: number; subject: string; data: Uint8Array; headers?: { get(n: string): string } },
-    index: number,
-    _want: Uint8Array,
-  ): Promise<boolean> {
-    const lo = Math.max(0, index - REORDER_WINDOW);
-    const hi = Math.min(storedSize, index + REORDER_WINDOW + 1);
-    const around = await readLeafHashes(projection.root, ns, log, lo, hi);
+  /** True (and the divergence set) when this message is one of the missing ones. */
+  private movedHere(m: JsMsg): boolean {
     const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
-    for (const [i, hash] of around) {
-      if (i === index) continue;
-      if (sameHash(messageLeafHash({ seq: firstSeq + i, subject: m.subject, msgId, data: m.data }), hash))
+    for (const [seq, hash] of this.missing) {
+      if (sameHash(messageLeafHash({ seq, subject: m.subject, msgId, data: m.data }), hash)) {
+        this.divergence = { kind: "reordered", seq };
         return true;
+      }
     }
     return false;
   }
 
-  await projectionCheck?.flush();
-  if (!divergence && projectionCheck?.found) {
-    const f = projectionCheck.found;
-    divergence = {
-      kind: f.how === "changed" ? "row_changed" : "row_deleted",
-      table: f.table,
-      stream_seq: f.streamSeq,
-    };
+  /** True when the message is the stored leaf of a nearby sequence (it moved). */
+  private async movedNearby(m: JsMsg, index: number): Promise<boolean> {
+    const { projection, log } = this.o;
+    const lo = Math.max(0, index - REORDER_WINDOW);
+    const hi = Math.min(this.storedSize, index + REORDER_WINDOW + 1);
+    const around = await readLeafHashes(projection.root, projection.ns, log, lo, hi);
+    const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
+    for (const [i, hash] of around) {
+      if (i === index) continue;
+      const leaf = messageLeafHash({ seq: this.firstSeq + i, subject: m.subject, msgId, data: m.data });
+      if (sameHash(leaf, hash)) return true;
+    }
+    return false;
   }
-  // 3. A checkpoint the recomputed log does not reach.
-  if (!divergence) {
-    const beyond = checkpoints.find((c) => c.size > frontier.size);
-    if (beyond) divergence = { kind: "truncated", leaves: frontier.size, checkpoint_size: beyond.size };
-  }
-  verdict.leaves = frontier.size;
-  verdict.root = toBase64(frontier.root());
-  if (divergence) verdict.divergence = divergence;
-  return verdict;
 }

@@ -24,8 +24,8 @@ export function scratchFolders(agent: string): { home: string; work: string; cle
     home,
     work,
     cleanup() {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(work, { recursive: true, force: true });
+      rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }

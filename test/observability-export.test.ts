@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getPriority } from "node:os";
-import { useInterceptors } from "@geode/bus";
+import type { GeodeConnection } from "@geode/bus";
 import { HookName, type TraceContext } from "@geode/contracts";
 import { createHookClient } from "@geode/runtime";
 import { type ServedHook, serveHook } from "@geode/sdk";
@@ -16,6 +16,8 @@ const spans: ExportedSpan[] = [];
 let collector: Server;
 let endpoint: string;
 let handler: ServedHook;
+/** The test's connection with the trace context, as `connectGeode` of the SDK and the runtime gives it. */
+let conn: GeodeConnection;
 /** The trace context the handler ran in, per call (what its request's `traceparent` said). */
 const handlerSaw: TraceContext[] = [];
 /** The same, by the session id of the call's correlation (the last call of each session). */
@@ -25,9 +27,9 @@ beforeAll(async () => {
   collector = await startOtlpCollector(spans);
   endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   const { nc, names } = env();
-  // As `connectGeode` of the SDK and the runtime sets it: the handler and the caller share this connection.
-  useInterceptors(nc, tracePropagation());
-  handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "traced" }, (envelope) => {
+  // The handler and the caller share this connection.
+  conn = { nc, names, interceptors: tracePropagation() };
+  handler = await serveHook(conn, HookName.UserPromptSubmit, { name: "traced" }, (envelope) => {
     const seen = currentTrace();
     if (seen) {
       handlerSaw.push(seen);
@@ -59,7 +61,7 @@ async function startDispatcher(extra: Record<string, string> = {}): Promise<Spaw
 
 /** Invokes UserPromptSubmit in a new sampled trace until the dispatcher knows the handler. */
 async function tracedCall(): Promise<{ trace: TraceContext; before: number; after: number }> {
-  const hooks = createHookClient(env().nc, env().names);
+  const hooks = createHookClient(conn, conn.names);
   let trace = newTraceContext(() => true);
   let before = 0;
   await waitFor(async () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ActivityRecorder, startActivityRecorder } from "@geode/activity-recorder";
-import { useInterceptors } from "@geode/bus";
+import type { GeodeConnection } from "@geode/bus";
 import { HookName, parseTraceparent, TRACEPARENT_HEADER, type TraceContext } from "@geode/contracts";
-import type { HookDispatcher } from "@geode/hook-dispatcher";
+import { type HookDispatcher, startHookDispatcher } from "@geode/hook-dispatcher";
 import { openProjectionDb, type ProjectionDb } from "@geode/projection";
 import { createHookClient } from "@geode/runtime";
 import { serveHook } from "@geode/sdk";
@@ -24,7 +24,6 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDispatcher } from "./hooks-support.js";
 
 const env = useTestEnv();
 const exporter = new InMemorySpanExporter();
@@ -38,16 +37,18 @@ let dispatcher: HookDispatcher;
 let recorder: ActivityRecorder;
 let db: ProjectionDb;
 let runsDir: string;
+/** The test's connection with a service's interceptors, as `runService` hands them to a service. */
+let bus: GeodeConnection;
 
 beforeAll(async () => {
   const { nc, names, ns, databaseUrl } = env();
-  // As runService installs them: the dispatcher, the handlers and the caller share this connection.
-  useInterceptors(nc, telemetryInterceptors(names));
+  // As runService passes them in: the dispatcher, the handlers and the caller share this connection.
+  bus = { nc, names, interceptors: telemetryInterceptors(names) };
   setTracer(provider.getTracer(scope.name), { target: { processor, resource, scope } });
   runsDir = mkdtempSync(path.join(tmpdir(), "geode-trace-"));
   db = await openProjectionDb({ ns, databaseUrl });
   recorder = await startActivityRecorder({ nc, names, db, runsDir });
-  dispatcher = await startDispatcher(env());
+  dispatcher = await startHookDispatcher({ nc: bus, names });
 });
 afterAll(async () => {
   setTracer(undefined);
@@ -84,18 +85,18 @@ async function invocationTraceIds(session: string): Promise<Array<string | null>
 
 describe("W3C trace context across the plane", () => {
   it("one trace covers caller → dispatcher → two handlers → events → projection rows", async () => {
-    const { nc, names } = env();
+    const { names } = env();
     const seen: Array<TraceContext | undefined> = [];
     const handlers = await Promise.all(
       ["first", "second"].map((name, i) =>
-        serveHook({ nc, names }, HookName.UserPromptSubmit, { name, priority: i }, () => {
+        serveHook(bus, HookName.UserPromptSubmit, { name, priority: i }, () => {
           seen.push(currentTrace());
           return null;
         }),
       ),
     );
     try {
-      const hooks = createHookClient(nc, names);
+      const hooks = createHookClient(bus, names);
       await waitFor(() => dispatcher.handlers().length === 2, 10_000);
       // The caller's own context: a trace it already has.
       const caller = parseTraceparent(
@@ -164,14 +165,14 @@ describe("W3C trace context across the plane", () => {
   });
 
   it("a trace its starter did not sample travels to every message and row but records no span", async () => {
-    const { nc, names } = env();
+    const { names } = env();
     const seen: Array<TraceContext | undefined> = [];
-    const handler = await serveHook({ nc, names }, HookName.UserPromptSubmit, { name: "only" }, () => {
+    const handler = await serveHook(bus, HookName.UserPromptSubmit, { name: "only" }, () => {
       seen.push(currentTrace());
       return null;
     });
     try {
-      const hooks = createHookClient(nc, names);
+      const hooks = createHookClient(bus, names);
       // Only this handler: the previous test's two must be gone from the dispatcher's registry too.
       await waitFor(
         () =>

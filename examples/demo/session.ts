@@ -276,7 +276,7 @@ export async function runDemoSession(
   progress: (text: string) => void,
 ): Promise<DemoSessionResult> {
   const steps: DemoStep[] = [];
-  const hooks = createHookClient(conn.nc, conn.names);
+  const hooks = createHookClient(conn, conn.names);
   const t: Turn = {
     conn,
     events,
@@ -328,7 +328,7 @@ export const RESULT_PREFIX = "demo-result ";
 if (process.argv[1] === import.meta.filename) {
   const conn = await connectGeode({ name: "demo-runtime" });
   try {
-    const events = await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "runtime" });
+    const events = await RuntimeEventBus.create({ nc: conn, names: conn.names, source: "runtime" });
     const result = await runDemoSession(conn, events, (line) => process.stderr.write(`${line}\n`));
     process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(result)}\n`);
   } finally {

@@ -1,6 +1,7 @@
 import { names as buildNames, type Names } from "@geode/contracts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { NatsUnavailableError } from "./errors.js";
+import type { BusInterceptor, InterceptedConnection } from "./interceptors.js";
 import { NATS_ENV, type NatsConfig } from "./nats-config.js";
 
 export type { NatsConnection };
@@ -31,8 +32,11 @@ export async function connectBus(
   }
 }
 
-/** What every client helper takes: a NATS connection and the deployment's names. */
-export interface GeodeConnection {
+/**
+ * What every client helper takes: a NATS connection, the deployment's names, and the interceptors
+ * its requests, publishes and served requests run through (as `connectGeode` was given them).
+ */
+export interface GeodeConnection extends InterceptedConnection {
   nc: NatsConnection;
   names: Names;
 }
@@ -47,6 +51,8 @@ export interface ConnectOptions {
   user?: string;
   pass?: string;
   token?: string;
+  /** Around every door of the connection, outermost first (`tracePropagation` of `@geode/telemetry`). */
+  interceptors?: readonly BusInterceptor[];
 }
 
 /**
@@ -69,6 +75,7 @@ export async function connectGeode(
   return {
     nc,
     names: buildNames(options.namespace ?? env.namespace),
+    interceptors: options.interceptors ?? [],
     async close() {
       await nc.drain();
     },

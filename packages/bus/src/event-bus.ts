@@ -9,9 +9,9 @@ import {
   type TimelineRecord,
   timelineRecord,
 } from "@geode/contracts";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { headers } from "@nats-io/transport-node";
 import { encodeJson } from "./codec.js";
-import { compose, interceptorsOf, type Next, type PublishInput } from "./interceptors.js";
+import { type BusConnection, busParts, compose, type Next, type PublishInput } from "./interceptors.js";
 import { JetStreamPublisher, type JetStreamPublisherOptions } from "./jetstream-publisher.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { ensureEventStreams, type StreamOptions } from "./provision.js";
@@ -21,7 +21,8 @@ export type TimelineObserver = (record: TimelineRecord) => void | Promise<void>;
 
 /** The bus's own options, and its publisher's retries and outbox (see JetStreamPublisherOptions). */
 export interface RuntimeEventBusOptions extends Omit<JetStreamPublisherOptions, "nc" | "log"> {
-  nc: NatsConnection;
+  /** Its publishes run through the interceptors of an `InterceptedConnection` (a service's `bus`). */
+  nc: BusConnection;
   names: Names;
   /** Who publishes (`hook-dispatcher`, `runtime`, …); stored in every envelope. */
   source: string;
@@ -47,20 +48,22 @@ export class RuntimeEventBus {
   private readonly pending = new Set<Promise<unknown>>();
   /** Events and records whose envelope could not be built (never published). */
   private badEnvelopes = 0;
-  /** A publish through the connection's interceptors (see `useInterceptors`). */
+  /** A publish through the connection's interceptors (see `BusConnection`). */
   private readonly published: Next<PublishInput, Promise<boolean>>;
 
   private constructor(options: RuntimeEventBusOptions) {
     this.names = options.names;
     this.source = options.source;
     this.log = options.log ?? silentLogger();
-    this.publisher = new JetStreamPublisher({ ...options, log: this.log });
-    this.published = compose(interceptorsOf(options.nc), "publish", (input) => this.publisher.publish(input));
+    const { nc, interceptors } = busParts(options.nc);
+    this.publisher = new JetStreamPublisher({ ...options, nc, log: this.log });
+    this.published = compose(interceptors, "publish", (input) => this.publisher.publish(input));
   }
 
   /** Creates the bus and (by default) provisions `{NS}_EVENTS` and `{NS}_TIMELINE`. */
   static async create(options: RuntimeEventBusOptions): Promise<RuntimeEventBus> {
-    if (options.provision !== false) await ensureEventStreams(options.nc, options.names, options.streams);
+    if (options.provision !== false)
+      await ensureEventStreams(busParts(options.nc).nc, options.names, options.streams);
     return new RuntimeEventBus(options);
   }
 

@@ -8,7 +8,8 @@ import {
   INVOCATION_ID_HEADER,
   type Names,
 } from "@geode/contracts";
-import { headers, type NatsConnection, nuid } from "@nats-io/transport-node";
+import { headers, nuid } from "@nats-io/transport-node";
+import { type BusConnection, busParts } from "./interceptors.js";
 import { retryNoResponders } from "./no-responders-grace.js";
 import { requestJson } from "./request.js";
 
@@ -48,7 +49,8 @@ export const DEFAULT_INVOKE_TIMEOUT_MS = 30_000;
  * request, so it is sent again). The one client of the hook invoke leg: runtimes and the
  * services that invoke hooks (tool-executor, verifier, agent gateway) all use it.
  */
-export function createHookClient(nc: NatsConnection, n: Names): HookClient {
+export function createHookClient(conn: BusConnection, n: Names): HookClient {
+  const { nc } = busParts(conn);
   return {
     async invoke(hook, payload, correlation = {}, options = {}) {
       const timeoutMs = options.timeoutMs ?? DEFAULT_INVOKE_TIMEOUT_MS;
@@ -70,7 +72,7 @@ export function createHookClient(nc: NatsConnection, n: Names): HookClient {
         return await retryNoResponders(
           (remainingMs) =>
             requestJson(
-              nc,
+              conn,
               n.hookInvoke(hook),
               HookInvokeLeg.request.encode({
                 correlation,

@@ -21,15 +21,16 @@ export {
   type InvokeOptions,
 } from "./hook-client.js";
 export {
+  type BusConnection,
   type BusInterceptor,
+  busParts,
   compose,
-  interceptorsOf,
+  type InterceptedConnection,
   type Next,
   type PublishInput,
   type RequestInput,
   type RequestTags,
   type ServeInput,
-  useInterceptors,
 } from "./interceptors.js";
 export { JetStreamPublisher, type JetStreamPublisherOptions } from "./jetstream-publisher.js";
 export { type Logger, silentLogger } from "./logger.js";

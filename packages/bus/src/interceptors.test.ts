@@ -3,7 +3,7 @@ import { useTestEnv } from "@geode/testing";
 import { headers } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { RuntimeEventBus } from "./event-bus.js";
-import { type BusInterceptor, compose, interceptorsOf, useInterceptors } from "./interceptors.js";
+import { type BusInterceptor, compose, type InterceptedConnection } from "./interceptors.js";
 import { requestJson } from "./request.js";
 import { serveRequests } from "./responder.js";
 
@@ -36,24 +36,27 @@ describe("interceptors at the bus's doors", () => {
     const { names } = env();
     const nc = await env().connect();
     const seen: unknown[] = [];
-    useInterceptors(nc, [
-      {
-        async serve(input, next) {
-          try {
-            const reply = await next(input);
-            seen.push({ subject: input.subject, tags: { ...input.tags }, reply });
-            return { ...(reply as object), wrapped: true };
-          } catch (err) {
-            seen.push({ subject: input.subject, error: (err as GeodeError).code, order: [...order] });
-            throw err;
-          }
+    const bus: InterceptedConnection = {
+      nc,
+      interceptors: [
+        {
+          async serve(input, next) {
+            try {
+              const reply = await next(input);
+              seen.push({ subject: input.subject, tags: { ...input.tags }, reply });
+              return { ...(reply as object), wrapped: true };
+            } catch (err) {
+              seen.push({ subject: input.subject, error: (err as GeodeError).code, order: [...order] });
+              throw err;
+            }
+          },
         },
-      },
-    ]);
+      ],
+    };
     const order: string[] = [];
     const subject = `${names.ns}.test.intercepted`;
     const responder = serveRequests(
-      nc,
+      bus,
       subject,
       { beforeReply: () => order.push("before reply") },
       (body: unknown, _msg, tags) => {
@@ -63,6 +66,7 @@ describe("interceptors at the bus's doors", () => {
       },
     );
     try {
+      // A request on the bare connection runs no interceptor; the server door runs its own.
       await expect(requestJson(nc, subject, {}, { timeoutMs: 5_000 })).resolves.toEqual({
         ok: true,
         wrapped: true,
@@ -90,35 +94,40 @@ describe("interceptors at the bus's doors", () => {
         return next(input);
       },
     };
-    useInterceptors(nc, [
-      stamp,
-      {
-        request(input, next) {
-          const h = input.options.headers ?? headers();
-          h.set("x-stamp", "req");
-          return next({ ...input, options: { ...input.options, headers: h } });
+    const bus: InterceptedConnection = {
+      nc,
+      interceptors: [
+        stamp,
+        {
+          request(input, next) {
+            const h = input.options.headers ?? headers();
+            h.set("x-stamp", "req");
+            return next({ ...input, options: { ...input.options, headers: h } });
+          },
+          async publish(input, next) {
+            input.headers.set("x-stamp", "event");
+            const stored = await next(input);
+            results.push(stored);
+            return stored;
+          },
         },
-        async publish(input, next) {
-          input.headers.set("x-stamp", "event");
-          const stored = await next(input);
-          results.push(stored);
-          return stored;
-        },
-      },
-    ]);
-    expect(interceptorsOf(nc)).toHaveLength(2);
+      ],
+    };
     const subject = `${names.ns}.test.stamped`;
     const responder = serveRequests(nc, subject, {}, (_body, msg) => ({
       stamp: msg.headers?.get("x-stamp"),
     }));
     try {
-      await expect(requestJson(nc, subject, { a: 1 }, { timeoutMs: 5_000 })).resolves.toEqual({
+      await expect(requestJson(bus, subject, { a: 1 }, { timeoutMs: 5_000 })).resolves.toEqual({
         stamp: "req",
       });
       expect(bodies).toEqual([{ a: 1 }]);
-      const bus = await RuntimeEventBus.create({ nc, names, source: "test" });
-      await bus.emit("turn_completed", { rounds: 1 }, { session_id: "s1" });
-      await bus.flush();
+      // Passed in, not registered: the same connection without them runs none.
+      await expect(requestJson(nc, subject, { b: 2 }, { timeoutMs: 5_000 })).resolves.toEqual({});
+      expect(bodies).toEqual([{ a: 1 }]);
+      const events = await RuntimeEventBus.create({ nc: bus, names, source: "test" });
+      await events.emit("turn_completed", { rounds: 1 }, { session_id: "s1" });
+      await events.flush();
       expect(results).toEqual([true]);
       const info = await jsm.streams.info(names.eventsStream);
       const stored = await jsm.streams.getMessage(names.eventsStream, { seq: info.state.last_seq });

@@ -76,19 +76,27 @@ export function compose<D extends Door>(
   return next;
 }
 
-const installed = new WeakMap<NatsConnection, readonly BusInterceptor[]>();
 const NONE: readonly BusInterceptor[] = [];
 
 /**
- * Adds `interceptors` to every door of `nc` (after those already added): requests served from
- * now on, requests sent, and the event publishers created on it from now on. `runService` adds a
- * service's telemetry here; a runtime's `connectGeode` adds the trace context's.
+ * A NATS connection with the interceptors its doors run: what `connectGeode` returns and what
+ * `runService` hands a service as `bus`. Interceptors are passed in, never registered anywhere:
+ * a door given a bare `NatsConnection` runs none.
  */
-export function useInterceptors(nc: NatsConnection, interceptors: readonly BusInterceptor[]): void {
-  installed.set(nc, [...interceptorsOf(nc), ...interceptors]);
+export interface InterceptedConnection {
+  readonly nc: NatsConnection;
+  /** Outermost first; none when absent. */
+  readonly interceptors?: readonly BusInterceptor[] | undefined;
 }
 
-/** The interceptors added to `nc`, in order. */
-export function interceptorsOf(nc: NatsConnection): readonly BusInterceptor[] {
-  return installed.get(nc) ?? NONE;
+/** What every door of the bus takes: a bare connection (no interceptors) or one with its own. */
+export type BusConnection = NatsConnection | InterceptedConnection;
+
+/** The connection and the interceptors of `conn`. */
+export function busParts(conn: BusConnection): {
+  readonly nc: NatsConnection;
+  readonly interceptors: readonly BusInterceptor[];
+} {
+  if ("nc" in conn) return { nc: conn.nc, interceptors: conn.interceptors ?? NONE };
+  return { nc: conn, interceptors: NONE };
 }

@@ -2,9 +2,10 @@ import { type Codec, ErrorCode, GeodeError, isErrorReply, malformedReply } from 
 import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 import {
+  type BusConnection,
   type BusInterceptor,
+  busParts,
   compose,
-  interceptorsOf,
   type Next,
   type RequestInput,
 } from "./interceptors.js";
@@ -174,25 +175,33 @@ const MAX_TIMER_MS = 2_147_483_647;
  * rejects with RequestFailedError; an abort rejects with the signal's reason.
  */
 export function requestMsg(
-  nc: NatsConnection,
+  conn: BusConnection,
   subject: string,
   data: Uint8Array,
   options: RequestMsgOptions,
 ): Promise<Msg> {
-  return sendRequest(nc, { subject, body: undefined, data, options });
+  return sendRequest(conn, { subject, body: undefined, data, options });
 }
 
-/** The client door's chain of each connection's interceptors, composed once per set of them. */
-const chains = new WeakMap<readonly BusInterceptor[], Next<RequestInput, Promise<Msg>>>();
+/** The client door's chain of each set of interceptors on each connection, composed once. */
+const chains = new WeakMap<
+  readonly BusInterceptor[],
+  WeakMap<NatsConnection, Next<RequestInput, Promise<Msg>>>
+>();
 
-/** A request through `nc`'s interceptors (see `useInterceptors`), then the shared reply inbox. */
-function sendRequest(nc: NatsConnection, input: RequestInput): Promise<Msg> {
-  const interceptors = interceptorsOf(nc);
+/** A request through `conn`'s interceptors (see `BusConnection`), then the shared reply inbox. */
+function sendRequest(conn: BusConnection, input: RequestInput): Promise<Msg> {
+  const { nc, interceptors } = busParts(conn);
   if (interceptors.length === 0) return send(nc, input);
-  let chain = chains.get(interceptors);
+  let byConnection = chains.get(interceptors);
+  if (byConnection === undefined) {
+    byConnection = new WeakMap();
+    chains.set(interceptors, byConnection);
+  }
+  let chain = byConnection.get(nc);
   if (chain === undefined) {
     chain = compose(interceptors, "request", (i: RequestInput) => send(nc, i));
-    chains.set(interceptors, chain);
+    byConnection.set(nc, chain);
   }
   try {
     return chain(input);
@@ -217,12 +226,12 @@ function send(nc: NatsConnection, input: RequestInput): Promise<Msg> {
  * rejects with the signal's reason.
  */
 export async function requestJson<T = unknown>(
-  nc: NatsConnection,
+  conn: BusConnection,
   subject: string,
   body: unknown,
   options: RequestJsonOptions<T>,
 ): Promise<T> {
-  const msg = await sendRequest(nc, { subject, body, data: encodeJson(body), options });
+  const msg = await sendRequest(conn, { subject, body, data: encodeJson(body), options });
   let decoded: unknown;
   try {
     decoded = decodeJson(msg.data);

@@ -13,9 +13,10 @@ import {
 } from "@nats-io/transport-node";
 import { decodeJson, encodeJson } from "./codec.js";
 import {
+  type BusConnection,
   type BusInterceptor,
+  busParts,
   compose,
-  interceptorsOf,
   type RequestTags,
   type ServeInput,
 } from "./interceptors.js";
@@ -70,7 +71,7 @@ export interface ServeRequestsOptions<T> {
    * then share the reply's socket write.
    */
   beforeReply?: (msg: Msg) => void;
-  /** Added inside the connection's own (`useInterceptors`), for this subject only. */
+  /** Added inside the connection's own (see `BusConnection`), for this subject only. */
   interceptors?: readonly BusInterceptor[];
 }
 
@@ -125,11 +126,12 @@ function sendReply(nc: NatsConnection, msg: Msg, data: Uint8Array, log: Logger |
  * `{"probe": "ok"}` without reaching `handler`.
  */
 export function serveRequests<T = unknown>(
-  nc: NatsConnection,
+  conn: BusConnection,
   subject: string,
   options: ServeRequestsOptions<T>,
   handler: RequestHandler<T>,
 ): Responder {
+  const { nc, interceptors } = busParts(conn);
   const inflight = new Set<Promise<void>>();
   const decode = options.request ? options.request.decode : (body: unknown) => body as T;
   const { log, beforeReply } = options;
@@ -148,7 +150,7 @@ export function serveRequests<T = unknown>(
       }
     }
   };
-  const chain = compose([...interceptorsOf(nc), ...(options.interceptors ?? [])], "serve", served);
+  const chain = compose([...interceptors, ...(options.interceptors ?? [])], "serve", served);
   const handle = async (msg: Msg): Promise<void> => {
     let reply: unknown;
     try {

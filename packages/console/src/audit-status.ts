@@ -50,7 +50,7 @@ function noteKeyName(note: string): string {
 async function notaryHealth(d: ConsoleDeps): Promise<AuditHealth | null> {
   try {
     const reply = await requestJson(
-      d.conn.nc,
+      d.conn,
       d.conn.names.health("notary"),
       {},
       { timeoutMs: HEALTH_TIMEOUT_MS, reply: HealthLeg.reply },

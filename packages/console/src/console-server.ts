@@ -94,7 +94,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const { conn } = options;
   const log = options.log ?? silentLogger();
   const auth = new ConsoleAuth(options.token);
-  const events = await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "console", log });
+  const events = await RuntimeEventBus.create({ nc: conn, names: conn.names, source: "console", log });
   const deps = await openDeps(options, events, log);
   const nats = followNats(conn.nc);
   const webDir = options.webDir ?? WEB_DIST;

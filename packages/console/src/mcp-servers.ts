@@ -39,7 +39,7 @@ function targetOf(r: McpServerRecord): string {
 async function bridgeStates(d: ConsoleDeps): Promise<Map<string, McpServerState> | null> {
   try {
     const reply = await requestJson(
-      d.conn.nc,
+      d.conn,
       d.conn.names.health(BRIDGE),
       {},
       { timeoutMs: HEALTH_TIMEOUT_MS, reply: HealthLeg.reply },

@@ -173,7 +173,7 @@ export async function serveHookAnswers(
 
   // Subscribe before registering, so the dispatcher never sees a registration nobody answers.
   const responder = serveRequests(
-    nc,
+    connection,
     subject,
     { queue: registration.name, request: { decode: (body) => checkEnvelope(body, registration) } },
     answerCalls(hook, registration.name, handler, log),
@@ -266,7 +266,7 @@ async function otherReplicaServing(connection: GeodeConnection, subject: string)
   const h = headers();
   h.set(PROBE_HEADER, "1");
   try {
-    await requestJson(connection.nc, subject, {}, { timeoutMs: 1_000, headers: h });
+    await requestJson(connection, subject, {}, { timeoutMs: 1_000, headers: h });
     return true;
   } catch (err) {
     if (err instanceof RequestFailedError && err.failure === "no_responders") return false;

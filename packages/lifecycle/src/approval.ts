@@ -20,16 +20,11 @@ export async function requestApproval(
   const timeoutMs = Math.max(1, options.timeoutMs);
   observe.approvalPending(1);
   try {
-    const reply = await requestJson(
-      conn.nc,
-      conn.names.approvalRequest,
-      ApprovalLeg.request.encode(request),
-      {
-        timeoutMs,
-        signal: options.signal,
-        reply: ApprovalLeg.reply,
-      },
-    );
+    const reply = await requestJson(conn, conn.names.approvalRequest, ApprovalLeg.request.encode(request), {
+      timeoutMs,
+      signal: options.signal,
+      reply: ApprovalLeg.reply,
+    });
     return { ...reply, source: "approver" };
   } catch (err) {
     if (options.signal?.aborted) throw err;

@@ -20,14 +20,13 @@ export function lifecycleDeps(
   conn: GeodeConnection,
   options: LifecycleOptions,
 ): () => Promise<LifecycleDeps & { sessions: SessionStore }> {
-  const hooks = options.hooks ?? createHookClient(conn.nc, conn.names);
+  const hooks = options.hooks ?? createHookClient(conn, conn.names);
   let deps: Promise<LifecycleDeps & { sessions: SessionStore }> | undefined;
   return () => {
     deps ??= (async () => ({
       hooks,
       events:
-        options.events ??
-        (await RuntimeEventBus.create({ nc: conn.nc, names: conn.names, source: "runtime" })),
+        options.events ?? (await RuntimeEventBus.create({ nc: conn, names: conn.names, source: "runtime" })),
       sessions: await SessionStore.open(conn),
       hookTimeoutMs: options.hookTimeoutMs,
     }))();

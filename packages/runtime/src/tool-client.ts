@@ -91,7 +91,7 @@ export function createToolClient(conn: GeodeConnection, options: ToolClientOptio
       const waitMs = opts.timeoutMs ?? (await defaultWaitMs(call));
       let reply: ToolExecuteReply;
       try {
-        reply = await requestJson(conn.nc, conn.names.toolExecute, ToolExecuteLeg.request.encode(call), {
+        reply = await requestJson(conn, conn.names.toolExecute, ToolExecuteLeg.request.encode(call), {
           timeoutMs: waitMs,
           signal: opts.signal,
           reply: ToolExecuteLeg.reply,

@@ -42,12 +42,12 @@ export function createVerifyClient(conn: GeodeConnection): VerifyClient {
   });
   return {
     finalize: (request, options) =>
-      requestJson(conn.nc, conn.names.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
+      requestJson(conn, conn.names.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
         ...wait(options),
         reply: VerifyFinalizeLeg.reply,
       }),
     resolve: (request, options) =>
-      requestJson(conn.nc, conn.names.verifyResolve, VerifyResolveLeg.request.encode(request), {
+      requestJson(conn, conn.names.verifyResolve, VerifyResolveLeg.request.encode(request), {
         ...wait(options),
         reply: VerifyResolveLeg.reply,
       }),

@@ -35,7 +35,7 @@ export function serveApprovals(
 ): ServedApprovals {
   const approver = options.approver ?? "sdk-approver";
   const responder: Responder = serveRequests(
-    conn.nc,
+    conn,
     conn.names.approvalRequest,
     { queue: QueueGroup.Approvers, request: ApprovalLeg.request },
     async (request) => ApprovalLeg.reply.encode(approvalReply(await decide(request), approver)),

@@ -59,7 +59,7 @@ export async function serveTool(
   const inlineBytes = options.resultInlineBytes ?? configuredResultInlineBytes();
   const results = new ResultStore(conn);
   const responder: Responder = serveRequests(
-    nc,
+    conn,
     n.toolTerminal(def.name),
     {
       queue: `tool.${def.name}`,

@@ -2,11 +2,12 @@ import {
   assertReplicasFit,
   type BusInterceptor,
   connectBus,
+  type GeodeConnection,
+  type InterceptedConnection,
   type Logger,
   type NatsConnection,
   type Responder,
   serveRequests,
-  useInterceptors,
 } from "@geode/bus";
 import { names as buildNames, HealthLeg, type HealthReply, type Names } from "@geode/contracts";
 import { ConfigError, type EnvSpec } from "@geode/env";
@@ -32,7 +33,7 @@ export interface ServiceHealth {
  * plus `reason` while the service is degraded and `note` when it has one.
  */
 export function serveHealth(
-  nc: NatsConnection,
+  nc: NatsConnection | InterceptedConnection,
   n: Names,
   service: string,
   health: () => ServiceHealth | HealthReply["status"] = () => "ok",
@@ -63,7 +64,13 @@ export interface ServiceContext<S = unknown> {
   config: GeodeConfig;
   /** The service's own settings, read with its `EnvSpec` (see `runService`). */
   settings: S;
+  /** The bare connection, for JetStream and KV. */
   nc: NatsConnection;
+  /**
+   * The same connection with the service's interceptors (its telemetry's, then `runService`'s
+   * `interceptors`): what its requests, served requests and event publishers are given.
+   */
+  bus: GeodeConnection;
   names: Names;
   log: Logger;
 }
@@ -89,7 +96,7 @@ export interface ServiceTelemetry<T = unknown> {
 export interface StartedTelemetry {
   /** What the health reply's `metrics_url` says (null: no metrics served). */
   readonly metricsUrl: string | null;
-  /** The interceptors of the service's connection (`useInterceptors`), once it is up. */
+  /** The interceptors of the service's connection (outermost of `ServiceContext.bus`), once it is up. */
   attach(nc: NatsConnection, names: Names): readonly BusInterceptor[];
   /** Flushes what it holds and stops, after the service drained. */
   stop(): Promise<void>;
@@ -101,6 +108,8 @@ export interface RunServiceOptions<S, T = unknown> {
   env?: EnvSpec<S>;
   /** Its metrics and traces: `serviceTelemetry` of `@geode/telemetry`; none without. */
   telemetry?: ServiceTelemetry<T>;
+  /** Around the service's doors, inside its telemetry's (see `ServiceContext.bus`). */
+  interceptors?: readonly BusInterceptor[];
 }
 
 /**
@@ -168,14 +177,18 @@ export async function runService<S = undefined, T = unknown>(
     }
   })().catch(() => undefined);
   const n = buildNames(config.namespace);
-  if (telemetry) useInterceptors(nc, telemetry.attach(nc, n));
+  const bus: GeodeConnection = {
+    nc,
+    names: n,
+    interceptors: [...(telemetry?.attach(nc, n) ?? []), ...(options.interceptors ?? [])],
+  };
   let running: RunningService;
   try {
-    running = await start({ config, settings, nc, names: n, log });
+    running = await start({ config, settings, nc, bus, names: n, log });
   } catch (err) {
     exitOnStartFailure(log, err);
   }
-  const health = serveHealth(nc, n, service, () => running.health?.() ?? "ok", {
+  const health = serveHealth(bus, n, service, () => running.health?.() ?? "ok", {
     metricsUrl: telemetry?.metricsUrl ?? null,
   });
   // Before "started": whoever reads that line may stop the service at once.

@@ -1,7 +1,6 @@
-import { type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
+import { type BusConnection, type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
 import { agentCheckPath, type Names } from "@geode/contracts";
 import { observe } from "@geode/telemetry";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { AnyAdapter } from "./agent-adapter.js";
 import { handleAgentCheck } from "./agent-check.js";
 import { AgentDirectory } from "./agent-directory.js";
@@ -33,7 +32,8 @@ const ADAPTERS: readonly AnyAdapter[] = [
 ];
 
 export interface AgentGatewayOptions {
-  nc: NatsConnection;
+  /** The connection, with the interceptors its doors run (a service's `ServiceContext.bus`). */
+  nc: BusConnection;
   names: Names;
   log?: Logger;
   /** Listen address and limits; fields given here override the environment's. */

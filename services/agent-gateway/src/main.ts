@@ -5,11 +5,11 @@ import { GATEWAY_ENV, gatewayTimeouts, startAgentGateway } from "./index.js";
 await runService(
   "agent-gateway",
   { env: GATEWAY_ENV, telemetry: serviceTelemetry },
-  async ({ nc, names, log, config, settings }) => {
+  async ({ bus, names, log, config, settings }) => {
     const { host, port } = settings.addr;
     try {
       return await startAgentGateway({
-        nc,
+        nc: bus,
         names,
         log,
         config: {

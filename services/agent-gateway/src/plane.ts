@@ -4,8 +4,11 @@
  * records, and follow the agents bucket. The rest of the gateway sees only this interface.
  */
 import {
+  type BusConnection,
+  busParts,
   createHookClient,
   followConnection,
+  type GeodeConnection,
   type HookClient,
   type Logger,
   type RuntimeEventBus,
@@ -41,8 +44,10 @@ interface InvokeHookOptions extends CallOptions {
 
 export interface Plane {
   readonly names: Names;
-  /** The connection, for the MCP endpoint's own legs (tool calls, forwards, KV watches). */
+  /** The bare connection, for KV and JetStream. */
   readonly nc: NatsConnection;
+  /** The connection with the gateway's interceptors, for the MCP endpoint's own legs (tool calls, forwards). */
+  readonly bus: GeodeConnection;
   /** Invokes a public hook through the hook-dispatcher (cancelled with `signal`). */
   invokeHook<H extends HookName>(
     hook: H,
@@ -86,7 +91,7 @@ export interface Plane {
 }
 
 export interface PlaneOptions {
-  nc: NatsConnection;
+  nc: BusConnection;
   names: Names;
   events: RuntimeEventBus;
   log: Logger;
@@ -96,14 +101,15 @@ export interface PlaneOptions {
 }
 
 export async function createPlane(options: PlaneOptions): Promise<Plane> {
-  const { nc, names: n, events, log } = options;
-  const conn = { nc, names: n };
+  const { names: n, events, log } = options;
+  const conn: GeodeConnection = { ...busParts(options.nc), names: n };
+  const { nc } = conn;
   const [sessions, runs, agents] = await Promise.all([
     SessionStore.open(conn),
     RunStore.open(conn),
     AgentStore.open(conn),
   ]);
-  const client = createHookClient(nc, n);
+  const client = createHookClient(conn, n);
   // Every request the plane makes sends the queued records first: they reach their streams before
   // the step that follows them.
   const calls = sendingQueuedFirst(events, {
@@ -113,7 +119,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
         ...callOptions,
       })) as HookClient["invoke"],
     finalize: (request: VerifyFinalizeRequest, callOptions: CallOptions = {}) =>
-      requestJson(nc, n.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
+      requestJson(conn, n.verifyFinalize, VerifyFinalizeLeg.request.encode(request), {
         timeoutMs: options.verifyTimeoutMs,
         signal: callOptions.signal,
         reply: VerifyFinalizeLeg.reply,
@@ -141,6 +147,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
   return {
     names: n,
     nc,
+    bus: conn,
 
     invokeHook(hook, payload, correlation, callOptions = {}) {
       return hooks.invoke(hook, payload, correlation, {

@@ -1,4 +1,11 @@
-import { type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import {
+  type BusConnection,
+  busParts,
+  type Logger,
+  RuntimeEventBus,
+  serveRequests,
+  silentLogger,
+} from "@geode/bus";
 import {
   type DispatchOutcome,
   ErrorCode,
@@ -16,7 +23,7 @@ import {
   QueueGroup,
   validateHookPayload,
 } from "@geode/contracts";
-import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import type { Msg } from "@nats-io/transport-node";
 import { HandlerRegistry } from "./handler-registry.js";
 import { type ChainContext, runChain } from "./hook-chain.js";
 import { InvocationAudits } from "./invocation-audits.js";
@@ -24,7 +31,8 @@ import { startWebhookBridge, type WebhookBridge } from "./webhook-bridge.js";
 import type { WebhookCallOptions } from "./webhook-call.js";
 
 export interface HookDispatcherOptions {
-  nc: NatsConnection;
+  /** The connection, with the interceptors its doors run (a service's `ServiceContext.bus`). */
+  nc: BusConnection;
   names: Names;
   log?: Logger;
   /** Where `extension_invoked` goes; default: a bus of its own with source `hook-dispatcher`. */
@@ -51,13 +59,15 @@ export interface HookDispatcher {
  * handler subject or write a registration.
  */
 export async function startHookDispatcher(options: HookDispatcherOptions): Promise<HookDispatcher> {
-  const { nc, names } = options;
+  const { names } = options;
+  const bus = options.nc;
+  const { nc } = busParts(bus);
   const log = options.log ?? silentLogger();
   const ownEvents = options.events === undefined;
   const events =
-    options.events ?? (await RuntimeEventBus.create({ nc, names, source: "hook-dispatcher", log }));
+    options.events ?? (await RuntimeEventBus.create({ nc: bus, names, source: "hook-dispatcher", log }));
   const registry = await HandlerRegistry.start({ nc, names, log });
-  const webhooks = await startWebhookBridge({ nc, names, log, ...options.webhooks });
+  const webhooks = await startWebhookBridge({ nc: bus, names, log, ...options.webhooks });
   const prefix = names.hookInvoke("");
   // Audit events of an invocation not yet published; the last ones go right ahead of its reply.
   const audits = new WeakMap<Msg, InvocationAudits>();
@@ -72,7 +82,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
   });
 
   const responder = serveRequests(
-    nc,
+    bus,
     names.hookInvokeAll,
     {
       queue: QueueGroup.HookDispatcher,
@@ -84,7 +94,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
     },
     (body, msg) =>
       dispatch(
-        { nc, registry, log, events, audits, cancellable },
+        { nc: bus, registry, log, events, audits, cancellable },
         msg.subject.slice(prefix.length),
         body,
         msg,

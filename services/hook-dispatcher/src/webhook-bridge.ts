@@ -1,7 +1,6 @@
-import { type Logger, type Responder, serveRequests } from "@geode/bus";
+import { type BusConnection, busParts, type Logger, type Responder, serveRequests } from "@geode/bus";
 import { HookHandlerLeg, type Names, type WebhookRecord, webhookRegistration } from "@geode/contracts";
 import { HandlerRegistrations, type RecordWatch, WebhookStore } from "@geode/state";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { type WebhookCallOptions, webhookCaller } from "./webhook-call.js";
 
 export interface WebhookBridge {
@@ -26,9 +25,11 @@ interface Served {
  * handler's failure mode (open: the chain goes on; closed: block).
  */
 export async function startWebhookBridge(
-  options: { nc: NatsConnection; names: Names; log: Logger } & WebhookCallOptions,
+  options: { nc: BusConnection; names: Names; log: Logger } & WebhookCallOptions,
 ): Promise<WebhookBridge> {
-  const { nc, names, log } = options;
+  const { names, log } = options;
+  const bus = options.nc;
+  const { nc } = busParts(bus);
   const conn = { nc, names };
   const caller = webhookCaller(options);
   const [store, registry] = await Promise.all([WebhookStore.open(conn), HandlerRegistrations.open(conn)]);
@@ -57,7 +58,7 @@ export async function startWebhookBridge(
     if (current && JSON.stringify(current.record) === JSON.stringify(record)) return;
     await stopServing(key);
     const responder = serveRequests(
-      nc,
+      bus,
       names.hookHandler(record.hook, record.name),
       { queue: record.name, log, request: HookHandlerLeg.request },
       (_envelope, msg) => caller.call(record, msg),

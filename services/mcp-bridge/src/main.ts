@@ -5,6 +5,6 @@ import { MCP_BRIDGE_ENV, startMcpBridge } from "./index.js";
 await runService(
   "mcp-bridge",
   { env: MCP_BRIDGE_ENV, telemetry: serviceTelemetry },
-  ({ nc, names, log, settings, config }) =>
-    startMcpBridge({ nc, names, log, limits: settings, resultInlineBytes: config.resultInlineBytes }),
+  ({ bus, names, log, settings, config }) =>
+    startMcpBridge({ nc: bus, names, log, limits: settings, resultInlineBytes: config.resultInlineBytes }),
 );

@@ -1,5 +1,6 @@
 import {
-  type GeodeConnection,
+  type BusConnection,
+  busParts,
   type Logger,
   type Responder,
   RuntimeEventBus,
@@ -21,7 +22,8 @@ import { MCP_BRIDGE_DEFAULTS, type McpBridgeLimits } from "./mcp-bridge-config.j
 import { Upstream, upstreamError } from "./upstream.js";
 
 export interface McpBridgeOptions {
-  nc: GeodeConnection["nc"];
+  /** The connection, with the interceptors its doors run (a service's `ServiceContext.bus`). */
+  nc: BusConnection;
   names: Names;
   log: Logger;
   /** Limits and timeouts (`MCP_BRIDGE_ENV`); each defaults to `MCP_BRIDGE_DEFAULTS`. */
@@ -47,10 +49,11 @@ export interface McpBridge extends RunningService {
  * `mcp_server_connected` / `mcp_server_failed`.
  */
 export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBridge> {
-  const { nc, names, log } = options;
-  const conn = { nc, names };
+  const { names, log } = options;
+  const conn = { ...busParts(options.nc), names };
   const limits: McpBridgeLimits = { ...MCP_BRIDGE_DEFAULTS, ...options.limits };
-  const events = options.events ?? (await RuntimeEventBus.create({ nc, names, source: "mcp-bridge", log }));
+  const events =
+    options.events ?? (await RuntimeEventBus.create({ nc: conn, names, source: "mcp-bridge", log }));
   const deps = {
     conn,
     tools: await ToolStore.open(conn),
@@ -66,7 +69,7 @@ export async function startMcpBridge(options: McpBridgeOptions): Promise<McpBrid
 
   const forwardOf = (server: string) =>
     serveRequests(
-      nc,
+      conn,
       names.mcpForward(server),
       {
         queue: "mcp-bridge",

@@ -457,7 +457,7 @@ export class Upstream {
   private serveTerminal(name: string): Responder {
     const { conn, log, limits, results, resultInlineBytes } = this.deps;
     return serveRequests(
-      conn.nc,
+      conn,
       conn.names.toolTerminal(name),
       { queue: `tool.${name}`, request: ToolTerminalLeg.request, log },
       async (call) => {

@@ -1,4 +1,4 @@
-import type { GeodeConnection, Logger } from "@geode/bus";
+import { type BusConnection, busParts, type Logger } from "@geode/bus";
 import { type HookEnvelope, HookName, type Names } from "@geode/contracts";
 import { type HookAnswer, type HookCall, type ServedHook, serveHookAnswers } from "@geode/handler";
 import {
@@ -20,7 +20,8 @@ import { PolicyLoader } from "./policy-loader.js";
 const POLICY_HANDLER = { name: "policy", priority: 10, failureMode: "closed" } as const;
 
 export interface PolicyGuardOptions {
-  nc: GeodeConnection["nc"];
+  /** The connection, with the interceptors its doors run (a service's `ServiceContext.bus`). */
+  nc: BusConnection;
   names: Names;
   log: Logger;
   /** The schema's text; default the shipped `policies/geode.cedarschema`. */
@@ -41,8 +42,8 @@ export interface PolicyGuard extends RunningService {
  * `{ns}_tools` known as MCP tools; see `policyAnswer` for what it returns.
  */
 export async function startPolicyGuard(options: PolicyGuardOptions): Promise<PolicyGuard> {
-  const { nc, names, log } = options;
-  const conn = { nc, names };
+  const { names, log } = options;
+  const conn = { ...busParts(options.nc), names };
   const loader = new PolicyLoader(await PolicyStore.open(conn), options.schema ?? schemaText(), log);
   await loader.start();
   const callers = new CallerDirectory(await SessionStore.open(conn), await AgentStore.open(conn));

@@ -1,4 +1,6 @@
 import {
+  type BusConnection,
+  busParts,
   createHookClient,
   ensureResultStore,
   type Logger,
@@ -9,7 +11,6 @@ import {
 import { type Names, QueueGroup } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
 import { ReceiptStore, ResultStore, ToolStore } from "@geode/state";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 import { loadMiddlewareModules } from "./middleware-loader.js";
 import { SchemaValidator } from "./schema-validator.js";
@@ -22,7 +23,8 @@ export { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 export { TOOL_EXECUTOR_ENV, type ToolExecutorConfig } from "./tool-executor-config.js";
 
 export interface ToolExecutorOptions {
-  nc: NatsConnection;
+  /** The connection, with the interceptors its doors run (a service's `ServiceContext.bus`). */
+  nc: BusConnection;
   names: Names;
   log?: Logger;
   /** Where runtime events go; default: a bus of its own (source `tool-executor`). */
@@ -41,7 +43,9 @@ export interface ToolExecutor {
 
 /** Starts the tool-executor on `{ns}.tool.execute` (queue group `tool-executor`). */
 export async function startToolExecutor(options: ToolExecutorOptions): Promise<ToolExecutor> {
-  const { nc, names: n } = options;
+  const { names: n } = options;
+  const bus = options.nc;
+  const { nc } = busParts(bus);
   const log = options.log ?? silentLogger();
   const config = toolExecutorConfig(options.config);
   const middleware = options.middleware ?? new MiddlewareRegistry();
@@ -49,7 +53,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
   // Not batched: each event goes on the wire when it is emitted, so it is ahead of the request of
   // the step that follows it (the terminal call, PostToolUse) on this connection.
   const events =
-    options.events ?? (await RuntimeEventBus.create({ nc, names: n, source: "tool-executor", log }));
+    options.events ?? (await RuntimeEventBus.create({ nc: bus, names: n, source: "tool-executor", log }));
   const conn = { nc, names: n };
   const [receipts, toolStore] = await Promise.all([
     ReceiptStore.open(conn),
@@ -57,11 +61,11 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     ensureResultStore(nc, n, { ttlMs: config.resultTtlMs, maxBytes: config.resultStoreBytes }),
   ]);
   const tools = await ToolRegistry.open(toolStore, options.tools ?? builtinTools(config.toolRoot), log);
-  const hookClient = createHookClient(nc, n);
+  const hookClient = createHookClient(bus, n);
   const invokeHook: InvokeHook = (hook, payload, correlation, { timeoutMs, guarded }) =>
     hookClient.invoke(hook, payload, correlation, { timeoutMs, ...(guarded ? { guarded } : {}) });
   const deps: BoundaryDeps = {
-    nc,
+    nc: bus,
     names: n,
     log,
     events,
@@ -75,7 +79,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     config,
   };
   const responder = serveRequests(
-    nc,
+    bus,
     n.toolExecute,
     { queue: QueueGroup.ToolExecutor, log },
     (body, _msg, tags) => runToolCall(deps, body, tags),

@@ -5,9 +5,9 @@ import { startToolExecutor, TOOL_EXECUTOR_ENV } from "./index.js";
 await runService(
   "tool-executor",
   { env: TOOL_EXECUTOR_ENV, telemetry: serviceTelemetry },
-  ({ nc, names, log, config, settings }) =>
+  ({ bus, names, log, config, settings }) =>
     startToolExecutor({
-      nc,
+      nc: bus,
       names,
       log,
       config: {

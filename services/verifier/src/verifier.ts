@@ -1,8 +1,15 @@
-import { createHookClient, type Logger, RuntimeEventBus, serveRequests, silentLogger } from "@geode/bus";
+import {
+  type BusConnection,
+  busParts,
+  createHookClient,
+  type Logger,
+  RuntimeEventBus,
+  serveRequests,
+  silentLogger,
+} from "@geode/bus";
 import { type Names, QueueGroup, type VerifyReply } from "@geode/contracts";
 import { AttemptStore, SessionStore } from "@geode/state";
 import { withSpan } from "@geode/telemetry";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { resolveParked } from "./owner-resolution.js";
 import { startSessionCleanup } from "./session-cleanup.js";
 import { builtIn } from "./stages/built-in.js";
@@ -15,7 +22,8 @@ import { openVerifyRun, releaseAttempt, type VerifierDeps } from "./stages/verif
 export { CANDIDATE_SUMMARY_CHARS, candidateSummary } from "./stages/verify-run.js";
 
 export interface VerifierOptions {
-  nc: NatsConnection;
+  /** The connection, with the interceptors its doors run (a service's `ServiceContext.bus`). */
+  nc: BusConnection;
   names: Names;
   log?: Logger;
   /** Publisher of events and timeline records (default: a bus with source `verifier`). */
@@ -58,10 +66,13 @@ async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply>
  * it clears a session's `{ns}_verify` records once the session ended (see `startSessionCleanup`).
  */
 export async function startVerifier(options: VerifierOptions): Promise<RunningVerifier> {
-  const { nc, names } = options;
+  const { names } = options;
+  const bus = options.nc;
+  const { nc } = busParts(bus);
   const log = options.log ?? silentLogger();
-  const events = options.events ?? (await RuntimeEventBus.create({ nc, names, source: "verifier", log }));
-  const hooks = createHookClient(nc, names);
+  const events =
+    options.events ?? (await RuntimeEventBus.create({ nc: bus, names, source: "verifier", log }));
+  const hooks = createHookClient(bus, names);
   const attempts = await AttemptStore.open({ nc, names });
   const cleanup = await startSessionCleanup({ nc, names, attempts, log });
   const hookTimeoutMs = options.hookTimeoutMs ?? 30_000;
@@ -75,10 +86,10 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
     sessions: await SessionStore.open({ nc, names }),
   };
   const responders = [
-    serveRequests(nc, names.verifyFinalize, { queue: QueueGroup.Verifier, log }, (body) =>
+    serveRequests(bus, names.verifyFinalize, { queue: QueueGroup.Verifier, log }, (body) =>
       finalize(deps, body),
     ),
-    serveRequests(nc, names.verifyResolve, { queue: QueueGroup.Verifier, log }, (body) =>
+    serveRequests(bus, names.verifyResolve, { queue: QueueGroup.Verifier, log }, (body) =>
       resolveParked(deps, body),
     ),
   ];

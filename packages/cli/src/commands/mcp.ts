@@ -147,7 +147,7 @@ const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` 
 async function bridgeStates(conn: GeodeConnection): Promise<Map<string, McpServerState> | null> {
   try {
     const reply = await requestJson(
-      conn.nc,
+      conn,
       conn.names.health(BRIDGE),
       {},
       { timeoutMs: HEALTH_TIMEOUT_MS, reply: HealthLeg.reply },

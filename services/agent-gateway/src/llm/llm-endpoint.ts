@@ -99,7 +99,7 @@ export class LlmEndpoint {
   ) {}
 
   static async start(deps: LlmEndpointDeps): Promise<LlmEndpoint> {
-    const conn = { nc: deps.plane.nc, names: deps.plane.names };
+    const conn = deps.plane.bus;
     const [providers, prices, budgets, spend] = await Promise.all([
       LlmProviderStore.open(conn),
       LlmPriceStore.open(conn),

@@ -115,8 +115,7 @@ export class McpEndpoint {
   private stops: Array<() => void> = [];
 
   private constructor(private readonly deps: McpEndpointDeps) {
-    const conn = { nc: deps.plane.nc, names: deps.plane.names };
-    this.results = new ResultStore(conn);
+    this.results = new ResultStore(deps.plane.bus);
     this.handler = createMcpHandler((ctx) => this.server(ctx.authInfo?.clientId ?? ""), {
       legacy: "stateless",
       onerror: (err) => deps.log.debug({ err_type: err.name, message: err.message }, "mcp request refused"),
@@ -126,7 +125,7 @@ export class McpEndpoint {
   /** Loads and follows the tools and server records. */
   static async start(deps: McpEndpointDeps): Promise<McpEndpoint> {
     const endpoint = new McpEndpoint(deps);
-    const conn = { nc: deps.plane.nc, names: deps.plane.names };
+    const conn = deps.plane.bus;
     const [tools, servers] = await Promise.all([ToolStore.open(conn), McpServerStore.open(conn)]);
     const tw = await tools.watch(({ key, value }) => {
       if (value?.mcp) endpoint.tools.set(key, { ...value, mcp: value.mcp });
@@ -228,7 +227,7 @@ export class McpEndpoint {
         );
         try {
           const reply = await requestJson<{ result: Record<string, unknown> }>(
-            this.deps.plane.nc,
+            this.deps.plane.bus,
             this.deps.plane.names.mcpForward(srv),
             { method, params },
             { timeoutMs: this.deps.hookTimeoutMs, signal: ctx.mcpReq.signal },
@@ -264,7 +263,7 @@ export class McpEndpoint {
         this.deps.plane.timeline("mcp.read", { server: srv, method, uri_or_name: "" }, corr);
         try {
           const reply = await requestJson<{ result: Record<string, unknown> }>(
-            this.deps.plane.nc,
+            this.deps.plane.bus,
             this.deps.plane.names.mcpForward(srv),
             { method, params: {} },
             { timeoutMs: this.deps.hookTimeoutMs, signal },
@@ -323,7 +322,7 @@ export class McpEndpoint {
       );
     let reply: ToolExecuteReply;
     try {
-      reply = await requestJson(this.deps.plane.nc, this.deps.plane.names.toolExecute, request, {
+      reply = await requestJson(this.deps.plane.bus, this.deps.plane.names.toolExecute, request, {
         timeoutMs: waitMs,
         signal,
         reply: ToolExecuteLeg.reply,

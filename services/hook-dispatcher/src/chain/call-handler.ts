@@ -1,4 +1,4 @@
-import { RequestFailedError, requestJson } from "@geode/bus";
+import { type BusConnection, RequestFailedError, requestJson } from "@geode/bus";
 import {
   ErrorCode,
   encodeGuardedArguments,
@@ -11,7 +11,7 @@ import {
   isMalformedReply,
   sanitizeText,
 } from "@geode/contracts";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { headers } from "@nats-io/transport-node";
 import type { RegisteredHandler } from "../handler-registry.js";
 import type { ChainInput, ChainView, HandlerErrorType } from "./chain-step.js";
 
@@ -34,7 +34,7 @@ export type CallResult =
  * call throws that error at once.
  */
 export async function callHandler(
-  nc: NatsConnection,
+  nc: BusConnection,
   input: ChainInput,
   view: ChainView,
   h: RegisteredHandler,

@@ -1,4 +1,4 @@
-import type { Logger } from "@geode/bus";
+import type { BusConnection, Logger } from "@geode/bus";
 import type {
   AttributedDecision,
   Correlation,
@@ -7,12 +7,12 @@ import type {
   GuardedArguments,
   HookName,
 } from "@geode/contracts";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { HandlerRegistry } from "../handler-registry.js";
 
 /** What every invocation's chain uses, shared by one dispatcher replica. */
 export interface ChainContext {
-  nc: NatsConnection;
+  /** Where handler calls go out, with the service's interceptors. */
+  nc: BusConnection;
   registry: HandlerRegistry;
   log: Logger;
 }

@@ -1,3 +1,4 @@
+import { busParts } from "@geode/bus";
 import type { ToolExecuteReply } from "@geode/contracts";
 import { decidePermission, requestApproval } from "@geode/lifecycle";
 import { refuse, type ToolCall } from "./tool-call.js";
@@ -14,7 +15,8 @@ export async function approval(call: ToolCall): Promise<ToolExecuteReply | undef
   const verdict = await decidePermission(
     {
       events: deps.events,
-      approve: (request, options) => requestApproval({ nc: deps.nc, names: deps.names }, request, options),
+      approve: (request, options) =>
+        requestApproval({ ...busParts(deps.nc), names: deps.names }, request, options),
       approvalTimeoutMs: deps.config.approvalTimeoutMs,
       invoke: (payload, guarded) => call.invokeBeforeEffect("PermissionRequest", payload, guarded),
     },

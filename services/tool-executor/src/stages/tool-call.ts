@@ -1,4 +1,4 @@
-import type { Logger, RuntimeEventBus } from "@geode/bus";
+import type { BusConnection, Logger, RuntimeEventBus } from "@geode/bus";
 import {
   type Correlation,
   type DispatchOutcome,
@@ -21,7 +21,6 @@ import {
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
 import type { ReceiptStore, ResultStore } from "@geode/state";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { ReceiptLease } from "../receipt-lease.js";
 import type { SchemaValidator } from "../schema-validator.js";
 import type { ToolExecutorConfig } from "../tool-executor-config.js";
@@ -38,7 +37,8 @@ export type InvokeHook = <H extends HookName>(
 
 /** What the boundary's stages use, shared by every call of one executor. */
 export interface BoundaryDeps {
-  nc: NatsConnection;
+  /** The connection, with the service's interceptors: the terminal and approval calls go out on it. */
+  nc: BusConnection;
   names: Names;
   log: Logger;
   events: RuntimeEventBus;

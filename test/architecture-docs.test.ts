@@ -32,7 +32,6 @@ describe("the layer table of docs/architecture.md", () => {
       "packages/bus",
       "packages/contracts",
       "packages/state",
-      "packages/telemetry",
       "packages/testing",
     ]);
     // Telemetry sits on the bus and the service runtime, below everything that reports through it.

@@ -1,6 +1,5 @@
 import { type GeodeConnection, RequestFailedError, requestJson } from "@geode/bus";
 import { ApprovalLeg, type ApprovalReply, type ApprovalRequest, isMalformedReply } from "@geode/contracts";
-import { observe } from "@geode/telemetry";
 
 /** A human approver's answer, or why there was none. */
 export type ApprovalAnswer =
@@ -11,14 +10,20 @@ export type ApprovalAnswer =
  * Asks a human on `{ns}.approval.request` (queue group `approvers`; the first reply wins) and says
  * who answered, or why nobody did. What no answer means is the caller's rule: the tool-executor
  * denies (headless runs fail closed), the agent gateway leaves the question to the agent's own user.
+ * `options.pending` is told when the request starts (+1) and ends (-1): a service's
+ * `ServiceObserver.approvalPending`.
  */
 export async function requestApproval(
   conn: GeodeConnection,
   request: ApprovalRequest,
-  options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  options: {
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    pending?: ((delta: 1 | -1) => void) | undefined;
+  },
 ): Promise<ApprovalAnswer> {
   const timeoutMs = Math.max(1, options.timeoutMs);
-  observe.approvalPending(1);
+  options.pending?.(1);
   try {
     const reply = await requestJson(conn, conn.names.approvalRequest, ApprovalLeg.request.encode(request), {
       timeoutMs,
@@ -35,6 +40,6 @@ export async function requestApproval(
       return { source: "timeout", reason: `no approval within ${timeoutMs} ms` };
     return { source: "error", reason: "approval request failed" };
   } finally {
-    observe.approvalPending(-1);
+    options.pending?.(-1);
   }
 }

@@ -8,6 +8,12 @@ export { checkDatabaseUrl } from "./database-url.js";
 export { checkHttpTimeouts, type HttpTimeouts, httpServerOptions, httpTimeoutVars } from "./http-timeouts.js";
 export { createLogger, LOG_REDACT_PATHS } from "./logger.js";
 export {
+  type CheckpointAgeSource,
+  type LagSource,
+  NO_OBSERVER,
+  type ServiceObserver,
+} from "./service-observer.js";
+export {
   GEODE_VERSION,
   type RunningService,
   type RunServiceOptions,

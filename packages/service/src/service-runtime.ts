@@ -13,6 +13,7 @@ import { names as buildNames, HealthLeg, type HealthReply, type Names } from "@g
 import { ConfigError, type EnvSpec } from "@geode/env";
 import { type GeodeConfig, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { NO_OBSERVER, type ServiceObserver } from "./service-observer.js";
 import { supervisorGone } from "./supervisor-channel.js";
 
 export const GEODE_VERSION = "0.1.0";
@@ -71,6 +72,8 @@ export interface ServiceContext<S = unknown> {
    * `interceptors`): what its requests, served requests and event publishers are given.
    */
   bus: GeodeConnection;
+  /** Where the service's own stage spans and figures go (its telemetry's; `NO_OBSERVER` without). */
+  observer: ServiceObserver;
   names: Names;
   log: Logger;
 }
@@ -96,6 +99,8 @@ export interface ServiceTelemetry<T = unknown> {
 export interface StartedTelemetry {
   /** What the health reply's `metrics_url` says (null: no metrics served). */
   readonly metricsUrl: string | null;
+  /** What the service reports through `ServiceContext.observer`. */
+  readonly observer: ServiceObserver;
   /** The interceptors of the service's connection (outermost of `ServiceContext.bus`), once it is up. */
   attach(nc: NatsConnection, names: Names): readonly BusInterceptor[];
   /** Flushes what it holds and stops, after the service drained. */
@@ -184,7 +189,15 @@ export async function runService<S = undefined, T = unknown>(
   };
   let running: RunningService;
   try {
-    running = await start({ config, settings, nc, bus, names: n, log });
+    running = await start({
+      config,
+      settings,
+      nc,
+      bus,
+      observer: telemetry?.observer ?? NO_OBSERVER,
+      names: n,
+      log,
+    });
   } catch (err) {
     exitOnStartFailure(log, err);
   }

@@ -1,6 +1,5 @@
 export { connectGeode } from "./connect.js";
-export type { LagSource } from "./metrics.js";
-export { observe } from "./observe.js";
+export { telemetryObserver } from "./observe.js";
 export { serviceTelemetry, telemetryInterceptors } from "./service-telemetry.js";
 export { DEFAULT_METRICS_PORT, TELEMETRY_ENV, type TelemetryConfig } from "./telemetry-config.js";
 export {

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import type { CheckpointAgeSource, LagSource } from "@geode/service";
 import type * as PromClient from "prom-client";
 
 let promClient: typeof PromClient | undefined;
@@ -48,12 +49,6 @@ export interface Metrics {
   /** The process's NATS connection went up (true) or down (false). */
   natsConnected(up: boolean): void;
 }
-
-/** What the notary reports at each scrape: seconds since each log's latest checkpoint. */
-export type CheckpointAgeSource = () => ReadonlyArray<{ log: string; seconds: number }>;
-
-/** What a lag source reports at each scrape: messages the projection is behind, per stream. */
-export type LagSource = () => Promise<ReadonlyArray<{ stream: string; lag: number }>>;
 
 const NOOP: Metrics = {
   hookInvocation() {},

@@ -5,6 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { legTelemetry } from "./leg-telemetry.js";
 import { disableMetrics, enableMetrics } from "./metrics.js";
 import { type MetricsServer, serveMetrics } from "./metrics-server.js";
+import { telemetryObserver } from "./observe.js";
 import { TELEMETRY_ENV, type TelemetryConfig } from "./telemetry-config.js";
 import { incomingTrace, outgoingTraceHeaders } from "./trace-interceptors.js";
 import { startTracing } from "./tracing-setup.js";
@@ -21,7 +22,7 @@ export function telemetryInterceptors(names: Names) {
  * A service's metrics and traces, for `runService(name, { telemetry: serviceTelemetry }, …)`:
  * `/metrics` on 127.0.0.1:`GEODE_METRICS_PORT` and the span export of
  * `OTEL_EXPORTER_OTLP_ENDPOINT` started before the service connects, the interceptors on its
- * connection, `geode_nats_connected` from its status.
+ * connection, its stage spans and figures (`telemetryObserver`), `geode_nats_connected` from its status.
  */
 export const serviceTelemetry: ServiceTelemetry<TelemetryConfig> = {
   env: TELEMETRY_ENV,
@@ -30,6 +31,7 @@ export const serviceTelemetry: ServiceTelemetry<TelemetryConfig> = {
     const stopTracing = await startTracing(name, version);
     return {
       metricsUrl: server?.url ?? null,
+      observer: telemetryObserver,
       attach(nc: NatsConnection, names: Names) {
         if (server) watchConnection(nc);
         return telemetryInterceptors(names);

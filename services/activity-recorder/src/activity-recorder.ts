@@ -17,7 +17,7 @@ import {
   type RetryPolicy,
   redactDatabaseUrl,
 } from "@geode/projection";
-import { observe } from "@geode/telemetry";
+import { NO_OBSERVER, type ServiceObserver } from "@geode/service";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -55,6 +55,8 @@ export interface ActivityRecorderOptions {
   /** Backoff of failed projection writes (default 100 ms doubling to 2 s). */
   retry?: RetryPolicy;
   streams?: StreamOptions;
+  /** Where batches, rows, quarantined messages and the lag are reported (default: nowhere). */
+  observer?: ServiceObserver;
 }
 
 export interface ActivityRecorder {
@@ -81,6 +83,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
   const writers = Math.max(1, options.writers ?? DEFAULT_WRITERS);
   const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const retry = options.retry ?? DEFAULT_RETRY;
+  const observer = options.observer ?? NO_OBSERVER;
   const outage = new ProjectionOutage(
     log,
     Date.now,
@@ -108,12 +111,13 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
         ackWaitMs,
         outage,
         onQuarantined: () => void quarantine.refresh(),
+        observer,
         log: log.child({ stream }),
         source: durableSource({ jsm, js }, stream, { ackWaitMs, batchSize }),
       });
     projectors.push(projector("events", n.eventsStream), projector("timeline", n.timelineStream));
-    observe.recorderLag(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
-    for (const stream of [n.eventsStream, n.timelineStream]) observe.recorderQuarantined(stream, 0);
+    observer.recorderLag(() => recorderLag(jsm, [n.eventsStream, n.timelineStream]));
+    for (const stream of [n.eventsStream, n.timelineStream]) observer.recorderQuarantined(stream, 0);
     // Consumption starts once the tables exist. A database that is down at start delays that
     // (health says why) instead of stopping the service.
     const migrated = ownsDb ? await migrateOnce(db, outage) : true;
@@ -136,7 +140,7 @@ export async function startActivityRecorder(options: ActivityRecorderOptions): P
       },
       async stop() {
         stopped = true;
-        observe.recorderLag(undefined);
+        observer.recorderLag(undefined);
         await started;
         await Promise.all(projectors.map((p) => p.stop()));
         await quarantine.stop();

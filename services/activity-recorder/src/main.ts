@@ -6,11 +6,12 @@ import { RECORDER_ENV } from "./recorder-config.js";
 await runService(
   "activity-recorder",
   { env: RECORDER_ENV, telemetry: serviceTelemetry },
-  ({ config, settings, nc, names, log }) =>
+  ({ config, settings, nc, names, log, observer }) =>
     startActivityRecorder({
       nc,
       names,
       log,
+      observer,
       databaseUrl: config.databaseUrl,
       runsDir: config.runsDir,
       ...settings,

@@ -6,7 +6,7 @@ import {
   type ProjectionStats,
   type StreamKind,
 } from "@geode/projection";
-import { observe } from "@geode/telemetry";
+import type { ServiceObserver } from "@geode/service";
 import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import type { Kysely } from "kysely";
 import type { RunMirror } from "./run-mirror.js";
@@ -34,6 +34,8 @@ export interface StreamProjectorOptions {
   outage?: ProjectionOutage;
   /** Called after a batch committed with messages PostgreSQL refused (now quarantined). */
   onQuarantined?: () => void;
+  /** Where each batch's time, rows and quarantined messages are reported. */
+  observer: ServiceObserver;
   log: Logger;
 }
 
@@ -52,7 +54,7 @@ export class StreamProjector {
   private readonly loop: ProjectionLoop<JsMsg>;
 
   constructor(private readonly options: StreamProjectorOptions) {
-    const { mirror, stream } = options;
+    const { mirror, stream, observer } = options;
     this.loop = new ProjectionLoop<JsMsg>({
       kind: options.kind,
       stream: options.stream,
@@ -70,12 +72,12 @@ export class StreamProjector {
           if (activity.length > 0) await mirror.append(activity);
         }
         for (const m of messages) m.ack();
-        observe.recorderBatch(stream, seconds);
-        observe.recorderRows("activity_events", result.activity);
-        observe.recorderRows("extension_invocations", result.extension);
-        observe.recorderRows("session_events", result.session);
+        observer.recorderBatch(stream, seconds);
+        observer.recorderRows("activity_events", result.activity);
+        observer.recorderRows("extension_invocations", result.extension);
+        observer.recorderRows("session_events", result.session);
         if (quarantined.length > 0) {
-          observe.recorderQuarantined(stream, quarantined.length);
+          observer.recorderQuarantined(stream, quarantined.length);
           options.onQuarantined?.();
         }
       },

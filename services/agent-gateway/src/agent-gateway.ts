@@ -1,6 +1,6 @@
 import { type BusConnection, type Logger, RuntimeEventBus, silentLogger } from "@geode/bus";
 import { agentCheckPath, type Names } from "@geode/contracts";
-import { observe } from "@geode/telemetry";
+import { NO_OBSERVER, type ServiceObserver } from "@geode/service";
 import type { AnyAdapter } from "./agent-adapter.js";
 import { handleAgentCheck } from "./agent-check.js";
 import { AgentDirectory } from "./agent-directory.js";
@@ -45,6 +45,8 @@ export interface AgentGatewayOptions {
   events?: RuntimeEventBus;
   /** Where the LLM providers' keys are looked up by `key_env` (default: the process environment). */
   providerKeys?: Readonly<Record<string, string | undefined>>;
+  /** Where hook spans, governance gaps and pending approvals are reported (default: nowhere). */
+  observer?: ServiceObserver;
 }
 
 export interface AgentGateway {
@@ -64,6 +66,7 @@ export interface AgentGateway {
 export async function startAgentGateway(options: AgentGatewayOptions): Promise<AgentGateway> {
   const { nc, names } = options;
   const log = options.log ?? silentLogger();
+  const observer = options.observer ?? NO_OBSERVER;
   const config: GatewayConfig = gatewayConfig(options.config);
   // A call's records are published after its answer, in order, and before the gateway's next
   // request to the plane (the plane sends the outbox first): off the answer's path, never after a
@@ -86,6 +89,7 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     hookTimeoutMs: config.hookTimeoutMs,
     verifyTimeoutMs: config.verifyTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    observer,
   });
   const directory = await AgentDirectory.start(plane);
   const sessions = new SessionTracker(plane, log);
@@ -112,13 +116,14 @@ export async function startAgentGateway(options: AgentGatewayOptions): Promise<A
     timeoutMs: config.llmTimeoutMs,
     sessionIdleMs: config.mcpSessionIdleMs,
   });
-  observe.governanceGapKinds(ADAPTERS.map((a) => a.kind));
+  observer.governanceGapKinds(ADAPTERS.map((a) => a.kind));
   const http = await startHttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
     timeouts: config.timeouts,
     log,
+    observer,
     routes: {
       identify: (authorization) => directory.identify(authorization),
       hooks: new Map<string, HookRoute>([

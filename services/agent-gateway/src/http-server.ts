@@ -8,8 +8,7 @@ import {
   TRACEPARENT_HEADER,
   TRACESTATE_HEADER,
 } from "@geode/contracts";
-import { type HttpTimeouts, httpServerOptions } from "@geode/service";
-import { newTraceContext, runInTrace, withSpan } from "@geode/telemetry";
+import { type HttpTimeouts, httpServerOptions, type ServiceObserver } from "@geode/service";
 import { readBody } from "./read-body.js";
 import { RefusedTokenLog } from "./refused-token-log.js";
 
@@ -200,7 +199,7 @@ const error = (code: string, message: string) => ({ error: { code, message } });
  * token is logged (rate-limited, never the token).
  */
 async function answerHook(
-  options: { routes: HttpRoutes; maxBodyBytes: number; refused: RefusedTokenLog },
+  options: { routes: HttpRoutes; maxBodyBytes: number; refused: RefusedTokenLog; observer: ServiceObserver },
   req: IncomingMessage,
   res: ServerResponse,
   route: HookRoute,
@@ -246,10 +245,9 @@ async function answerHook(
     if (!res.writableEnded) ac.abort(new Error("the client closed the request"));
   });
   // The agent's trace (a `traceparent` header) goes on to every message this hook call causes.
-  const trace =
-    parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER)) ?? newTraceContext();
-  const reply = await runInTrace(trace, () =>
-    withSpan("geode.gateway.hook", {}, () => route({ body, agent, signal: ac.signal, query })),
+  const trace = parseTraceparent(header(req, TRACEPARENT_HEADER), header(req, TRACESTATE_HEADER));
+  const reply = await options.observer.traced(trace ?? undefined, "geode.gateway.hook", () =>
+    route({ body, agent, signal: ac.signal, query }),
   );
   if (!res.destroyed) send(res, reply.status, reply.body);
 }
@@ -268,6 +266,8 @@ export async function startHttpServer(options: {
   timeouts: HttpTimeouts;
   routes: HttpRoutes;
   log: Logger;
+  /** Each hook call's span, in the agent's trace (the gateway's `ServiceContext.observer`). */
+  observer: ServiceObserver;
 }): Promise<GatewayHttpServer> {
   const { routes, log } = options;
   const inflight = new Set<Promise<void>>();

@@ -5,13 +5,14 @@ import { GATEWAY_ENV, gatewayTimeouts, startAgentGateway } from "./index.js";
 await runService(
   "agent-gateway",
   { env: GATEWAY_ENV, telemetry: serviceTelemetry },
-  async ({ bus, names, log, config, settings }) => {
+  async ({ bus, names, log, config, settings, observer }) => {
     const { host, port } = settings.addr;
     try {
       return await startAgentGateway({
         nc: bus,
         names,
         log,
+        observer,
         config: {
           host,
           port,

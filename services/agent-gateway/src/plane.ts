@@ -30,6 +30,7 @@ import {
   type VerifyReply,
 } from "@geode/contracts";
 import { type ApprovalAnswer, type LifecycleDeps, requestApproval } from "@geode/lifecycle";
+import type { ServiceObserver } from "@geode/service";
 import { AgentStore, RunStore, SessionStore } from "@geode/state";
 import type { NatsConnection } from "@nats-io/transport-node";
 
@@ -64,6 +65,8 @@ export interface Plane {
   ): Promise<ApprovalAnswer>;
   /** The wait for a human approver. */
   readonly approvalTimeoutMs: number;
+  /** Where the gateway reports what only its code sees (governance gaps, pending approvals). */
+  readonly observer: ServiceObserver;
   /**
    * The plane as the shared lifecycle steps use it (sessions, sub-agents): its hook client, its
    * events and the sessions bucket, each sending the queued records first.
@@ -98,6 +101,7 @@ export interface PlaneOptions {
   hookTimeoutMs: number;
   verifyTimeoutMs: number;
   approvalTimeoutMs: number;
+  observer: ServiceObserver;
 }
 
 export async function createPlane(options: PlaneOptions): Promise<Plane> {
@@ -125,7 +129,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
         reply: VerifyFinalizeLeg.reply,
       }),
     approve: (request: ApprovalRequest, o: { timeoutMs: number; signal?: AbortSignal | undefined }) =>
-      requestApproval(conn, request, o),
+      requestApproval(conn, request, { ...o, pending: options.observer.approvalPending }),
     mutateSession: (id: string, update: Parameters<SessionStore["mutate"]>[1]) => sessions.mutate(id, update),
     endSession: (...a: Parameters<SessionStore["end"]>) => sessions.end(...a),
     createSession: (...a: Parameters<SessionStore["create"]>) => sessions.create(...a),
@@ -159,6 +163,7 @@ export async function createPlane(options: PlaneOptions): Promise<Plane> {
     finalize: calls.finalize,
     approve: calls.approve,
     approvalTimeoutMs: options.approvalTimeoutMs,
+    observer: options.observer,
 
     lifecycle: {
       hooks,

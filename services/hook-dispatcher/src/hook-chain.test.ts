@@ -1,5 +1,6 @@
 import { encodeJson, silentLogger } from "@geode/bus";
 import type { HookName } from "@geode/contracts";
+import { NO_OBSERVER } from "@geode/service";
 import { useTestEnv } from "@geode/testing";
 import { describe, expect, it } from "vitest";
 import { chainInput, handler, serveHandlers } from "./chain/chain-fixture.js";
@@ -32,7 +33,10 @@ function run(
 ) {
   const registry = { handlers: () => handlers } as unknown as HandlerRegistry;
   const chain = chainInput(hook, payload, { input });
-  const outcome = runChain({ nc: env().nc, registry, log: silentLogger() }, chain.input);
+  const outcome = runChain(
+    { nc: env().nc, registry, log: silentLogger(), observer: NO_OBSERVER },
+    chain.input,
+  );
   return { outcome, audits: chain.audits };
 }
 const h = (name: string, fields = {}, hook: HookName = "PreToolUse") => handler(hook, name, fields, env().ns);

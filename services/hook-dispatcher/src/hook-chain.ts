@@ -1,5 +1,4 @@
 import { type AttributedDecision, type DispatchOutcome, SchemaVersion } from "@geode/contracts";
-import { observe } from "@geode/telemetry";
 import { applyDecision } from "./chain/apply-decision.js";
 import { type CallResult, callHandler } from "./chain/call-handler.js";
 import type { ChainContext, ChainInput, ChainStep, ChainView } from "./chain/chain-step.js";
@@ -26,7 +25,7 @@ export async function runChain(ctx: ChainContext, input: ChainInput): Promise<Di
   let blocked = false;
   /** Audits a step and adds it to the outcome; true when the chain stops there. */
   const fold = (step: ChainStep, startedAt: number): boolean => {
-    audit(input, step, startedAt);
+    audit(ctx, input, step, startedAt);
     if (step.error) {
       errors.push(`${step.handler}: ${step.error.message}`);
       const fields = { hook: input.hook, handler: step.handler, error_type: step.error.type };
@@ -80,8 +79,8 @@ function replyStep(view: ChainView, h: RegisteredHandler, reply: CallResult): Ch
 }
 
 /** Records one handler call: its `extension_invoked` (only the status and a bounded reason) and its count. */
-function audit(input: ChainInput, step: ChainStep, startedAt: number): void {
-  observe.handlerCall(input.hook, step.handler, step.status);
+function audit(ctx: ChainContext, input: ChainInput, step: ChainStep, startedAt: number): void {
+  ctx.observer.handlerCall(input.hook, step.handler, step.status);
   input.audits.add({
     surface: "hook",
     name: input.hook,

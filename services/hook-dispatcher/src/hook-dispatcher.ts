@@ -23,6 +23,7 @@ import {
   QueueGroup,
   validateHookPayload,
 } from "@geode/contracts";
+import { NO_OBSERVER, type ServiceObserver } from "@geode/service";
 import type { Msg } from "@nats-io/transport-node";
 import { HandlerRegistry } from "./handler-registry.js";
 import { type ChainContext, runChain } from "./hook-chain.js";
@@ -37,6 +38,8 @@ export interface HookDispatcherOptions {
   log?: Logger;
   /** Where `extension_invoked` goes; default: a bus of its own with source `hook-dispatcher`. */
   events?: RuntimeEventBus;
+  /** Where its handler-call counts go (a service's `ServiceContext.observer`; default none). */
+  observer?: ServiceObserver;
   /** What the webhook handlers may reach (`GEODE_WEBHOOK_ALLOW`; default public addresses only). */
   webhooks?: WebhookCallOptions;
 }
@@ -94,7 +97,7 @@ export async function startHookDispatcher(options: HookDispatcherOptions): Promi
     },
     (body, msg) =>
       dispatch(
-        { nc: bus, registry, log, events, audits, cancellable },
+        { nc: bus, registry, log, observer: options.observer ?? NO_OBSERVER, events, audits, cancellable },
         msg.subject.slice(prefix.length),
         body,
         msg,
@@ -149,7 +152,7 @@ async function dispatch(
   if (controller) ctx.cancellable.set(invocationId, controller);
   try {
     return await runChain(
-      { nc: ctx.nc, registry: ctx.registry, log: ctx.log },
+      { nc: ctx.nc, registry: ctx.registry, log: ctx.log, observer: ctx.observer },
       {
         hook,
         correlation: request.correlation,

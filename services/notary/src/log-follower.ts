@@ -12,7 +12,7 @@ import {
 import type { Logger } from "@geode/bus";
 import type { AuditCheckpointMessage, AuditGap, AuditLogName, AuditLogState, Names } from "@geode/contracts";
 import { backoffDelay, DEFAULT_RETRY, isConnectionError, type RetryPolicy } from "@geode/projection";
-import { observe } from "@geode/telemetry";
+import type { ServiceObserver } from "@geode/service";
 import {
   type Consumer,
   DeliverPolicy,
@@ -37,6 +37,8 @@ export interface LogFollowerOptions {
   checkpointMs: number;
   outage: DbOutage;
   retry?: RetryPolicy;
+  /** Where appended leaves and gaps are reported. */
+  observer: ServiceObserver;
   logger: Logger;
 }
 
@@ -159,8 +161,8 @@ export class LogFollower {
     }
     const latest = await store.latestCheckpoint(log);
     this.#checkpoint = latest ? { size: latest.size, signedAt: latest.signedAt } : undefined;
-    observe.auditLeaves(log, 0);
-    observe.auditGaps(log, 0);
+    this.o.observer.auditLeaves(log, 0);
+    this.o.observer.auditGaps(log, 0);
     const consumer = await this.o.js.consumers.get(this.#stream, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: stored.lastSeq + 1,
@@ -303,10 +305,10 @@ export class LogFollower {
       gaps: p.gaps,
       frontier: p.frontier,
     };
-    observe.auditLeaves(log, p.frontier.size - p.from.size);
+    this.o.observer.auditLeaves(log, p.frontier.size - p.from.size);
     const gaps = p.gaps - p.from.gaps;
     if (gaps > 0) {
-      observe.auditGaps(log, gaps);
+      this.o.observer.auditGaps(log, gaps);
       for (const r of p.gapRanges) {
         const gap: AuditGap = { log, from_seq: r.from, to_seq: r.to };
         this.o.logger.warn(gap, `audit log ${log}: stream sequences ${r.from}..${r.to} are gone (deleted)`);

@@ -5,6 +5,6 @@ import { NOTARY_ENV, startNotary } from "./index.js";
 await runService(
   "notary",
   { env: NOTARY_ENV, telemetry: serviceTelemetry },
-  ({ config, settings, nc, names, log }) =>
-    startNotary({ nc, names, log, databaseUrl: config.databaseUrl, ...settings }),
+  ({ config, settings, nc, names, log, observer }) =>
+    startNotary({ nc, names, log, observer, databaseUrl: config.databaseUrl, ...settings }),
 );

@@ -10,8 +10,7 @@ import {
 } from "@geode/bus";
 import { AUDIT_LOGS, type AuditHealth, type Names } from "@geode/contracts";
 import { openProjectionDb, type ProjectionDb, type RetryPolicy, redactDatabaseUrl } from "@geode/projection";
-import type { ServiceHealth } from "@geode/service";
-import { observe } from "@geode/telemetry";
+import { NO_OBSERVER, type ServiceHealth, type ServiceObserver } from "@geode/service";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AuditStore, migrateAudit } from "./audit-store.js";
@@ -37,6 +36,8 @@ export interface NotaryOptions {
   instance?: string;
   retry?: RetryPolicy;
   streams?: StreamOptions;
+  /** Where leaves, gaps and the checkpoints' age are reported (default: nowhere). */
+  observer?: ServiceObserver;
 }
 
 export interface Notary {
@@ -60,6 +61,7 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
   const log = options.log ?? silentLogger();
   const signer = options.signer ?? readKey(options.keyFile ?? DEFAULT_AUDIT_KEY_FILE);
   const instance = options.instance ?? randomUUID();
+  const observer = options.observer ?? NO_OBSERVER;
   await ensureEventStreams(nc, n, options.streams);
   await ensureCheckpointStream(nc, n, options.streams);
   const kv = await ensureBucket(nc, n, "notary");
@@ -100,7 +102,7 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
       }
     }
   };
-  observe.auditCheckpointAge(() =>
+  observer.auditCheckpointAge(() =>
     lease.active
       ? followers.flatMap((f, i) => {
           const seconds = f.checkpointAgeSeconds();
@@ -126,7 +128,7 @@ export async function startNotary(options: NotaryOptions): Promise<Notary> {
     async stop() {
       stopped = true;
       clearInterval(standbyView);
-      observe.auditCheckpointAge(undefined);
+      observer.auditCheckpointAge(undefined);
       await lease.stop();
       await role;
       await Promise.all(followers.map((f) => f.stop()));
@@ -185,6 +187,7 @@ async function openFollowers(
         checkpointMs: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
         outage,
         ...(options.retry ? { retry: options.retry } : {}),
+        observer: options.observer ?? NO_OBSERVER,
         logger: log.child({ audit_log: l }),
       }),
   );

@@ -3,5 +3,5 @@ import { serviceTelemetry } from "@geode/telemetry";
 import { startPolicyGuard } from "./index.js";
 
 await runService("policy-guard", { telemetry: serviceTelemetry }, (ctx) =>
-  startPolicyGuard({ nc: ctx.bus, names: ctx.names, log: ctx.log }),
+  startPolicyGuard({ nc: ctx.bus, observer: ctx.observer, names: ctx.names, log: ctx.log }),
 );

@@ -9,9 +9,8 @@ import {
   registeredToolApplies,
   schemaText,
 } from "@geode/policy";
-import type { RunningService, ServiceHealth } from "@geode/service";
+import { NO_OBSERVER, type RunningService, type ServiceHealth, type ServiceObserver } from "@geode/service";
 import { AgentStore, PolicyStore, SessionStore, ToolStore } from "@geode/state";
-import { observe } from "@geode/telemetry";
 import { CallerDirectory } from "./caller-directory.js";
 import { McpToolDirectory } from "./mcp-tool-directory.js";
 import { PolicyLoader } from "./policy-loader.js";
@@ -24,6 +23,8 @@ export interface PolicyGuardOptions {
   nc: BusConnection;
   names: Names;
   log: Logger;
+  /** Where its decision counts go (a service's `ServiceContext.observer`; default none). */
+  observer?: ServiceObserver;
   /** The schema's text; default the shipped `policies/geode.cedarschema`. */
   schema?: string;
   /** Registration lease, ms (tests shorten it). */
@@ -43,6 +44,7 @@ export interface PolicyGuard extends RunningService {
  */
 export async function startPolicyGuard(options: PolicyGuardOptions): Promise<PolicyGuard> {
   const { names, log } = options;
+  const observer = options.observer ?? NO_OBSERVER;
   const conn = { ...busParts(options.nc), names };
   const loader = new PolicyLoader(await PolicyStore.open(conn), options.schema ?? schemaText(), log);
   await loader.start();
@@ -80,7 +82,7 @@ export async function startPolicyGuard(options: PolicyGuardOptions): Promise<Pol
         : audit.action !== null
           ? [audit.action, "audit"]
           : ["none", "none"];
-    observe.policyDecision(hook, decision, mode);
+    observer.policyDecision(hook, decision, mode);
     return policyAnswer(evaluation);
   };
 

@@ -10,6 +10,7 @@ import {
 } from "@geode/bus";
 import { type Names, QueueGroup } from "@geode/contracts";
 import { MiddlewareRegistry } from "@geode/middleware";
+import { NO_OBSERVER, type ServiceObserver } from "@geode/service";
 import { ReceiptStore, ResultStore, ToolStore } from "@geode/state";
 import { type BuiltinTool, builtinTools } from "./builtin-tools.js";
 import { loadMiddlewareModules } from "./middleware-loader.js";
@@ -27,6 +28,8 @@ export interface ToolExecutorOptions {
   nc: BusConnection;
   names: Names;
   log?: Logger;
+  /** Where its stage spans and approval counts go (a service's `ServiceContext.observer`; default none). */
+  observer?: ServiceObserver;
   /** Where runtime events go; default: a bus of its own (source `tool-executor`). */
   events?: RuntimeEventBus;
   /** Policy lists, time limits, tool folder, middleware modules; what is left out has its default. */
@@ -68,6 +71,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<T
     nc: bus,
     names: n,
     log,
+    observer: options.observer ?? NO_OBSERVER,
     events,
     invokeHook,
     tools,

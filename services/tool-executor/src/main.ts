@@ -5,9 +5,10 @@ import { startToolExecutor, TOOL_EXECUTOR_ENV } from "./index.js";
 await runService(
   "tool-executor",
   { env: TOOL_EXECUTOR_ENV, telemetry: serviceTelemetry },
-  ({ bus, names, log, config, settings }) =>
+  ({ bus, observer, names, log, config, settings }) =>
     startToolExecutor({
       nc: bus,
+      observer,
       names,
       log,
       config: {

@@ -1,6 +1,5 @@
 import type { RequestTags } from "@geode/bus";
 import type { ToolExecuteReply } from "@geode/contracts";
-import { withSpan } from "@geode/telemetry";
 import { admission } from "./stages/admission.js";
 import { approval } from "./stages/approval.js";
 import { commit } from "./stages/commit.js";
@@ -53,10 +52,10 @@ export async function runToolCall(
 async function runStages(call: ToolCall): Promise<ToolExecuteReply> {
   try {
     for (const stage of STAGES) {
-      const reply = await withSpan(`geode.tool.${stage.name}`, {}, async () => stage(call));
+      const reply = await call.deps.observer.span(`geode.tool.${stage.name}`, async () => stage(call));
       if (reply) return reply;
     }
-    return await withSpan("geode.tool.commit", {}, () => commit(call));
+    return await call.deps.observer.span("geode.tool.commit", () => commit(call));
   } finally {
     // A stage that threw after admission: stop renewing, the outcome is unknown.
     if (call.lease) await call.lease.end();

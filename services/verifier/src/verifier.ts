@@ -8,8 +8,8 @@ import {
   silentLogger,
 } from "@geode/bus";
 import { type Names, QueueGroup, type VerifyReply } from "@geode/contracts";
+import { NO_OBSERVER, type ServiceObserver } from "@geode/service";
 import { AttemptStore, SessionStore } from "@geode/state";
-import { withSpan } from "@geode/telemetry";
 import { resolveParked } from "./owner-resolution.js";
 import { startSessionCleanup } from "./session-cleanup.js";
 import { builtIn } from "./stages/built-in.js";
@@ -26,6 +26,8 @@ export interface VerifierOptions {
   nc: BusConnection;
   names: Names;
   log?: Logger;
+  /** Where each stage's span goes (a service's `ServiceContext.observer`; default none). */
+  observer?: ServiceObserver;
   /** Publisher of events and timeline records (default: a bus with source `verifier`). */
   events?: RuntimeEventBus;
   /** Budget of each hook invocation (PreVerify, PostVerify, Stop). Default 30 s. */
@@ -44,20 +46,20 @@ export interface RunningVerifier {
  * A revise or continue goes back to the runtime, whose next candidate is the next attempt. When a
  * hook cannot run before the decision, the attempt is given back and the error is the reply.
  */
-async function finalize(deps: VerifierDeps, body: unknown): Promise<VerifyReply> {
+async function finalize(deps: VerifierDeps, observer: ServiceObserver, body: unknown): Promise<VerifyReply> {
   const run = await openVerifyRun(deps, body);
   let decided: Parameters<typeof deliver>[1];
   try {
-    const pre = await withSpan("geode.verify.pre_verify", {}, () => preVerify(run));
-    const checked = await withSpan("geode.verify.built_in", {}, async () => builtIn(run, pre));
-    const post = await withSpan("geode.verify.post_verify", {}, () => postVerify(run, checked));
-    const stopped = await withSpan("geode.verify.stop", {}, () => stop(run, pre, checked, post));
+    const pre = await observer.span("geode.verify.pre_verify", () => preVerify(run));
+    const checked = await observer.span("geode.verify.built_in", async () => builtIn(run, pre));
+    const post = await observer.span("geode.verify.post_verify", () => postVerify(run, checked));
+    const stopped = await observer.span("geode.verify.stop", () => stop(run, pre, checked, post));
     decided = { pre, checked, post, stop: stopped };
   } catch (err) {
     await releaseAttempt(run);
     throw err;
   }
-  return await withSpan("geode.verify.deliver", {}, () => deliver(run, decided));
+  return await observer.span("geode.verify.deliver", () => deliver(run, decided));
 }
 
 /**
@@ -87,7 +89,7 @@ export async function startVerifier(options: VerifierOptions): Promise<RunningVe
   };
   const responders = [
     serveRequests(bus, names.verifyFinalize, { queue: QueueGroup.Verifier, log }, (body) =>
-      finalize(deps, body),
+      finalize(deps, options.observer ?? NO_OBSERVER, body),
     ),
     serveRequests(bus, names.verifyResolve, { queue: QueueGroup.Verifier, log }, (body) =>
       resolveParked(deps, body),

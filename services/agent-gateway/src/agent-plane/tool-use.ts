@@ -9,7 +9,6 @@ import {
   toolRefusedPayload,
 } from "@geode/contracts";
 import { decidePermission, type PermissionVerdict } from "@geode/lifecycle";
-import { observe } from "@geode/telemetry";
 import type { AgentCall } from "./agent-call.js";
 import { derivedId } from "./tool-calls.js";
 import { safetyLevelOf } from "./tool-kinds.js";
@@ -270,7 +269,7 @@ function matchedCall(call: AgentCall, done: ToolResult): AgentCall {
     gap.corr,
     derivedId(gap.corr.session_id, gap.corr.tool_call_id, "governance.gap"),
   );
-  observe.governanceGap(agent.kind);
+  call.plane.observer.governanceGap(agent.kind);
   call.log.warn(
     { agent: agent.name, agent_kind: agent.kind, session_id: corr.session_id },
     "a tool result reached the plane without its PreToolUse: the call was not governed",

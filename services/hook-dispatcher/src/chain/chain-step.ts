@@ -7,6 +7,7 @@ import type {
   GuardedArguments,
   HookName,
 } from "@geode/contracts";
+import type { ServiceObserver } from "@geode/service";
 import type { HandlerRegistry } from "../handler-registry.js";
 
 /** What every invocation's chain uses, shared by one dispatcher replica. */
@@ -15,6 +16,8 @@ export interface ChainContext {
   nc: BusConnection;
   registry: HandlerRegistry;
   log: Logger;
+  /** Counts each handler call (`geode_handler_calls_total`). */
+  observer: ServiceObserver;
 }
 
 /** Where a chain's audit events go (see InvocationAudits). */

@@ -16,7 +16,10 @@ export async function approval(call: ToolCall): Promise<ToolExecuteReply | undef
     {
       events: deps.events,
       approve: (request, options) =>
-        requestApproval({ ...busParts(deps.nc), names: deps.names }, request, options),
+        requestApproval({ ...busParts(deps.nc), names: deps.names }, request, {
+          ...options,
+          pending: (delta) => deps.observer.approvalPending(delta),
+        }),
       approvalTimeoutMs: deps.config.approvalTimeoutMs,
       invoke: (payload, guarded) => call.invokeBeforeEffect("PermissionRequest", payload, guarded),
     },

@@ -12,6 +12,7 @@ import type {
   ToolDefinition,
 } from "@geode/contracts";
 import { MiddlewareRegistry, type ToolCallResult } from "@geode/middleware";
+import { NO_OBSERVER } from "@geode/service";
 import { ReceiptStore, ResultStore, ToolStore } from "@geode/state";
 import { scriptedOutcome, type TestEnv, useFixture } from "@geode/testing";
 import type { BuiltinTool } from "../builtin-tools.js";
@@ -95,6 +96,7 @@ export async function stageHarness(
     nc,
     names,
     log,
+    observer: NO_OBSERVER,
     events,
     invokeHook,
     tools,

@@ -20,6 +20,7 @@ import {
   toolRefusedPayload,
 } from "@geode/contracts";
 import type { MiddlewareRegistry, ToolCallResult } from "@geode/middleware";
+import type { ServiceObserver } from "@geode/service";
 import type { ReceiptStore, ResultStore } from "@geode/state";
 import type { ReceiptLease } from "../receipt-lease.js";
 import type { SchemaValidator } from "../schema-validator.js";
@@ -41,6 +42,8 @@ export interface BoundaryDeps {
   nc: BusConnection;
   names: Names;
   log: Logger;
+  /** Each stage's span, the approvals pending (a service's `ServiceContext.observer`). */
+  observer: ServiceObserver;
   events: RuntimeEventBus;
   invokeHook: InvokeHook;
   tools: ToolRegistry;

@@ -275,6 +275,12 @@ describe("geode connect <agent> --llm", () => {
     });
     const copilot = await geode(["connect", "copilot", "--llm", "claude", "--url", gw]);
     expect(copilot.out).toContain("export COPILOT_PROVIDER_TYPE='anthropic'");
+    // No model id that is not a glob: Copilot's model is left to its --model.
+    expect(copilot.out).not.toContain("COPILOT_MODEL");
+    const copilotGpt = await geode(["connect", "copilot", "--llm", "gpt", "--url", gw]);
+    expect(copilotGpt.out).toBe(
+      `export COPILOT_PROVIDER_BASE_URL='${gw}/v1/llm/gpt'\nexport COPILOT_PROVIDER_TYPE='openai'\nexport COPILOT_PROVIDER_API_KEY="$GEODE_AGENT_TOKEN"\nexport COPILOT_MODEL='gpt-4.1'\n`,
+    );
     const qwen = await geode(["connect", "qwen-code", "--llm", "gpt", "--url", gw]);
     expect(qwen.out).toBe(
       `export OPENAI_BASE_URL='${gw}/v1/llm/gpt'\nexport OPENAI_API_KEY="$GEODE_AGENT_TOKEN"\nexport OPENAI_MODEL='gpt-4.1'\n`,

@@ -166,12 +166,16 @@ const TARGETS: Record<LlmAgent, LlmTarget> = {
   copilot: {
     label: "Copilot CLI",
     kinds: ["openai", "anthropic"],
-    render: (_c, baseUrl, p) =>
-      exports({
+    // In its BYOK mode Copilot CLI has no model of its own: COPILOT_MODEL (or `--model`) names one.
+    render: (_c, baseUrl, p) => {
+      const model = literalModels(p)[0];
+      return exports({
         COPILOT_PROVIDER_BASE_URL: baseUrl,
         COPILOT_PROVIDER_TYPE: p.kind,
         COPILOT_PROVIDER_API_KEY: `$${TOKEN_ENV}`,
-      }),
+        ...(model === undefined ? {} : { COPILOT_MODEL: model }),
+      });
+    },
   },
   "qwen-code": {
     label: "Qwen Code",

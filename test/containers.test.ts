@@ -338,8 +338,15 @@ describe("the compose stack, deployed as the README says", () => {
       const early = await publishEvents(bus, session, 10);
       const publishedEarly = Date.now();
       const ids = [...early, ...(await publishEvents(bus, session, 90))];
+      // Docker learns of the death asynchronously: until it does, the old state still reads healthy.
+      // Wait for the restart itself, then for the new process to be healthy.
+      let count = restarts;
+      await waitFor(async () => {
+        count = Number(await inspect(id, "{{.RestartCount}}"));
+        return count > restarts;
+      }, 60_000);
+      expect(count).toBe(restarts + 1);
       await waitHealthy(engine, stack, ["activity-recorder"]);
-      expect(Number(await inspect(id, "{{.RestartCount}}"))).toBe(restarts + 1);
       // The early events were in the stream before the restarted recorder was consuming. Its
       // health can read healthy a moment before the new process logs its start: wait for the line.
       const lastStart = async () => {
